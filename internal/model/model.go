@@ -1,0 +1,234 @@
+// Package model holds the domain types shared by every netdrift package.
+// It imports neither client-go nor netlink: sources translate into these types
+// at their boundary (see ../shared/CONVENTIONS.md, rule 6).
+package model
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+)
+
+// Protocol is a Service port protocol as the API spells it: TCP, UDP or SCTP.
+type Protocol string
+
+const (
+	TCP  Protocol = "TCP"
+	UDP  Protocol = "UDP"
+	SCTP Protocol = "SCTP"
+)
+
+// IPFamily is the address family of a frontend.
+type IPFamily string
+
+const (
+	IPv4 IPFamily = "IPv4"
+	IPv6 IPFamily = "IPv6"
+)
+
+// FamilyOf returns the family of an address.
+func FamilyOf(a netip.Addr) IPFamily {
+	if a.Is4() || a.Is4In6() {
+		return IPv4
+	}
+	return IPv6
+}
+
+// ServicePort names one port of one Service, as kube-proxy does ("ns/name:port").
+type ServicePort struct {
+	Namespace string
+	Name      string
+	Port      string // the Service port's name; "" for an unnamed single port
+	Protocol  Protocol
+}
+
+// IsZero reports whether the service port is unknown.
+func (s ServicePort) IsZero() bool { return s.Namespace == "" && s.Name == "" }
+
+// Service returns "namespace/name".
+func (s ServicePort) Service() string { return s.Namespace + "/" + s.Name }
+
+// String returns "namespace/name:port", the form kube-proxy puts in rule comments.
+func (s ServicePort) String() string {
+	if s.IsZero() {
+		return ""
+	}
+	return s.Namespace + "/" + s.Name + ":" + s.Port
+}
+
+// FrontendKind says how traffic reaches a frontend.
+type FrontendKind string
+
+const (
+	ClusterIP    FrontendKind = "cluster_ip"
+	NodePort     FrontendKind = "node_port"
+	ExternalIP   FrontendKind = "external_ip"
+	LoadBalancer FrontendKind = "load_balancer"
+)
+
+// Frontend is an address clients send Service traffic to. It is the key of
+// Desired and Observed: the same frontend in both is compared. For node ports
+// IP is the zero Addr ("any local address") and Family tells v4 from v6.
+type Frontend struct {
+	IP       netip.Addr
+	Port     uint16
+	Protocol Protocol
+	Kind     FrontendKind
+	Family   IPFamily
+}
+
+// NewFrontend builds a frontend for an IP (Family derived from it).
+func NewFrontend(ip netip.Addr, port uint16, proto Protocol, kind FrontendKind) Frontend {
+	ip = ip.Unmap()
+	return Frontend{IP: ip, Port: port, Protocol: proto, Kind: kind, Family: FamilyOf(ip)}
+}
+
+// NewNodePort builds a node-port frontend of the given family.
+func NewNodePort(port uint16, proto Protocol, fam IPFamily) Frontend {
+	return Frontend{Port: port, Protocol: proto, Kind: NodePort, Family: fam}
+}
+
+// String renders "ip:port" ("[ip]:port" for IPv6) or "*:port" for node ports.
+func (f Frontend) String() string {
+	if !f.IP.IsValid() {
+		return "*:" + strconv.Itoa(int(f.Port))
+	}
+	return netip.AddrPortFrom(f.IP, f.Port).String()
+}
+
+// Less orders frontends for stable output.
+func (f Frontend) Less(o Frontend) bool {
+	if f.Family != o.Family {
+		return f.Family < o.Family
+	}
+	if c := f.IP.Compare(o.IP); c != 0 {
+		return c < 0
+	}
+	if f.Port != o.Port {
+		return f.Port < o.Port
+	}
+	if f.Protocol != o.Protocol {
+		return f.Protocol < o.Protocol
+	}
+	return f.Kind < o.Kind
+}
+
+// Action is what a frontend does with a new connection.
+type Action string
+
+const (
+	Forward Action = "forward" // DNAT to one of Backends
+	Reject  Action = "reject"  // no endpoints: ICMP unreachable / TCP RST
+	Drop    Action = "drop"    // no local endpoints under a Local policy, or firewalled
+)
+
+// Endpoint is one endpoint of a service port as the API describes it, with
+// the reason it is (or is not) a desired backend on this node.
+type Endpoint struct {
+	Addr        netip.AddrPort
+	NodeName    string
+	Zone        string
+	Ready       bool
+	Serving     bool
+	Terminating bool
+	Included    bool
+	Reason      string // e.g. "ready", "serving-terminating fallback", "not ready", "not local (Local policy)"
+}
+
+// Verdict is what a frontend does on this node: desired (from the API) or
+// observed (from the kernel).
+type Verdict struct {
+	Service  ServicePort
+	Action   Action
+	Backends []netip.AddrPort // sorted, unique; only for Forward
+	// Endpoints (desired only): every endpoint known for the service port,
+	// included or not, with the reason. Used to explain stale backends.
+	Endpoints []Endpoint
+	// Uncertain, when set, says why netdrift cannot tell what kube-proxy
+	// would program; such a frontend is never reported stale.
+	Uncertain string
+	// Evidence: observed -> chain names and rule text; desired -> why.
+	Evidence []string
+}
+
+// HasBackend reports whether b is one of the verdict's backends.
+func (v Verdict) HasBackend(b netip.AddrPort) bool {
+	i := sort.Search(len(v.Backends), func(i int) bool { return !AddrPortLess(v.Backends[i], b) })
+	return i < len(v.Backends) && v.Backends[i] == b
+}
+
+// Endpoint returns the endpoint record for a backend address, if known.
+func (v Verdict) Endpoint(b netip.AddrPort) (Endpoint, bool) {
+	for _, e := range v.Endpoints {
+		if e.Addr == b {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
+
+// AddrPortLess orders backends.
+func AddrPortLess(a, b netip.AddrPort) bool {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c < 0
+	}
+	return a.Port() < b.Port()
+}
+
+// SortBackends sorts and de-duplicates a backend list in place.
+func SortBackends(bs []netip.AddrPort) []netip.AddrPort {
+	sort.Slice(bs, func(i, j int) bool { return AddrPortLess(bs[i], bs[j]) })
+	out := bs[:0]
+	for i, b := range bs {
+		if i == 0 || b != bs[i-1] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Datapath modes, named the same in flags, JSON, metrics and docs.
+const (
+	ModeIPTables = "iptables"
+	ModeNFTables = "nftables"
+	ModeIPVS     = "ipvs"
+	ModeNone     = "none"
+)
+
+// Desired is what kube-proxy must program on one node.
+type Desired struct {
+	Node      string
+	Frontends map[Frontend]Verdict
+}
+
+// Observed is what the kernel holds on one node.
+type Observed struct {
+	Datapath  string // ModeIPTables, ModeNFTables, ModeIPVS, ModeNone
+	Frontends map[Frontend]Verdict
+	// Warnings are things the reader saw but could not map (never fatal).
+	Warnings []string
+}
+
+// SortedFrontends returns the keys of m in a stable order.
+func SortedFrontends(m map[Frontend]Verdict) []Frontend {
+	out := make([]Frontend, 0, len(m))
+	for f := range m {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// ParseProtocol accepts tcp/udp/sctp in any case.
+func ParseProtocol(s string) (Protocol, error) {
+	switch s {
+	case "tcp", "TCP":
+		return TCP, nil
+	case "udp", "UDP":
+		return UDP, nil
+	case "sctp", "SCTP":
+		return SCTP, nil
+	}
+	return "", fmt.Errorf("unknown protocol %q", s)
+}
