@@ -1,0 +1,240 @@
+package datapath
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ipTable is one table (*nat, *filter, ...) of an iptables-save or
+// iptables-restore text: its chains in declaration order and their rules.
+type ipTable struct {
+	name   string
+	chains map[string][]*ipRule
+	order  []string
+}
+
+// ipDump is every table of one address family's dump.
+type ipDump map[string]*ipTable
+
+// parseDump reads iptables-save output or iptables-restore input (as
+// kube-proxy writes it). It accepts any tables; errors name the line.
+func parseDump(text string) (ipDump, error) {
+	d := ipDump{}
+	var cur *ipTable
+	var toks []string
+	lineNo := 0
+	for len(text) > 0 {
+		lineNo++
+		var line string
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			line, text = text, ""
+		}
+		line = strings.TrimRight(line, "\r \t")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		var err error
+		cur, toks, err = parseDumpLine(d, cur, line, lineNo, toks[:0])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", lineNo, err)
+		}
+	}
+	if cur != nil {
+		return nil, fmt.Errorf("line %d: table %q has no COMMIT (truncated dump?)", lineNo, cur.name)
+	}
+	return d, nil
+}
+
+func parseDumpLine(d ipDump, cur *ipTable, line string, lineNo int, toks []string) (*ipTable, []string, error) {
+	switch {
+	case line[0] == '*':
+		if cur != nil {
+			return cur, toks, fmt.Errorf("table %q starts before table %q is committed", line[1:], cur.name)
+		}
+		name := strings.TrimSpace(line[1:])
+		if name == "" || strings.ContainsAny(name, " \t") {
+			return cur, toks, fmt.Errorf("bad table header %q", line)
+		}
+		t := d[name]
+		if t == nil {
+			t = &ipTable{name: name, chains: map[string][]*ipRule{}}
+			d[name] = t
+		}
+		return t, toks, nil
+	case line == "COMMIT":
+		if cur == nil {
+			return cur, toks, fmt.Errorf("COMMIT outside a table")
+		}
+		return nil, toks, nil
+	}
+	if cur == nil {
+		return cur, toks, fmt.Errorf("%q outside a table", clip(line))
+	}
+	if line[0] == ':' {
+		return cur, toks, cur.declare(line)
+	}
+	if line[0] == '[' { // iptables-save -c: "[packets:bytes] -A ..."
+		i := strings.IndexByte(line, ']')
+		if i < 0 {
+			return cur, toks, fmt.Errorf("bad counter prefix in %q", clip(line))
+		}
+		line = strings.TrimLeft(line[i+1:], " \t")
+	}
+	toks, err := tokenize(line, toks)
+	if err != nil {
+		return cur, toks, err
+	}
+	return cur, toks, cur.command(toks, line, lineNo)
+}
+
+// declare handles ":CHAIN POLICY [packets:bytes]".
+func (t *ipTable) declare(line string) error {
+	f := strings.Fields(line[1:])
+	if len(f) == 0 || f[0] == "" {
+		return fmt.Errorf("bad chain declaration %q", clip(line))
+	}
+	if _, ok := t.chains[f[0]]; !ok {
+		t.order = append(t.order, f[0])
+	}
+	// iptables-restore semantics: declaring a chain flushes it.
+	t.chains[f[0]] = nil
+	return nil
+}
+
+// command applies one -A/-I/-N/-F/-X command line.
+func (t *ipTable) command(toks []string, line string, lineNo int) error {
+	if len(toks) < 2 {
+		return fmt.Errorf("incomplete command %q", clip(line))
+	}
+	chain := toks[1]
+	_, exists := t.chains[chain]
+	switch toks[0] {
+	case "-A", "--append", "-I", "--insert":
+		if !exists {
+			return fmt.Errorf("rule for undeclared chain %q", chain)
+		}
+		args := toks[2:]
+		insert := toks[0] == "-I" || toks[0] == "--insert"
+		pos := 0
+		if insert && len(args) > 0 && isDigits(args[0]) {
+			fmt.Sscan(args[0], &pos)
+			args = args[1:]
+		}
+		r, err := parseRule(chain, args, line, lineNo)
+		if err != nil {
+			return err
+		}
+		if !insert {
+			t.chains[chain] = append(t.chains[chain], r)
+			return nil
+		}
+		rs := t.chains[chain]
+		if pos <= 0 || pos > len(rs) {
+			pos = 1
+		}
+		rs = append(rs[:pos-1], append([]*ipRule{r}, rs[pos-1:]...)...)
+		t.chains[chain] = rs
+	case "-N", "--new-chain":
+		if !exists {
+			t.order = append(t.order, chain)
+			t.chains[chain] = nil
+		}
+	case "-F", "--flush":
+		if exists {
+			t.chains[chain] = nil
+		}
+	case "-X", "--delete-chain":
+		delete(t.chains, chain)
+	default:
+		return fmt.Errorf("unsupported command %q", toks[0])
+	}
+	if len(toks) > 2 && toks[0] != "-A" && toks[0] != "--append" && toks[0] != "-I" && toks[0] != "--insert" {
+		return fmt.Errorf("unexpected arguments after %s %s", toks[0], chain)
+	}
+	return nil
+}
+
+// tokenize splits a rule line the way iptables-restore does: whitespace
+// separates arguments, double quotes group them, backslash escapes a character.
+// Plain arguments are substrings of line (no copy).
+func tokenize(line string, toks []string) ([]string, error) {
+	i := 0
+	for i < len(line) {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		if i >= len(line) {
+			break
+		}
+		start := i
+		plain := true
+		for i < len(line) && line[i] != ' ' && line[i] != '\t' {
+			if line[i] == '"' || line[i] == '\\' {
+				plain = false
+				break
+			}
+			i++
+		}
+		if plain {
+			toks = append(toks, line[start:i])
+			continue
+		}
+		tok, next, err := quotedToken(line, start)
+		if err != nil {
+			return toks, err
+		}
+		toks = append(toks, tok)
+		i = next
+	}
+	return toks, nil
+}
+
+// quotedToken reads one argument that contains quotes or escapes.
+func quotedToken(line string, i int) (string, int, error) {
+	var b strings.Builder
+	inQuote := false
+	quoteAt := 0
+	for ; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(line) {
+				return "", i, fmt.Errorf("position %d: trailing backslash", i+1)
+			}
+			i++
+			b.WriteByte(line[i])
+		case c == '"':
+			inQuote = !inQuote
+			quoteAt = i
+		case (c == ' ' || c == '\t') && !inQuote:
+			return b.String(), i, nil
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if inQuote {
+		return "", i, fmt.Errorf("position %d: unterminated quote", quoteAt+1)
+	}
+	return b.String(), i, nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}

@@ -1,0 +1,101 @@
+package datapath
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// IPTablesDumps holds iptables-save text (or kube-proxy's iptables-restore
+// input) for each family. Each must contain the nat and filter tables; other
+// tables are accepted and ignored. IPv6 is nil when IPv6 is not read.
+type IPTablesDumps struct {
+	IPv4 []byte
+	IPv6 []byte
+}
+
+// ParseOptions carries what the caller knows about the cluster.
+type ParseOptions struct {
+	// ServicePorts resolve comment-less chains by recomputing kube-proxy's
+	// chain-name hash (large-cluster mode drops most comments).
+	ServicePorts []model.ServicePort
+	// Frontends known to the caller (e.g. the desired state's keys). Used only
+	// to tell external_ip from load_balancer where the rules cannot (filter
+	// rules for an IP with no endpoints carry the same comment for both).
+	Frontends []model.Frontend
+}
+
+// ParseIPTables maps kube-proxy's iptables rules to the observed state.
+// It is pure: no kernel access. Malformed text is an error naming the line.
+func ParseIPTables(dumps IPTablesDumps, opts ParseOptions) (model.Observed, error) {
+	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: map[model.Frontend]model.Verdict{}}
+	idx := newParseIndex(opts)
+	for _, fd := range []struct {
+		fam  model.IPFamily
+		text []byte
+		tag  string
+	}{{model.IPv4, dumps.IPv4, ""}, {model.IPv6, dumps.IPv6, "ip6 "}} {
+		if fd.text == nil {
+			continue
+		}
+		d, err := parseDump(string(fd.text))
+		if err != nil {
+			return model.Observed{}, fmt.Errorf("%s dump: %w", fd.fam, err)
+		}
+		w := newWalker(fd.fam, fd.tag, d, idx)
+		w.run()
+		for f, v := range w.verdicts() {
+			obs.Frontends[f] = v
+		}
+		obs.Warnings = append(obs.Warnings, w.warnings...)
+	}
+	return obs, nil
+}
+
+// parseIndex is ParseOptions prepared for lookups.
+type parseIndex struct {
+	byHash map[string]model.ServicePort
+	kinds  map[frontKey]model.FrontendKind
+}
+
+// frontKey identifies an address, port and protocol regardless of kind.
+type frontKey struct {
+	ip    netip.Addr
+	port  uint16
+	proto model.Protocol
+}
+
+func newParseIndex(opts ParseOptions) *parseIndex {
+	idx := &parseIndex{byHash: map[string]model.ServicePort{}, kinds: map[frontKey]model.FrontendKind{}}
+	for _, sp := range opts.ServicePorts {
+		idx.byHash[ChainHash(sp)] = sp
+	}
+	for _, f := range opts.Frontends {
+		if f.Kind == model.ExternalIP || f.Kind == model.LoadBalancer {
+			idx.kinds[frontKey{f.IP, f.Port, f.Protocol}] = f.Kind
+		}
+	}
+	return idx
+}
+
+// sortedWarnings de-duplicates warnings keeping first-seen order.
+func dedupe(ws []string) []string {
+	seen := map[string]bool{}
+	out := ws[:0]
+	for _, w := range ws {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// sortStrings returns a sorted copy (for stable evidence of sets).
+func sortStrings(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
