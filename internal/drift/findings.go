@@ -1,0 +1,89 @@
+package drift
+
+import (
+	"sort"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// Proof describes how current the agent's view of the API is.
+type Proof struct {
+	// WatchHealthy is false when the watch is known to lag (Lease renewals
+	// overdue). No mismatch is promoted to a stale finding meanwhile.
+	WatchHealthy bool
+	// LastDelivery is the latest time the watch delivered anything.
+	LastDelivery time.Time
+	// Changed are the services whose desired state changed since the previous
+	// audit: a mismatch that appears with such a change was revealed by the
+	// watch itself, so the view was current when it was first seen.
+	Changed map[string]bool
+}
+
+// Tracked is a mismatch with its history.
+type Tracked struct {
+	model.Finding
+	Proven bool // the agent's view was current after FirstSeen
+	Stale  bool // promoted: older than stale-after and proven
+}
+
+// Age of the mismatch at now.
+func (t Tracked) Age(now time.Time) time.Duration { return now.Sub(t.FirstSeen) }
+
+// FindingTracker turns the mismatches of successive audits into pending
+// mismatches and stale findings with first-seen times.
+type FindingTracker struct {
+	StaleAfter time.Duration
+	seen       map[string]*Tracked
+}
+
+// NewFindingTracker returns a tracker promoting mismatches after staleAfter.
+func NewFindingTracker(staleAfter time.Duration) *FindingTracker {
+	return &FindingTracker{StaleAfter: staleAfter, seen: map[string]*Tracked{}}
+}
+
+// Update records the mismatches of one audit at time now. Mismatches no
+// longer present are forgotten (healed).
+func (t *FindingTracker) Update(current []model.Finding, now time.Time, p Proof) {
+	next := make(map[string]*Tracked, len(current))
+	for _, f := range current {
+		k := f.Key()
+		tr, ok := t.seen[k]
+		if !ok {
+			tr = &Tracked{Finding: f}
+			tr.FirstSeen = now
+			tr.Proven = p.Changed[f.Service.Service()]
+		} else {
+			first := tr.FirstSeen
+			tr.Finding = f
+			tr.FirstSeen = first
+		}
+		if !tr.Proven && p.LastDelivery.After(tr.FirstSeen) {
+			tr.Proven = true
+		}
+		if !tr.Stale && tr.Proven && p.WatchHealthy && now.Sub(tr.FirstSeen) >= t.StaleAfter {
+			tr.Stale = true
+		}
+		next[k] = tr
+	}
+	t.seen = next
+}
+
+// Stale returns promoted findings, sorted.
+func (t *FindingTracker) Stale() []Tracked { return t.list(true) }
+
+// Pending returns mismatches not (yet) promoted, sorted.
+func (t *FindingTracker) Pending() []Tracked { return t.list(false) }
+
+func (t *FindingTracker) list(stale bool) []Tracked {
+	var out []Tracked
+	for _, tr := range t.seen {
+		if tr.Stale == stale {
+			c := *tr
+			c.Finding.FirstSeen = tr.FirstSeen
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}

@@ -1,0 +1,193 @@
+package drift
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// ChangeKind classifies a change of a service's desired backends on this node.
+type ChangeKind string
+
+const (
+	ChangeAdd    ChangeKind = "add"    // backends or frontends appeared
+	ChangeRemove ChangeKind = "remove" // backends or frontends went away: the connection-refused race
+	ChangeUpdate ChangeKind = "update" // both, or a verdict change
+)
+
+// Change is one desired-state change of a service, as delivered by the watch.
+type Change struct {
+	Service string     // namespace/name
+	Kind    ChangeKind //
+	T0      time.Time  // trigger time (control-plane clock); zero when unknown
+	T1      time.Time  // watch delivery time (agent clock)
+	// Desired is the service's new desired state on this node (empty when the
+	// service was deleted). Previous is what it replaced.
+	Desired  map[model.Frontend]model.Verdict
+	Previous map[model.Frontend]model.Verdict
+}
+
+// LagSample is one converged change.
+type LagSample struct {
+	Service    string
+	Kind       ChangeKind
+	T0, T1, T2 time.Time
+	Superseded int // how many older changes this one replaced before converging
+}
+
+// NodeLag is T2-T1: how long this node took to program what it was told.
+func (s LagSample) NodeLag() time.Duration { return s.T2.Sub(s.T1) }
+
+// NetworkLatency is T2-T0 (false when T0 is unknown).
+func (s LagSample) NetworkLatency() (time.Duration, bool) {
+	if s.T0.IsZero() {
+		return 0, false
+	}
+	return s.T2.Sub(s.T0), true
+}
+
+// PendingChange is a change not yet seen in the datapath.
+type PendingChange struct {
+	Service    string
+	Kind       ChangeKind
+	T0, T1     time.Time
+	Superseded int
+	keys       []model.Frontend
+	desired    map[model.Frontend]model.Verdict
+}
+
+// ClassifyChange derives add/remove/update from old and new desired states.
+// It returns false when nothing this node programs changed.
+func ClassifyChange(prev, next map[model.Frontend]model.Verdict) (ChangeKind, bool) {
+	added, removed := false, false
+	for fe, nv := range next {
+		pv, ok := prev[fe]
+		if !ok {
+			added = true
+			continue
+		}
+		if pv.Action != nv.Action {
+			added, removed = true, true
+			continue
+		}
+		for _, b := range nv.Backends {
+			if !pv.HasBackend(b) {
+				added = true
+			}
+		}
+		for _, b := range pv.Backends {
+			if !nv.HasBackend(b) {
+				removed = true
+			}
+		}
+	}
+	for fe := range prev {
+		if _, ok := next[fe]; !ok {
+			removed = true
+		}
+	}
+	switch {
+	case added && removed:
+		return ChangeUpdate, true
+	case added:
+		return ChangeAdd, true
+	case removed:
+		return ChangeRemove, true
+	}
+	return "", false
+}
+
+// LagTracker measures T2 for pending changes. It is pure: times come in as
+// arguments. Not safe for concurrent use.
+type LagTracker struct {
+	pending map[string]*PendingChange
+}
+
+// NewLagTracker returns an empty tracker.
+func NewLagTracker() *LagTracker { return &LagTracker{pending: map[string]*PendingChange{}} }
+
+// Record registers a change. A change to a service that is still pending
+// supersedes it: the sample will measure the newest change, and the
+// frontends of both are checked.
+func (t *LagTracker) Record(c Change) {
+	p, ok := t.pending[c.Service]
+	if !ok {
+		p = &PendingChange{Service: c.Service}
+		t.pending[c.Service] = p
+	} else {
+		p.Superseded++
+	}
+	p.Kind, p.T0, p.T1, p.desired = c.Kind, c.T0, c.T1, c.Desired
+	p.keys = unionKeys(p.keys, c.Previous, c.Desired)
+}
+
+func unionKeys(keys []model.Frontend, maps ...map[model.Frontend]model.Verdict) []model.Frontend {
+	for _, m := range maps {
+		for fe := range m {
+			if !slices.Contains(keys, fe) {
+				keys = append(keys, fe)
+			}
+		}
+	}
+	return keys
+}
+
+// Observe checks every pending change against a datapath observation taken
+// at time at, and returns the changes that converged (T2 = at).
+func (t *LagTracker) Observe(obs model.Observed, at time.Time) []LagSample {
+	var out []LagSample
+	for svc, p := range t.pending {
+		if at.Before(p.T1) || !matches(p, obs) {
+			continue
+		}
+		out = append(out, LagSample{Service: svc, Kind: p.Kind, T0: p.T0, T1: p.T1, T2: at, Superseded: p.Superseded})
+		delete(t.pending, svc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	return out
+}
+
+// Forget drops a pending change (e.g. the datapath became unreadable for good).
+func (t *LagTracker) Forget(service string) { delete(t.pending, service) }
+
+func matches(p *PendingChange, obs model.Observed) bool {
+	for _, fe := range p.keys {
+		want, wantOK := p.desired[fe]
+		got, gotOK := obs.Frontends[fe]
+		if wantOK && want.Uncertain != "" {
+			continue
+		}
+		if wantOK != gotOK {
+			return false
+		}
+		if wantOK && !SameVerdict(want, got) {
+			return false
+		}
+	}
+	return true
+}
+
+// SameVerdict reports whether two verdicts program the same behaviour.
+func SameVerdict(a, b model.Verdict) bool {
+	if a.Action != b.Action {
+		return false
+	}
+	return a.Action != model.Forward || slices.Equal(a.Backends, b.Backends)
+}
+
+// Pending lists pending changes, oldest first.
+func (t *LagTracker) Pending() []PendingChange {
+	out := make([]PendingChange, 0, len(t.pending))
+	for _, p := range t.pending {
+		out = append(out, *p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].T1.Equal(out[j].T1) {
+			return out[i].T1.Before(out[j].T1)
+		}
+		return out[i].Service < out[j].Service
+	})
+	return out
+}
