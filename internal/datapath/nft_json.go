@@ -1,0 +1,429 @@
+package datapath
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// nftJSONObject is one entry of the "nftables" array: exactly one of these is set.
+type nftJSONObject struct {
+	Table json.RawMessage `json:"table"`
+	Set   *nftJSONSet     `json:"set"`
+	Map   *nftJSONSet     `json:"map"`
+	Chain json.RawMessage `json:"chain"`
+	Rule  *nftJSONRule    `json:"rule"`
+}
+
+type nftJSONSet struct {
+	Family string            `json:"family"`
+	Table  string            `json:"table"`
+	Name   string            `json:"name"`
+	Elem   []json.RawMessage `json:"elem"`
+}
+
+type nftJSONRule struct {
+	Family  string                       `json:"family"`
+	Table   string                       `json:"table"`
+	Chain   string                       `json:"chain"`
+	Handle  uint64                       `json:"handle"`
+	Comment string                       `json:"comment"`
+	Expr    []map[string]json.RawMessage `json:"expr"`
+}
+
+type nftJSONChain struct {
+	Family string `json:"family"`
+	Table  string `json:"table"`
+	Name   string `json:"name"`
+}
+
+// parseNFTJSONTable decodes `nft -j list table <family> kube-proxy` output
+// into the reader's intermediate form. Objects of other tables or families
+// are ignored. Empty input means "no such table" and returns nil.
+func parseNFTJSONTable(data []byte, fam model.IPFamily) (*nftTable, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	var doc struct {
+		Nftables []nftJSONObject `json:"nftables"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, nftJSONError(data, err)
+	}
+	nftFam := "ip"
+	if fam == model.IPv6 {
+		nftFam = "ip6"
+	}
+	t := newNFTTable(fam)
+	found := false
+	for i, o := range doc.Nftables {
+		if err := t.addJSONObject(o, nftFam, &found); err != nil {
+			return nil, fmt.Errorf("nftables[%d]: %w", i, err)
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	return t, nil
+}
+
+func (t *nftTable) addJSONObject(o nftJSONObject, fam string, found *bool) error {
+	switch {
+	case o.Table != nil:
+		var tb nftJSONChain
+		if err := json.Unmarshal(o.Table, &tb); err != nil {
+			return fmt.Errorf("table: %w", err)
+		}
+		if tb.Family == fam && tb.Name == nftTableName {
+			*found = true
+		}
+	case o.Chain != nil:
+		var c nftJSONChain
+		if err := json.Unmarshal(o.Chain, &c); err != nil {
+			return fmt.Errorf("chain: %w", err)
+		}
+		if c.Family == fam && c.Table == nftTableName {
+			if _, ok := t.Chains[c.Name]; !ok {
+				t.Chains[c.Name] = nil
+			}
+		}
+	case o.Map != nil:
+		if o.Map.Family == fam && o.Map.Table == nftTableName && isNFTReaderMap(o.Map.Name) {
+			elems, err := parseNFTJSONMapElems(o.Map.Elem)
+			if err != nil {
+				return fmt.Errorf("map %s: %w", o.Map.Name, err)
+			}
+			t.Maps[o.Map.Name] = elems
+		}
+	case o.Set != nil:
+		if o.Set.Family == fam && o.Set.Table == nftTableName && o.Set.Name == nftSetClusterIPs {
+			return t.addJSONClusterIPs(o.Set.Elem)
+		}
+	case o.Rule != nil:
+		if o.Rule.Family == fam && o.Rule.Table == nftTableName {
+			r, err := parseNFTJSONRule(o.Rule)
+			if err != nil {
+				return fmt.Errorf("rule %d in chain %s: %w", o.Rule.Handle, o.Rule.Chain, err)
+			}
+			t.Chains[o.Rule.Chain] = append(t.Chains[o.Rule.Chain], r)
+			if r.MapRef != "" {
+				t.MapRefs[r.MapRef]++
+			}
+		}
+	}
+	return nil
+}
+
+func isNFTReaderMap(name string) bool {
+	for _, m := range nftReaderMaps {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *nftTable) addJSONClusterIPs(elems []json.RawMessage) error {
+	t.HasClusterIPSet = true
+	for i, raw := range elems {
+		val, _, err := nftJSONElemValue(raw)
+		if err != nil {
+			return fmt.Errorf("set cluster-ips element %d: %w", i, err)
+		}
+		var s string
+		if err := json.Unmarshal(val, &s); err != nil {
+			continue // prefixes or ranges: not single cluster IPs
+		}
+		if a, err := netip.ParseAddr(s); err == nil {
+			t.ClusterIPs[a.Unmap()] = true
+		}
+	}
+	return nil
+}
+
+// parseNFTJSONMapElems decodes verdict map elements: [[key, verdict], ...].
+func parseNFTJSONMapElems(raws []json.RawMessage) ([]nftElem, error) {
+	out := make([]nftElem, 0, len(raws))
+	for i, raw := range raws {
+		var pair []json.RawMessage
+		if err := json.Unmarshal(raw, &pair); err != nil || len(pair) != 2 {
+			return nil, fmt.Errorf("element %d: want [key, verdict]", i)
+		}
+		keyRaw, comment, err := nftJSONElemValue(pair[0])
+		if err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+		key, err := nftJSONKeyParts(keyRaw)
+		if err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+		v, ok, err := parseNFTJSONVerdict(pair[1])
+		if err != nil || !ok {
+			return nil, fmt.Errorf("element %d: value is not a verdict: %s", i, pair[1])
+		}
+		out = append(out, nftElem{Key: key, Verdict: v, Comment: comment})
+	}
+	return out, nil
+}
+
+// nftJSONElemValue unwraps {"elem": {"val": X, "comment": C}} into X and C.
+func nftJSONElemValue(raw json.RawMessage) (json.RawMessage, string, error) {
+	var wrapped struct {
+		Elem *struct {
+			Val     json.RawMessage `json:"val"`
+			Comment string          `json:"comment"`
+		} `json:"elem"`
+	}
+	if len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &wrapped); err != nil {
+			return nil, "", err
+		}
+		if wrapped.Elem != nil {
+			return wrapped.Elem.Val, wrapped.Elem.Comment, nil
+		}
+	}
+	return raw, "", nil
+}
+
+// nftJSONKeyParts turns a key ({"concat": [...]}, a string or a number) into
+// its parts as strings.
+func nftJSONKeyParts(raw json.RawMessage) ([]string, error) {
+	var c struct {
+		Concat []json.RawMessage `json:"concat"`
+	}
+	if len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &c); err != nil || c.Concat == nil {
+			return nil, fmt.Errorf("unsupported key %s", raw)
+		}
+	} else {
+		c.Concat = []json.RawMessage{raw}
+	}
+	parts := make([]string, len(c.Concat))
+	for i, p := range c.Concat {
+		s, err := nftJSONScalar(p)
+		if err != nil {
+			return nil, err
+		}
+		parts[i] = s
+	}
+	return parts, nil
+}
+
+// nftJSONScalar renders a JSON string or number as nft prints it.
+func nftJSONScalar(raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err == nil {
+		return n.String(), nil
+	}
+	return "", fmt.Errorf("unsupported value %s", raw)
+}
+
+// parseNFTJSONVerdict decodes {"goto": {"target": X}}, {"drop": null}, ...
+// ok is false when raw is not a verdict.
+func parseNFTJSONVerdict(raw json.RawMessage) (nftVerdict, bool, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || len(m) != 1 {
+		return nftVerdict{}, false, nil
+	}
+	for k, v := range m {
+		switch k {
+		case nftVerdictGoto, nftVerdictJump:
+			var t struct {
+				Target string `json:"target"`
+			}
+			if err := json.Unmarshal(v, &t); err != nil || t.Target == "" {
+				return nftVerdict{}, false, fmt.Errorf("%s without target", k)
+			}
+			return nftVerdict{Kind: k, Target: t.Target}, true, nil
+		case nftVerdictDrop, nftVerdictAccept, nftVerdictReturn, nftVerdictContinue, nftVerdictReject:
+			return nftVerdict{Kind: k}, true, nil
+		}
+	}
+	return nftVerdict{}, false, nil
+}
+
+// parseNFTJSONRule reduces a rule's statements (see nftRule).
+func parseNFTJSONRule(jr *nftJSONRule) (nftRule, error) {
+	r := nftRule{Handle: jr.Handle, Comment: jr.Comment}
+	for i, stmt := range jr.Expr {
+		for k, v := range stmt {
+			if err := r.addJSONStatement(k, v); err != nil {
+				return r, fmt.Errorf("statement %d (%s): %w", i, k, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+func (r *nftRule) addJSONStatement(kind string, v json.RawMessage) error {
+	switch kind {
+	case "match":
+		return r.addJSONMatch(v)
+	case "dnat":
+		return r.addJSONDNAT(v)
+	case "vmap":
+		return r.addJSONVMap(v)
+	case nftVerdictGoto, nftVerdictJump, nftVerdictDrop, nftVerdictAccept, nftVerdictReturn, nftVerdictContinue, nftVerdictReject:
+		vd, ok, err := parseNFTJSONVerdict(json.RawMessage(`{"` + kind + `":` + string(v) + `}`))
+		if err != nil || !ok {
+			return fmt.Errorf("bad verdict %s", v)
+		}
+		r.Verdict = vd
+	}
+	// Other statements (mangle, set update, counter, masquerade, log...)
+	// do not decide where the connection goes.
+	return nil
+}
+
+func (r *nftRule) addJSONMatch(v json.RawMessage) error {
+	var m struct {
+		Op    string          `json:"op"`
+		Left  json.RawMessage `json:"left"`
+		Right json.RawMessage `json:"right"`
+	}
+	if err := json.Unmarshal(v, &m); err != nil {
+		return err
+	}
+	var left struct {
+		Meta *struct {
+			Key string `json:"key"`
+		} `json:"meta"`
+	}
+	_ = json.Unmarshal(m.Left, &left)
+	if left.Meta != nil && left.Meta.Key == "l4proto" && m.Op == "==" {
+		var p string
+		if json.Unmarshal(m.Right, &p) == nil {
+			r.Proto = p
+			return nil
+		}
+	}
+	r.Conditional = true
+	return nil
+}
+
+func (r *nftRule) addJSONDNAT(v json.RawMessage) error {
+	var d struct {
+		Addr json.RawMessage `json:"addr"`
+		Port *uint16         `json:"port"`
+	}
+	if err := json.Unmarshal(v, &d); err != nil {
+		return err
+	}
+	var s string
+	if json.Unmarshal(d.Addr, &s) == nil {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return err
+		}
+		var port uint16
+		if d.Port != nil {
+			port = *d.Port
+		}
+		r.DNAT = append(r.DNAT, netip.AddrPortFrom(a.Unmap(), port))
+		return nil
+	}
+	var m struct {
+		Map *struct {
+			Data struct {
+				Set [][]json.RawMessage `json:"set"`
+			} `json:"data"`
+		} `json:"map"`
+	}
+	if err := json.Unmarshal(d.Addr, &m); err != nil || m.Map == nil {
+		return fmt.Errorf("unsupported dnat address %s", d.Addr)
+	}
+	for _, kv := range m.Map.Data.Set {
+		if len(kv) != 2 {
+			return errors.New("dnat map element is not a pair")
+		}
+		parts, err := nftJSONKeyParts(kv[1])
+		if err != nil {
+			return err
+		}
+		ap, err := nftAddrPortFromParts(parts)
+		if err != nil {
+			return err
+		}
+		r.DNAT = append(r.DNAT, ap)
+	}
+	return nil
+}
+
+func nftAddrPortFromParts(parts []string) (netip.AddrPort, error) {
+	if len(parts) != 2 {
+		return netip.AddrPort{}, fmt.Errorf("want address . port, got %v", parts)
+	}
+	a, err := netip.ParseAddr(parts[0])
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	p, err := strconv.ParseUint(parts[1], 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("bad port %q", parts[1])
+	}
+	return netip.AddrPortFrom(a.Unmap(), uint16(p)), nil
+}
+
+func (r *nftRule) addJSONVMap(v json.RawMessage) error {
+	var vm struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(v, &vm); err != nil {
+		return err
+	}
+	var named string
+	if json.Unmarshal(vm.Data, &named) == nil {
+		if len(named) > 1 && named[0] == '@' {
+			r.MapRef = named[1:]
+		}
+		return nil
+	}
+	var anon struct {
+		Set [][]json.RawMessage `json:"set"`
+	}
+	if err := json.Unmarshal(vm.Data, &anon); err != nil {
+		return fmt.Errorf("unsupported vmap data %s", vm.Data)
+	}
+	for _, kv := range anon.Set {
+		if len(kv) != 2 {
+			return errors.New("vmap element is not a pair")
+		}
+		vd, ok, err := parseNFTJSONVerdict(kv[1])
+		if err != nil || !ok {
+			return fmt.Errorf("vmap value is not a verdict: %s", kv[1])
+		}
+		r.VMap = append(r.VMap, vd)
+	}
+	return nil
+}
+
+// nftJSONError names the line and column of a JSON syntax error.
+func nftJSONError(data []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	off := int64(-1)
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 {
+		return fmt.Errorf("nft json: %w", err)
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - int64(bytes.LastIndexByte(data[:off], '\n'))
+	return fmt.Errorf("nft json: line %d, column %d (byte %d): %w", line, col, off, err)
+}
