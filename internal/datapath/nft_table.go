@@ -26,12 +26,12 @@ var nftReaderMaps = []string{
 
 // Verdict kinds, spelled as nft spells them.
 const (
-	nftVerdictGoto   = "goto"
-	nftVerdictJump   = "jump"
-	nftVerdictDrop   = "drop"
-	nftVerdictReject = "reject"
-	nftVerdictAccept = "accept"
-	nftVerdictReturn = "return"
+	nftVerdictGoto     = "goto"
+	nftVerdictJump     = "jump"
+	nftVerdictDrop     = "drop"
+	nftVerdictReject   = "reject"
+	nftVerdictAccept   = "accept"
+	nftVerdictReturn   = "return"
 	nftVerdictContinue = "continue"
 )
 
