@@ -32,6 +32,8 @@ func (w *walker) filterRule(r *ipRule) {
 	if e.svc.IsZero() {
 		if sp, ok := commentService(r.comment, f.Protocol); ok {
 			e.svc = sp
+		} else if sp, ok := w.idx.frontends[f]; ok {
+			e.svc = sp
 		}
 	}
 }
@@ -110,7 +112,12 @@ func (w *walker) verdicts() map[model.Frontend]model.Verdict {
 			w.warnf("%s %s is captured but its chains DNAT to no endpoint", f.Kind, f)
 		}
 		if v.Service.IsZero() {
-			w.warnf("%s %s: service port unknown", f.Kind, f)
+			why := "service port unknown: no comment"
+			if e.chain != "" {
+				why += ", chain " + e.chain + " matches no known service port"
+			}
+			v.Evidence = append(v.Evidence, why)
+			w.warnf("%s %s: %s", f.Kind, f, why)
 		}
 		out[f] = v
 	}

@@ -25,7 +25,7 @@ func (w *walker) natServiceRule(r *ipRule) {
 	if !ok {
 		return
 	}
-	w.capture(model.NewFrontend(k.ip, k.port, k.proto, kind), r, k.proto, true)
+	w.capture(model.NewFrontend(k.ip, k.port, k.proto, kind), r, true)
 }
 
 // natKind tells the frontend kind from the comment, else the target chain.
@@ -68,14 +68,14 @@ func (w *walker) natNodePortRule(r *ipRule) {
 	if r.dst != "" && general {
 		w.warnf("nat %s rule limited to destination %s, treated as a node port: %s", r.chain, r.dst, r.text)
 	}
-	w.capture(model.NewNodePort(k.port, k.proto, w.fam), r, k.proto, general)
+	w.capture(model.NewNodePort(k.port, k.proto, w.fam), r, general)
 }
 
 // capture records a nat rule that DNATs a frontend through r.target.
 // The first general rule wins (iptables is first-match); localhost-only
 // rules (127.0.0.0/8 node ports) add evidence and count only if no general
 // rule exists.
-func (w *walker) capture(f model.Frontend, r *ipRule, proto model.Protocol, general bool) {
+func (w *walker) capture(f model.Frontend, r *ipRule, general bool) {
 	e := w.entryFor(f)
 	e.evidence = append(e.evidence, w.ev("nat", r))
 	if e.general {
@@ -86,17 +86,18 @@ func (w *walker) capture(f model.Frontend, r *ipRule, proto model.Protocol, gene
 	if e.natSeen && !general {
 		return
 	}
-	e.natSeen, e.general = true, general
+	e.natSeen, e.general, e.chain = true, general, r.target
 	e.backends = append(e.backends[:0], res.backends...)
 	e.evidence = append(e.evidence, res.evidence...)
 	if e.svc.IsZero() {
-		e.svc = w.serviceOf(r, proto, res)
+		e.svc = w.serviceOf(f, r, res)
 	}
 }
 
 // serviceOf names the service port of a captured frontend: from the rule's
 // comment, else the target chain's hash, else the target chain's comments.
-func (w *walker) serviceOf(r *ipRule, proto model.Protocol, res *chainResult) model.ServicePort {
+func (w *walker) serviceOf(f model.Frontend, r *ipRule, res *chainResult) model.ServicePort {
+	proto := f.Protocol
 	_, hash := chainHashOf(r.target)
 	if sp, ok := commentService(r.comment, proto); ok {
 		if hash != "" && ChainHash(sp) != hash {
@@ -112,7 +113,9 @@ func (w *walker) serviceOf(r *ipRule, proto model.Protocol, res *chainResult) mo
 		sp.Protocol = proto
 		return sp
 	}
-	w.warnf("cannot map chain %s to a service port (no comment, hash %s unknown)", r.target, hash)
+	if sp, ok := w.idx.frontends[f]; ok {
+		return sp
+	}
 	return model.ServicePort{}
 }
 

@@ -21,10 +21,12 @@ type ParseOptions struct {
 	// ServicePorts resolve comment-less chains by recomputing kube-proxy's
 	// chain-name hash (large-cluster mode drops most comments).
 	ServicePorts []model.ServicePort
-	// Frontends known to the caller (e.g. the desired state's keys). Used only
-	// to tell external_ip from load_balancer where the rules cannot (filter
-	// rules for an IP with no endpoints carry the same comment for both).
-	Frontends []model.Frontend
+	// Frontends known to the caller (e.g. the desired state's frontends and
+	// their service ports). Used to tell external_ip from load_balancer where
+	// the rules cannot (a filter rule for an IP with no endpoints carries the
+	// same comment for both, and rules may have no comment), and to name the
+	// service of comment-less rules that have no hashed chain.
+	Frontends map[model.Frontend]model.ServicePort
 }
 
 // ParseIPTables maps kube-proxy's iptables rules to the observed state.
@@ -56,8 +58,9 @@ func ParseIPTables(dumps IPTablesDumps, opts ParseOptions) (model.Observed, erro
 
 // parseIndex is ParseOptions prepared for lookups.
 type parseIndex struct {
-	byHash map[string]model.ServicePort
-	kinds  map[frontKey]model.FrontendKind
+	byHash    map[string]model.ServicePort
+	kinds     map[frontKey]model.FrontendKind
+	frontends map[model.Frontend]model.ServicePort
 }
 
 // frontKey identifies an address, port and protocol regardless of kind.
@@ -68,11 +71,12 @@ type frontKey struct {
 }
 
 func newParseIndex(opts ParseOptions) *parseIndex {
-	idx := &parseIndex{byHash: map[string]model.ServicePort{}, kinds: map[frontKey]model.FrontendKind{}}
+	idx := &parseIndex{byHash: map[string]model.ServicePort{}, kinds: map[frontKey]model.FrontendKind{},
+		frontends: opts.Frontends}
 	for _, sp := range opts.ServicePorts {
 		idx.byHash[ChainHash(sp)] = sp
 	}
-	for _, f := range opts.Frontends {
+	for f := range opts.Frontends {
 		if f.Kind == model.ExternalIP || f.Kind == model.LoadBalancer {
 			idx.kinds[frontKey{f.IP, f.Port, f.Protocol}] = f.Kind
 		}

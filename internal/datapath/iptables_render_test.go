@@ -18,8 +18,8 @@ func renderObserved(obs model.Observed, filter func(model.Frontend, model.Verdic
 			continue
 		}
 		n++
-		svc := v.Service.String()
-		if svc == "" {
+		svc := KubeProxyPortName(v.Service)
+		if v.Service.IsZero() {
 			svc = "?"
 		}
 		fmt.Fprintf(&b, "\n%s %s %s/%s %s -> %s", f.Family, f.Kind, f, f.Protocol, svc, v.Action)

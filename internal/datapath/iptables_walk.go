@@ -35,8 +35,9 @@ type walker struct {
 // entry accumulates what the rules say about one frontend.
 type entry struct {
 	svc          model.ServicePort
-	natSeen      bool // a nat rule captures the frontend
-	general      bool // captured by a rule not limited to loopback
+	natSeen      bool   // a nat rule captures the frontend
+	general      bool   // captured by a rule not limited to loopback
+	chain        string // the chain the capturing nat rule jumps to
 	backends     []netip.AddrPort
 	filterAction model.Action
 	evidence     []string
