@@ -1,0 +1,172 @@
+package nodecheck
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+type ipKey struct {
+	ip    netip.Addr
+	port  uint16
+	proto model.Protocol
+}
+
+type npKey struct {
+	fam   model.IPFamily
+	port  uint16
+	proto model.Protocol
+}
+
+// ConntrackIndex classifies conntrack flows against the frontends kube-proxy
+// must program. Build it once per desired state; Classify is cheap, so it
+// also serves conntrack NEW events.
+type ConntrackIndex struct {
+	desired   map[model.Frontend]model.Verdict
+	byIP      map[ipKey]model.Frontend
+	nodePorts map[npKey]model.Frontend
+	local     map[netip.Addr]bool
+}
+
+// NewConntrackIndex indexes desired frontends; local holds the node's own
+// addresses (node ports answer on any of them).
+func NewConntrackIndex(desired map[model.Frontend]model.Verdict, local map[netip.Addr]bool) *ConntrackIndex {
+	x := &ConntrackIndex{desired: desired, byIP: map[ipKey]model.Frontend{}, nodePorts: map[npKey]model.Frontend{}, local: local}
+	for _, fe := range model.SortedFrontends(desired) {
+		if fe.Kind == model.NodePort || !fe.IP.IsValid() {
+			k := npKey{fe.Family, fe.Port, fe.Protocol}
+			if _, dup := x.nodePorts[k]; !dup {
+				x.nodePorts[k] = fe
+			}
+			continue
+		}
+		k := ipKey{fe.IP.Unmap(), fe.Port, fe.Protocol}
+		if _, dup := x.byIP[k]; !dup {
+			x.byIP[k] = fe
+		}
+	}
+	return x
+}
+
+// Frontend returns the frontend a flow was sent to, if any.
+func (x *ConntrackIndex) Frontend(f Flow) (model.Frontend, bool) {
+	dst := f.Orig.Dst
+	a := dst.Addr().Unmap()
+	if fe, ok := x.byIP[ipKey{a, dst.Port(), f.Protocol}]; ok {
+		return fe, true
+	}
+	if x.local[a] {
+		fe, ok := x.nodePorts[npKey{model.FamilyOf(a), dst.Port(), f.Protocol}]
+		return fe, ok
+	}
+	return model.Frontend{}, false
+}
+
+// Classify reports whether f is a live flow to a Service frontend that was
+// DNATed to an address that is no longer a backend of it. An address the
+// API still lists as an endpoint of the service port (ready or not,
+// terminating or not) is not stale: its pod still exists. Uncertain
+// frontends are never stale.
+func (x *ConntrackIndex) Classify(f Flow) (fe model.Frontend, stale bool) {
+	if f.Dying || !f.DNATed() || f.TCPState == "TIME_WAIT" || f.TCPState == "CLOSE" {
+		return model.Frontend{}, false
+	}
+	fe, ok := x.Frontend(f)
+	if !ok {
+		return fe, false
+	}
+	v := x.desired[fe]
+	if v.Uncertain != "" {
+		return fe, false
+	}
+	b := netip.AddrPortFrom(f.Reply.Src.Addr().Unmap(), f.Reply.Src.Port())
+	if v.HasBackend(b) {
+		return fe, false
+	}
+	if _, known := v.Endpoint(b); known {
+		return fe, false
+	}
+	return fe, true
+}
+
+type staleGroup struct {
+	fe       model.Frontend
+	backends map[netip.AddrPort]int
+	example  map[netip.AddrPort]Flow
+	total    int
+}
+
+// conntrackRule produces one stale_conntrack finding per frontend.
+func conntrackRule(w *world, in Inputs, s *NodeSnapshot, info *Info) []model.Finding {
+	switch {
+	case in.Desired == nil:
+		info.Skipped = append(info.Skipped, "stale_conntrack: desired state unknown")
+		return nil
+	case s.ConntrackUnavailable != "":
+		info.Skipped = append(info.Skipped, "stale_conntrack: "+s.ConntrackUnavailable)
+		return nil
+	}
+	x := NewConntrackIndex(in.Desired, w.localAddrs)
+	groups := map[model.Frontend]*staleGroup{}
+	for _, f := range s.Flows {
+		info.FlowsChecked++
+		fe, stale := x.Classify(f)
+		if !stale {
+			continue
+		}
+		info.StaleConntrack[f.Protocol]++
+		g := groups[fe]
+		if g == nil {
+			g = &staleGroup{fe: fe, backends: map[netip.AddrPort]int{}, example: map[netip.AddrPort]Flow{}}
+			groups[fe] = g
+		}
+		b := f.Reply.Src
+		g.backends[b]++
+		g.total++
+		if _, ok := g.example[b]; !ok {
+			g.example[b] = f
+		}
+	}
+	var out []model.Finding
+	for fe, g := range groups {
+		out = append(out, staleConntrackFinding(g, in.Desired[fe]))
+	}
+	return out
+}
+
+func staleConntrackFinding(g *staleGroup, v model.Verdict) model.Finding {
+	bs := make([]netip.AddrPort, 0, len(g.backends))
+	for b := range g.backends {
+		bs = append(bs, b)
+	}
+	sort.Slice(bs, func(i, j int) bool { return model.AddrPortLess(bs[i], bs[j]) })
+	var names, ev []string
+	for _, b := range bs {
+		names = append(names, b.String())
+		ev = append(ev, fmt.Sprintf("backend %s: %d entries, e.g. %s", b, g.backends[b], g.example[b]))
+	}
+	svc := v.Service.String()
+	if svc == "" {
+		svc = "the service"
+	}
+	verb := "is"
+	if len(bs) > 1 {
+		verb = "are"
+	}
+	fe := g.fe
+	proto := strings.ToUpper(string(fe.Protocol))
+	return model.Finding{
+		Kind:     model.StaleConntrack,
+		Service:  v.Service,
+		Frontend: &fe,
+		Subject:  "conntrack " + strings.ToLower(proto) + " " + fe.String(),
+		Detail: strconv.Itoa(g.total) + " " + proto + " conntrack entries still send " + fe.String() +
+			" to " + strings.Join(names, ", ") + ", which " + verb + " no longer a backend of " + svc +
+			": those clients keep talking to a dead backend until the entries expire.",
+		Evidence: ev,
+	}
+}
