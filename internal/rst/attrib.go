@@ -1,0 +1,154 @@
+package rst
+
+import (
+	"net/netip"
+	"sort"
+	"time"
+)
+
+// Target is what a watched address stands for, as the agent knows it: a pod
+// (terminating or recently deleted), or a Service VIP.
+type Target struct {
+	Namespace string
+	Pod       string // "" for a Service VIP
+	Service   string // "" when the pod backs no known service
+	// Deleted is the pod's deletionTimestamp; zero when not (yet) deleted.
+	Deleted time.Time
+}
+
+// Table is the lookup the agent feeds to attribution. AddrPorts (VIP:port ->
+// service) is consulted before Addrs (pod IP -> pod), so a VIP on several
+// ports maps to the right service.
+type Table struct {
+	Addrs     map[netip.Addr]Target
+	AddrPorts map[netip.AddrPort]Target
+}
+
+// Lookup finds the target of an address and port.
+func (t Table) Lookup(ap netip.AddrPort) (Target, bool) {
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	if tg, ok := t.AddrPorts[ap]; ok {
+		return tg, true
+	}
+	tg, ok := t.Addrs[ap.Addr()]
+	return tg, ok
+}
+
+// Record is one attributed reset, the element of /v1/rsts.
+type Record struct {
+	Time      time.Time `json:"time"`
+	Direction string    `json:"direction"` // sent_by_watched | sent_to_watched
+	Reason    string    `json:"reason"`
+	// Watched is the watched side (the pod or VIP), Client the other side.
+	Watched   string `json:"watched"`
+	Client    string `json:"client"`
+	Namespace string `json:"namespace,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+	Service   string `json:"service,omitempty"`
+	// SecondsSinceDeletion is the reset's time minus the pod's
+	// deletionTimestamp (negative: before deletion); nil when not deleted.
+	SecondsSinceDeletion *float64 `json:"seconds_since_deletion,omitempty"`
+}
+
+// Attribute turns one event into records, one per watched side.
+func Attribute(ev Event, tbl Table) []Record {
+	var out []Record
+	if ev.Direction&SentBy != 0 {
+		out = append(out, attributeSide(ev, SentBy, ev.Sender, ev.Peer, tbl))
+	}
+	if ev.Direction&SentTo != 0 {
+		out = append(out, attributeSide(ev, SentTo, ev.Peer, ev.Sender, tbl))
+	}
+	return out
+}
+
+func attributeSide(ev Event, dir Direction, watched, client netip.AddrPort, tbl Table) Record {
+	r := Record{
+		Time:      ev.Time,
+		Direction: dir.String(),
+		Reason:    ev.Reason,
+		Watched:   watched.String(),
+		Client:    client.String(),
+	}
+	tg, ok := tbl.Lookup(watched)
+	if !ok {
+		return r
+	}
+	r.Namespace, r.Pod, r.Service = tg.Namespace, tg.Pod, tg.Service
+	if !tg.Deleted.IsZero() {
+		s := ev.Time.Sub(tg.Deleted).Seconds()
+		r.SecondsSinceDeletion = &s
+	}
+	return r
+}
+
+// ServiceKey labels a series of netdrift_terminating_rsts_total.
+type ServiceKey struct{ Namespace, Service string }
+
+// Labels used when a reset cannot be attributed or the series cap is hit.
+const (
+	LabelUnknown = "_unknown"
+	LabelOther   = "_other"
+)
+
+// Tracker turns cumulative per-address counts into per-service totals. An
+// address's increase is attributed to the service the table names at the time
+// of the Observe call. Counts that go down (an address unwatched and watched
+// again) restart from zero.
+type Tracker struct {
+	last   map[netip.Addr]uint64
+	totals map[ServiceKey]uint64
+}
+
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker {
+	return &Tracker{last: map[netip.Addr]uint64{}, totals: map[ServiceKey]uint64{}}
+}
+
+// Observe adds the increase of every address since the previous call.
+func (t *Tracker) Observe(counts map[netip.Addr]Counts, tbl Table) {
+	seen := make(map[netip.Addr]bool, len(counts))
+	for a, c := range counts {
+		seen[a] = true
+		cur, prev := c.Total(), t.last[a]
+		t.last[a] = cur
+		delta := cur - prev
+		if cur < prev {
+			delta = cur
+		}
+		if delta == 0 {
+			continue
+		}
+		t.totals[serviceOf(a, tbl)] += delta
+	}
+	for a := range t.last {
+		if !seen[a] {
+			delete(t.last, a)
+		}
+	}
+}
+
+// Totals returns a copy of the per-service totals.
+func (t *Tracker) Totals() map[ServiceKey]uint64 {
+	out := make(map[ServiceKey]uint64, len(t.totals))
+	for k, v := range t.totals {
+		out[k] = v
+	}
+	return out
+}
+
+func serviceOf(a netip.Addr, tbl Table) ServiceKey {
+	tg, ok := tbl.Addrs[a.Unmap()]
+	if !ok || tg.Service == "" {
+		ns := tg.Namespace
+		if ns == "" {
+			ns = LabelUnknown
+		}
+		return ServiceKey{Namespace: ns, Service: LabelUnknown}
+	}
+	return ServiceKey{Namespace: tg.Namespace, Service: tg.Service}
+}
+
+func sortAddrs(a []netip.Addr) {
+	sort.Slice(a, func(i, j int) bool { return a[i].Less(a[j]) })
+}

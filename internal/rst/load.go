@@ -1,0 +1,180 @@
+package rst
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/netdrift/netdrift/bpf"
+)
+
+// ErrUnsupported is wrapped by Load's error when no mode can run here.
+var ErrUnsupported = errors.New("rst probe unsupported")
+
+// Config configures the probe. The zero value selects everything automatically.
+type Config struct {
+	// Mode forces a mode (ModeTracepoint or ModeFentry); "" selects the best.
+	Mode Mode
+	// MaxWatched bounds the watched-address map (default 16384).
+	MaxWatched int
+	// EventsPerSecond is the per-CPU event rate limit (default 100).
+	EventsPerSecond int
+	// NoEvents disables the event ring buffer output (counters still count).
+	NoEvents bool
+	// TracefsDirs are searched for events/tcp/tcp_send_reset/format
+	// (default /sys/kernel/tracing, /sys/kernel/debug/tracing).
+	TracefsDirs []string
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxWatched <= 0 {
+		c.MaxWatched = 16384
+	}
+	if c.EventsPerSecond <= 0 {
+		c.EventsPerSecond = 100
+	}
+	if c.NoEvents {
+		c.EventsPerSecond = 0
+	}
+	if len(c.TracefsDirs) == 0 {
+		c.TracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
+	}
+	return c
+}
+
+// objects are the kernel objects of one attached mode.
+type objects struct {
+	maps  bpf.ProbeMaps
+	progs []*ebpf.Program
+	links []link.Link
+}
+
+func (o *objects) close() {
+	for _, l := range o.links {
+		l.Close()
+	}
+	for _, p := range o.progs {
+		p.Close()
+	}
+	o.maps.Close()
+}
+
+// readSendResetFormat finds and parses the tcp_send_reset tracepoint format.
+func readSendResetFormat(dirs []string) (Format, error) {
+	var errs []string
+	for _, d := range dirs {
+		p := filepath.Join(d, "events/tcp/tcp_send_reset/format")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		return ParseFormat(string(b))
+	}
+	return Format{}, fmt.Errorf("tracepoint format not readable (tracefs not mounted?): %s", strings.Join(errs, "; "))
+}
+
+// loadSpec returns the collection spec configured for cfg.
+func loadSpec(cfg Config) (*ebpf.CollectionSpec, error) {
+	spec, err := bpf.LoadProbe()
+	if err != nil {
+		return nil, err
+	}
+	spec.Maps[bpf.ProbeMapWatched].MaxEntries = uint32(cfg.MaxWatched)
+	spec.Maps[bpf.ProbeMapCounters].MaxEntries = uint32(cfg.MaxWatched * 8)
+	if err := spec.Variables[bpf.ProbeVarEventsPerSec].Set(uint32(cfg.EventsPerSecond)); err != nil {
+		return nil, fmt.Errorf("set events_per_sec: %w", err)
+	}
+	return spec, nil
+}
+
+// attachTracepoint loads the tracepoint program and attaches it.
+func attachTracepoint(cfg Config) (*objects, reasonTable, string, error) {
+	f, err := readSendResetFormat(cfg.TracefsDirs)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := CheckSendResetLayout(f); err != nil {
+		return nil, nil, "", err
+	}
+	spec, err := loadSpec(cfg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var o struct {
+		bpf.ProbeMaps
+		Prog *ebpf.Program `ebpf:"tp_send_reset"`
+	}
+	if err := spec.LoadAndAssign(&o, nil); err != nil {
+		return nil, nil, "", explainLoad(err)
+	}
+	objs := &objects{maps: o.ProbeMaps, progs: []*ebpf.Program{o.Prog}}
+	l, err := link.Tracepoint("tcp", "tcp_send_reset", o.Prog, nil)
+	if err != nil {
+		objs.close()
+		return nil, nil, "", fmt.Errorf("attach tracepoint tcp/tcp_send_reset: %w", explainLoad(err))
+	}
+	objs.links = append(objs.links, l)
+	return objs, newReasonTable(f.Reasons), "tracepoint tcp/tcp_send_reset has the >= 6.10 layout (fires for resets sent without a socket)", nil
+}
+
+// attachFentry loads the fentry programs and attaches them.
+func attachFentry(cfg Config) (*objects, reasonTable, string, error) {
+	if _, err := btf.LoadKernelSpec(); err != nil {
+		return nil, nil, "", fmt.Errorf("fentry needs kernel BTF: %w", err)
+	}
+	spec, err := loadSpec(cfg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var o struct {
+		bpf.ProbeMaps
+		V4     *ebpf.Program `ebpf:"fentry_v4_send_reset"`
+		V6     *ebpf.Program `ebpf:"fentry_v6_send_reset"`
+		Active *ebpf.Program `ebpf:"fentry_active_reset"`
+	}
+	if err := spec.LoadAndAssign(&o, nil); err != nil {
+		return nil, nil, "", fmt.Errorf("load fentry programs: %w", explainLoad(err))
+	}
+	objs := &objects{maps: o.ProbeMaps, progs: []*ebpf.Program{o.V4, o.V6, o.Active}}
+	for _, p := range objs.progs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			objs.close()
+			return nil, nil, "", fmt.Errorf("attach fentry %s: %w", p, explainLoad(err))
+		}
+		objs.links = append(objs.links, l)
+	}
+	return objs, newReasonTable(kernelReasons()), "fentry on tcp_v4_send_reset, tcp_v6_send_reset, tcp_send_active_reset", nil
+}
+
+// kernelReasons reads enum sk_rst_reason from kernel BTF (>= 6.10), if any.
+func kernelReasons() map[uint16]string {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil
+	}
+	var e *btf.Enum
+	if err := spec.TypeByName("sk_rst_reason", &e); err != nil {
+		return nil
+	}
+	out := map[uint16]string{}
+	for _, v := range e.Values {
+		out[uint16(v.Value)] = strings.TrimPrefix(v.Name, "SK_RST_REASON_")
+	}
+	return out
+}
+
+// explainLoad adds a hint to permission errors.
+func explainLoad(err error) error {
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("%w (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)", err)
+	}
+	return err
+}
