@@ -147,15 +147,15 @@ func staleConntrackFinding(g *staleGroup, v model.Verdict) model.Finding {
 	var names, ev []string
 	for _, b := range bs {
 		names = append(names, b.String())
-		ev = append(ev, fmt.Sprintf("backend %s: %d entries, e.g. %s", b, g.backends[b], g.example[b]))
+		ev = append(ev, fmt.Sprintf("backend %s: %s, e.g. %s", b, plural(g.backends[b], "entry", "entries"), g.example[b]))
 	}
 	svc := v.Service.String()
 	if svc == "" {
 		svc = "the service"
 	}
-	verb := "is"
+	verb := "is no longer a backend"
 	if len(bs) > 1 {
-		verb = "are"
+		verb = "are no longer backends"
 	}
 	fe := g.fe
 	proto := strings.ToUpper(string(fe.Protocol))
@@ -164,9 +164,16 @@ func staleConntrackFinding(g *staleGroup, v model.Verdict) model.Finding {
 		Service:  v.Service,
 		Frontend: &fe,
 		Subject:  "conntrack " + strings.ToLower(proto) + " " + fe.String(),
-		Detail: strconv.Itoa(g.total) + " " + proto + " conntrack entries still send " + fe.String() +
-			" to " + strings.Join(names, ", ") + ", which " + verb + " no longer a backend of " + svc +
+		Detail: plural(g.total, proto+" conntrack entry", proto+" conntrack entries") + " still send " + fe.String() +
+			" to " + strings.Join(names, ", ") + ", which " + verb + " of " + svc +
 			": those clients keep talking to a dead backend until the entries expire.",
 		Evidence: ev,
 	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

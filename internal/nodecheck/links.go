@@ -2,9 +2,9 @@ package nodecheck
 
 import (
 	"net/netip"
-	"strconv"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/netdrift/netdrift/internal/model"

@@ -129,9 +129,9 @@ func TestRoutesNotJudged(t *testing.T) {
 	// Aggregates, the node network, other tables and non-pod ranges are never stale.
 	in, cfg := hostGW()
 	in.Snapshot.Routes = append(in.Snapshot.Routes,
-		via("10.244.0.0/16", "192.168.1.99", "eth0"),  // aggregate of podCIDRs
-		via("172.17.0.0/16", "", "docker0"),           // not the pod network
-		via("10.96.0.0/12", "192.168.1.99", "eth0"),   // service range
+		via("10.244.0.0/16", "192.168.1.99", "eth0"), // aggregate of podCIDRs
+		via("172.17.0.0/16", "", "docker0"),          // not the pod network
+		via("10.96.0.0/12", "192.168.1.99", "eth0"),  // service range
 		Route{Dst: pfx("10.244.9.0/24"), Type: RouteUnicast, Table: 100, Gateway: addr("192.168.1.99"), Dev: "eth0"},
 		via("0.0.0.0/0", "192.168.1.99", "eth0"),
 	)
