@@ -261,6 +261,7 @@ func parseNFTJSONRule(jr *nftJSONRule) (nftRule, error) {
 			}
 		}
 	}
+	r.normalize()
 	return r, nil
 }
 

@@ -1,0 +1,115 @@
+package datapath
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// TestNFTLiveMatchesOffline loads kube-proxy-shaped tables into a fresh
+// namespace, reads them over netlink and checks the result equals the offline
+// parse of the captured JSON and of a fresh `nft -j` dump.
+func TestNFTLiveMatchesOffline(t *testing.T) {
+	t.Run("worker-b", func(t *testing.T) {
+		ns := nftTestNetns(t)
+		nftLoad(t, ns, "worker-b.nft.txt")
+		opts := nftOptionsFromCluster(t, "testdata/nft/cluster.json")
+		live := nftLive(t, ns, opts)
+		if len(live.Frontends) != 125 || len(live.Warnings) != 0 {
+			t.Errorf("live: %d frontends, warnings %q; want 125 and none", len(live.Frontends), live.Warnings)
+		}
+		nftSameObserved(t, "captured fixture", live, nftOffline(t, nftReadTestdata(t, "worker-b.nft.json"), nil, opts))
+		nftSameObserved(t, "fresh dump", live, nftOffline(t, nftDump(t, ns, "ip"), nftDump(t, ns, "ip6"), opts))
+	})
+	t.Run("handwritten", func(t *testing.T) {
+		ns := nftTestNetns(t)
+		nftLoad(t, ns, "handwritten.v4.nft")
+		nftLoad(t, ns, "handwritten.v6.nft")
+		for _, opts := range []NFTOptions{nftHandwrittenOpts, {}} {
+			live := nftLive(t, ns, opts)
+			offline := nftOffline(t, nftReadTestdata(t, "handwritten.v4.nft.json"), nftReadTestdata(t, "handwritten.v6.nft.json"), opts)
+			nftSameObserved(t, "handwritten", live, offline)
+		}
+	})
+}
+
+// TestNFTLiveSeesMutations changes the loaded table the way a lagging or
+// foreign writer would and checks each change is observed.
+func TestNFTLiveSeesMutations(t *testing.T) {
+	ns := nftTestNetns(t)
+	nftLoad(t, ns, "worker-b.nft.txt")
+	opts := nftOptionsFromCluster(t, "testdata/nft/cluster.json")
+	cart := model.NewFrontend(netip.MustParseAddr("10.97.233.167"), 9090, model.TCP, model.ClusterIP)
+	cache := model.NewFrontend(netip.MustParseAddr("10.97.89.70"), 11211, model.TCP, model.ClusterIP)
+	before := nftLive(t, ns, opts)
+	if _, ok := before.Frontends[cart]; !ok {
+		t.Fatalf("%s missing before the change", cart)
+	}
+	nftIn(t, ns, "nft", "delete", "element", "ip", "kube-proxy", "service-ips", "{ 10.97.233.167 . tcp . 9090 }")
+	nftIn(t, ns, "nft", "flush", "chain", "ip", "kube-proxy", "service-OQHAKIQS-shop/cache/tcp/memcache")
+	after := nftLive(t, ns, opts)
+	if _, ok := after.Frontends[cart]; ok {
+		t.Errorf("%s still observed after its map element was deleted", cart)
+	}
+	if v, ok := after.Frontends[cache]; ok {
+		t.Errorf("%s still observed after its chain was flushed: %+v", cache, v)
+	}
+	if len(after.Frontends) != len(before.Frontends)-2 {
+		t.Errorf("%d frontends after the change, want %d", len(after.Frontends), len(before.Frontends)-2)
+	}
+	if len(after.Warnings) != 1 {
+		t.Errorf("want one warning for the flushed chain, got %q", after.Warnings)
+	}
+	nftSameObserved(t, "after mutation", after, nftOffline(t, nftDump(t, ns, "ip"), nil, opts))
+}
+
+// TestChangeWatcherLatency asserts a committed change is seen in under 100 ms,
+// with the generation, the process and the touched set.
+func TestChangeWatcherLatency(t *testing.T) {
+	ns := nftTestNetns(t)
+	nftLoad(t, ns, "handwritten.v4.nft")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChanges(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	gen0 := w.Generation()
+	if g, err := NFTGeneration(ns); err != nil || g != gen0 {
+		t.Fatalf("NFTGeneration = %d, %v; watcher says %d", g, err, gen0)
+	}
+	start := time.Now()
+	nftIn(t, ns, "nft", "delete", "element", "ip", "kube-proxy", "service-ips", "{ 10.96.0.13 . tcp . 80 }")
+	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+	if lag := ev.Received.Sub(start); lag >= 100*time.Millisecond {
+		t.Errorf("event seen %v after the change started, want < 100ms", lag)
+	}
+	if ev.Generation <= gen0 || w.Generation() != ev.Generation {
+		t.Errorf("generation %d (watcher %d), want > %d", ev.Generation, w.Generation(), gen0)
+	}
+	if ev.Process != "nft" || ev.PID == 0 {
+		t.Errorf("committer %q pid %d, want nft", ev.Process, ev.PID)
+	}
+	if sets := ev.Sets("ip", "kube-proxy"); len(sets) != 1 || sets[0] != "service-ips" {
+		t.Errorf("touched sets %v, want [service-ips]", sets)
+	}
+	// A chain flush names the chain.
+	nftIn(t, ns, "nft", "flush", "chain", "ip", "kube-proxy", "service-7OV2ZJV7-ns2/etp-local/tcp/http")
+	ev = nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+	if chains := ev.Chains("ip", "kube-proxy"); len(chains) != 1 || chains[0] != "service-7OV2ZJV7-ns2/etp-local/tcp/http" {
+		t.Errorf("touched chains %v", chains)
+	}
+	cancel()
+	select {
+	case _, ok := <-w.Events():
+		for ok {
+			_, ok = <-w.Events()
+		}
+	case <-time.After(2 * time.Second):
+		t.Error("events channel not closed after cancel")
+	}
+}

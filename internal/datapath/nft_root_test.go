@@ -1,0 +1,116 @@
+package datapath
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+var nftNetnsSeq atomic.Int64
+
+// nftRequireRoot skips privileged tests when not root.
+func nftRequireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces and loads nftables rules in them")
+	}
+}
+
+// nftTestNetns creates a fresh network namespace, deleted at cleanup.
+func nftTestNetns(t *testing.T) string {
+	t.Helper()
+	nftRequireRoot(t)
+	name := fmt.Sprintf("nd-dp-%d-%d", os.Getpid(), nftNetnsSeq.Add(1))
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	return name
+}
+
+// nftIn runs a command inside the namespace and returns its stdout.
+func nftIn(t *testing.T, ns string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+// nftLoad loads testdata/nft/<file> with nft -f in the namespace.
+func nftLoad(t *testing.T, ns, file string) {
+	t.Helper()
+	nftIn(t, ns, "nft", "-f", "testdata/nft/"+file)
+}
+
+// nftDump returns `nft -j list table <fam> kube-proxy`, or nil without the table.
+func nftDump(t *testing.T, ns, fam string) []byte {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-j", "list", "table", fam, "kube-proxy")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+func nftLive(t *testing.T, ns string, opts NFTOptions) model.Observed {
+	t.Helper()
+	src := &NFTables{Config: NFTConfig{NetNS: ns, Options: opts}}
+	o, err := src.Snapshot(context.Background())
+	if err != nil {
+		t.Fatalf("live snapshot: %v", err)
+	}
+	return o
+}
+
+// nftSameObserved fails unless live and offline reads agree exactly.
+func nftSameObserved(t *testing.T, what string, live, offline model.Observed) {
+	t.Helper()
+	if !reflect.DeepEqual(live, offline) {
+		t.Errorf("%s: live and offline reads differ:\n%s", what, nftLineDiff(nftRender(offline), nftRender(live)))
+	}
+}
+
+func nftOffline(t *testing.T, v4, v6 []byte, opts NFTOptions) model.Observed {
+	t.Helper()
+	o, err := ParseNFTJSON(v4, v6, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func nftWaitEvent(t *testing.T, w *ChangeWatcher, match func(ChangeEvent) bool) ChangeEvent {
+	t.Helper()
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case ev, ok := <-w.Events():
+			if !ok {
+				t.Fatalf("event channel closed: %v", w.Err())
+			}
+			if match(ev) {
+				return ev
+			}
+		case <-timeout:
+			t.Fatal("no matching nftables event within 5s")
+		}
+	}
+}
