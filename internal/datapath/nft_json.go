@@ -28,12 +28,12 @@ type nftJSONSet struct {
 }
 
 type nftJSONRule struct {
-	Family  string                       `json:"family"`
-	Table   string                       `json:"table"`
-	Chain   string                       `json:"chain"`
-	Handle  uint64                       `json:"handle"`
-	Comment string                       `json:"comment"`
-	Expr    []map[string]json.RawMessage `json:"expr"`
+	Family  string        `json:"family"`
+	Table   string        `json:"table"`
+	Chain   string        `json:"chain"`
+	Handle  uint64        `json:"handle"`
+	Comment string        `json:"comment"`
+	Expr    []nftJSONStmt `json:"expr"`
 }
 
 type nftJSONChain struct {
@@ -251,74 +251,113 @@ func parseNFTJSONVerdict(raw json.RawMessage) (nftVerdict, bool, error) {
 	return nftVerdict{}, false, nil
 }
 
+// nftJSONStmt is one statement of a rule; at most one field is set.
+// Verdicts without argument ("drop": null) decode as the literal "null".
+type nftJSONStmt struct {
+	Match    *nftJSONMatch   `json:"match"`
+	DNAT     *nftJSONDNAT    `json:"dnat"`
+	VMap     *nftJSONVMap    `json:"vmap"`
+	Goto     *nftJSONTarget  `json:"goto"`
+	Jump     *nftJSONTarget  `json:"jump"`
+	Drop     json.RawMessage `json:"drop"`
+	Accept   json.RawMessage `json:"accept"`
+	Return   json.RawMessage `json:"return"`
+	Continue json.RawMessage `json:"continue"`
+	Reject   json.RawMessage `json:"reject"`
+}
+
+type nftJSONMatch struct {
+	Op    string          `json:"op"`
+	Left  json.RawMessage `json:"left"`
+	Right json.RawMessage `json:"right"`
+}
+
+type nftJSONDNAT struct {
+	Addr json.RawMessage `json:"addr"`
+	Port *uint16         `json:"port"`
+}
+
+type nftJSONVMap struct {
+	Data json.RawMessage `json:"data"`
+}
+
+type nftJSONTarget struct {
+	Target string `json:"target"`
+}
+
 // parseNFTJSONRule reduces a rule's statements (see nftRule).
 func parseNFTJSONRule(jr *nftJSONRule) (nftRule, error) {
 	r := nftRule{Handle: jr.Handle, Comment: jr.Comment}
-	for i, stmt := range jr.Expr {
-		for k, v := range stmt {
-			if err := r.addJSONStatement(k, v); err != nil {
-				return r, fmt.Errorf("statement %d (%s): %w", i, k, err)
-			}
+	for i := range jr.Expr {
+		if err := r.addJSONStatement(&jr.Expr[i]); err != nil {
+			return r, fmt.Errorf("statement %d: %w", i, err)
 		}
 	}
 	r.normalize()
 	return r, nil
 }
 
-func (r *nftRule) addJSONStatement(kind string, v json.RawMessage) error {
-	switch kind {
-	case "match":
-		return r.addJSONMatch(v)
-	case "dnat":
-		return r.addJSONDNAT(v)
-	case "vmap":
-		return r.addJSONVMap(v)
-	case nftVerdictGoto, nftVerdictJump, nftVerdictDrop, nftVerdictAccept, nftVerdictReturn, nftVerdictContinue, nftVerdictReject:
-		vd, ok, err := parseNFTJSONVerdict(json.RawMessage(`{"` + kind + `":` + string(v) + `}`))
-		if err != nil || !ok {
-			return fmt.Errorf("bad verdict %s", v)
+// addJSONStatement folds one statement in. Statements other than matches,
+// dnat, vmaps and verdicts (mangle, set update, counter, masquerade, log...)
+// do not decide where the connection goes.
+func (r *nftRule) addJSONStatement(st *nftJSONStmt) error {
+	switch {
+	case st.Match != nil:
+		r.addJSONMatch(st.Match)
+	case st.DNAT != nil:
+		return r.addJSONDNAT(st.DNAT)
+	case st.VMap != nil:
+		return r.addJSONVMap(st.VMap)
+	case st.Goto != nil || st.Jump != nil:
+		kind, t := nftVerdictGoto, st.Goto
+		if t == nil {
+			kind, t = nftVerdictJump, st.Jump
 		}
-		r.Verdict = vd
+		if t.Target == "" {
+			return fmt.Errorf("%s without target", kind)
+		}
+		r.Verdict = nftVerdict{Kind: kind, Target: t.Target}
+	case st.Drop != nil:
+		r.Verdict = nftVerdict{Kind: nftVerdictDrop}
+	case st.Reject != nil:
+		r.Verdict = nftVerdict{Kind: nftVerdictReject}
+	case st.Accept != nil:
+		r.Verdict = nftVerdict{Kind: nftVerdictAccept}
+	case st.Return != nil:
+		r.Verdict = nftVerdict{Kind: nftVerdictReturn}
+	case st.Continue != nil:
+		r.Verdict = nftVerdict{Kind: nftVerdictContinue}
 	}
-	// Other statements (mangle, set update, counter, masquerade, log...)
-	// do not decide where the connection goes.
 	return nil
 }
 
-func (r *nftRule) addJSONMatch(v json.RawMessage) error {
-	var m struct {
-		Op    string          `json:"op"`
-		Left  json.RawMessage `json:"left"`
-		Right json.RawMessage `json:"right"`
+var nftL4Proto = []byte("l4proto")
+
+// nftIsL4ProtoLeft reports whether a match's left side is {"meta": {"key": "l4proto"}}.
+func nftIsL4ProtoLeft(left json.RawMessage) bool {
+	if !bytes.Contains(left, nftL4Proto) {
+		return false
 	}
-	if err := json.Unmarshal(v, &m); err != nil {
-		return err
-	}
-	var left struct {
+	var l struct {
 		Meta *struct {
 			Key string `json:"key"`
 		} `json:"meta"`
 	}
-	_ = json.Unmarshal(m.Left, &left)
-	if left.Meta != nil && left.Meta.Key == "l4proto" && m.Op == "==" {
+	return json.Unmarshal(left, &l) == nil && l.Meta != nil && l.Meta.Key == "l4proto"
+}
+
+func (r *nftRule) addJSONMatch(m *nftJSONMatch) {
+	if m.Op == "==" && nftIsL4ProtoLeft(m.Left) {
 		var p string
 		if json.Unmarshal(m.Right, &p) == nil {
 			r.Proto = p
-			return nil
+			return
 		}
 	}
 	r.Conditional = true
-	return nil
 }
 
-func (r *nftRule) addJSONDNAT(v json.RawMessage) error {
-	var d struct {
-		Addr json.RawMessage `json:"addr"`
-		Port *uint16         `json:"port"`
-	}
-	if err := json.Unmarshal(v, &d); err != nil {
-		return err
-	}
+func (r *nftRule) addJSONDNAT(d *nftJSONDNAT) error {
 	var s string
 	if json.Unmarshal(d.Addr, &s) == nil {
 		a, err := netip.ParseAddr(s)
@@ -335,7 +374,7 @@ func (r *nftRule) addJSONDNAT(v json.RawMessage) error {
 	var m struct {
 		Map *struct {
 			Data struct {
-				Set [][]json.RawMessage `json:"set"`
+				Set [][2]nftJSONConcat `json:"set"`
 			} `json:"data"`
 		} `json:"map"`
 	}
@@ -343,20 +382,25 @@ func (r *nftRule) addJSONDNAT(v json.RawMessage) error {
 		return fmt.Errorf("unsupported dnat address %s", d.Addr)
 	}
 	for _, kv := range m.Map.Data.Set {
-		if len(kv) != 2 {
-			return errors.New("dnat map element is not a pair")
-		}
-		parts, err := nftJSONKeyParts(kv[1])
-		if err != nil {
-			return err
-		}
-		ap, err := nftAddrPortFromParts(parts)
+		ap, err := nftAddrPortFromParts(kv[1].Concat)
 		if err != nil {
 			return err
 		}
 		r.DNAT = append(r.DNAT, ap)
 	}
 	return nil
+}
+
+// nftJSONConcat decodes {"concat": ["10.0.0.1", 80]} (or a bare key) into
+// its parts as strings.
+type nftJSONConcat struct {
+	Concat []string
+}
+
+func (c *nftJSONConcat) UnmarshalJSON(b []byte) error {
+	parts, err := nftJSONKeyParts(b)
+	c.Concat = parts
+	return err
 }
 
 func nftAddrPortFromParts(parts []string) (netip.AddrPort, error) {
@@ -374,13 +418,7 @@ func nftAddrPortFromParts(parts []string) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(a.Unmap(), uint16(p)), nil
 }
 
-func (r *nftRule) addJSONVMap(v json.RawMessage) error {
-	var vm struct {
-		Data json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(v, &vm); err != nil {
-		return err
-	}
+func (r *nftRule) addJSONVMap(vm *nftJSONVMap) error {
 	var named string
 	if json.Unmarshal(vm.Data, &named) == nil {
 		if len(named) > 1 && named[0] == '@' {

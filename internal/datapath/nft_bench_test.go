@@ -1,0 +1,110 @@
+package datapath
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Sizes: DESIGN.md measures kube-proxy at 1,000 services / 10,000 endpoints.
+var (
+	nftGenSmall = nftGenSpec{services: 50, endpoints: 3, affinityEvery: 7, nodePortEvery: 5, emptyEvery: 9}
+	nftGen10k   = nftGenSpec{services: 1000, endpoints: 10, affinityEvery: 10, nodePortEvery: 10, emptyEvery: 50}
+	nftGen100k  = nftGenSpec{services: 10000, endpoints: 10, affinityEvery: 10, nodePortEvery: 10, emptyEvery: 50}
+)
+
+// TestNFTGeneratedTable checks the generator's JSON against nft's own
+// rendering of the generated text and the live netlink read of it.
+func TestNFTGeneratedTable(t *testing.T) {
+	obs, err := ParseNFTJSON(nftGenSmall.json(), nil, NFTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 50 cluster IPs (5 of them rejected) + node ports of non-empty services.
+	wantNP := 0
+	for _, s := range nftGenSmall.list() {
+		if s.nodePort != 0 && !s.empty {
+			wantNP++
+		}
+	}
+	if len(obs.Frontends) != 50+wantNP || len(obs.Warnings) != 0 {
+		t.Fatalf("%d frontends (want %d), warnings %q", len(obs.Frontends), 50+wantNP, obs.Warnings)
+	}
+	ns := nftTestNetns(t)
+	path := filepath.Join(t.TempDir(), "gen.nft")
+	if err := os.WriteFile(path, []byte(nftGenSmall.text()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nftIn(t, ns, "nft", "-f", path)
+	nftSameObserved(t, "generated JSON vs nft's dump", obs, nftOffline(t, nftDump(t, ns, "ip"), nil, NFTOptions{}))
+	nftSameObserved(t, "generated JSON vs live", obs, nftLive(t, ns, NFTOptions{}))
+}
+
+func benchParse(b *testing.B, g nftGenSpec) {
+	data := g.json()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseNFTJSON(data, nil, NFTOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseNFTJSON10k: 1,000 services, 10,000 endpoints.
+func BenchmarkParseNFTJSON10k(b *testing.B) { benchParse(b, nftGen10k) }
+
+// BenchmarkParseNFTJSON100k: 10,000 services, 100,000 endpoints.
+func BenchmarkParseNFTJSON100k(b *testing.B) { benchParse(b, nftGen100k) }
+
+// nftBenchNetns loads a generated table into a fresh namespace (root only).
+func nftBenchNetns(b *testing.B, g nftGenSpec) string {
+	b.Helper()
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: loads the table into a network namespace")
+	}
+	name := "nd-dp-bench-" + filepath.Base(b.Name())
+	_ = exec.Command("ip", "netns", "del", name).Run()
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		b.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	b.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	path := filepath.Join(b.TempDir(), "gen.nft")
+	if err := os.WriteFile(path, []byte(g.text()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if out, err := exec.Command("ip", "netns", "exec", name, "nft", "-f", path).CombinedOutput(); err != nil {
+		b.Fatalf("nft -f: %v: %s", err, out)
+	}
+	return name
+}
+
+// BenchmarkNFTLiveSnapshot10k reads 1,000 services / 10,000 endpoints over
+// netlink and parses them (the live Source).
+func BenchmarkNFTLiveSnapshot10k(b *testing.B) {
+	ns := nftBenchNetns(b, nftGen10k)
+	src := &NFTables{Config: NFTConfig{NetNS: ns}}
+	for b.Loop() {
+		obs, err := src.Snapshot(context.Background())
+		if err != nil || len(obs.Frontends) < 1000 {
+			b.Fatalf("%v, %d frontends", err, len(obs.Frontends))
+		}
+	}
+}
+
+// BenchmarkNFTExecDump10k is the alternative the reader rejected: spawning
+// `nft -j list table` (what knftables does) and parsing its JSON.
+func BenchmarkNFTExecDump10k(b *testing.B) {
+	ns := nftBenchNetns(b, nftGen10k)
+	for b.Loop() {
+		out, err := exec.Command("ip", "netns", "exec", ns, "nft", "-j", "list", "table", "ip", "kube-proxy").Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ParseNFTJSON(out, nil, NFTOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
