@@ -3,6 +3,7 @@ package rst
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -72,7 +73,8 @@ func (p *Probe) Events(ctx context.Context) <-chan Event {
 	rd, reasons := p.reader, p.reasons
 	p.mu.Unlock()
 
-	stop := context.AfterFunc(ctx, func() { rd.SetDeadline(time.Now()) })
+	// Flush interrupts a blocked ReadInto (it then returns ErrFlushed).
+	stop := context.AfterFunc(ctx, func() { _ = rd.Flush() })
 	go func() {
 		defer close(ch)
 		defer func() {
@@ -80,7 +82,6 @@ func (p *Probe) Events(ctx context.Context) <-chan Event {
 			p.mu.Lock()
 			p.reading = false
 			p.mu.Unlock()
-			rd.SetDeadline(time.Time{})
 		}()
 		p.readLoop(ctx, rd, reasons, ch)
 	}()
@@ -91,8 +92,10 @@ func (p *Probe) readLoop(ctx context.Context, rd *ringbuf.Reader, reasons reason
 	var rec ringbuf.Record
 	for ctx.Err() == nil {
 		if err := rd.ReadInto(&rec); err != nil {
-			// Deadline (ctx ended), closed reader, or a broken ring: stop.
-			return
+			if errors.Is(err, ringbuf.ErrFlushed) {
+				continue // ctx ended (checked above), or a stale flush
+			}
+			return // closed reader or a broken ring
 		}
 		ev, err := decodeEvent(rec.RawSample, reasons, monotonicNow(), time.Now())
 		if err != nil {

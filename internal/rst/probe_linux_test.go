@@ -1,8 +1,10 @@
 package rst
 
 import (
+	"context"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 // loadProbe loads the probe in mode (or auto) and closes it at cleanup.
@@ -80,3 +82,89 @@ func exactCounts(t *testing.T, mode Mode) {
 
 func TestExactCountsTracepoint(t *testing.T) { exactCounts(t, ModeTracepoint) }
 func TestExactCountsFentry(t *testing.T)     { exactCounts(t, ModeFentry) }
+
+// TestSentToWatched watches the client: the resets the pod namespace sends
+// back are "sent to watched", and the pod (unwatched) is not counted.
+func TestSentToWatched(t *testing.T) {
+	p := loadProbe(t, "")
+	pr := newPair(t)
+	mustWatch(t, p, pr.client4, pr.client6)
+	connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 9000), 4)
+	connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod6, 9000), 3)
+	c := counts(t, p)
+	if got := c[pr.client4]; got.SentTo != 4 || got.SentBy != 0 {
+		t.Errorf("client4 %+v, want sent_to=4 sent_by=0", got)
+	}
+	if got := c[pr.client6]; got.SentTo != 3 || got.SentBy != 0 {
+		t.Errorf("client6 %+v, want sent_to=3 sent_by=0", got)
+	}
+	if _, ok := c[pr.pod4]; ok {
+		t.Errorf("unwatched pod counted: %+v", c[pr.pod4])
+	}
+}
+
+// TestPortFilterAndUnwatch: a port filter counts only that port; an
+// unwatched address reports its final counts once, then nothing, and counts
+// from zero when watched again.
+func TestPortFilterAndUnwatch(t *testing.T) {
+	p := loadProbe(t, "")
+	pr := newPair(t)
+	if err := p.WatchPort(pr.pod4, 7000); err != nil {
+		t.Fatal(err)
+	}
+	connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 7000), 3)
+	connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 7001), 2)
+	if got := counts(t, p)[pr.pod4].SentBy; got != 3 {
+		t.Fatalf("port 7000 filter: sent_by=%d, want 3", got)
+	}
+	if err := p.Unwatch(pr.pod4); err != nil {
+		t.Fatal(err)
+	}
+	connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 7000), 2)
+	if got := counts(t, p)[pr.pod4].SentBy; got != 3 {
+		t.Errorf("after unwatch, first read: sent_by=%d, want the final 3", got)
+	}
+	if got, ok := counts(t, p)[pr.pod4]; ok {
+		t.Errorf("after unwatch, second read still has %+v", got)
+	}
+	mustWatch(t, p, pr.pod4)
+	connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 7001), 1)
+	if got := counts(t, p)[pr.pod4].SentBy; got != 1 {
+		t.Errorf("watched again: sent_by=%d, want 1", got)
+	}
+}
+
+// TestEvents checks the ring buffer events: addresses, ports, direction,
+// reason and a wall-clock time close to now.
+func TestEvents(t *testing.T) {
+	p := loadProbe(t, "")
+	pr := newPair(t)
+	mustWatch(t, p, pr.pod6)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	evs := p.Events(ctx)
+	before := time.Now()
+	connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod6, 6553), 2)
+	for i := 0; i < 2; i++ {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				t.Fatal("events channel closed early")
+			}
+			if ev.Sender != netip.AddrPortFrom(pr.pod6, 6553) || ev.Peer.Addr() != pr.client6 || ev.Peer.Port() == 0 {
+				t.Errorf("event %d: sender %s peer %s", i, ev.Sender, ev.Peer)
+			}
+			if ev.Direction != SentBy || ev.Reason != "NO_SOCKET" {
+				t.Errorf("event %d: direction %s reason %s", i, ev.Direction, ev.Reason)
+			}
+			if d := ev.Time.Sub(before); d < -time.Second || d > 5*time.Second {
+				t.Errorf("event %d: time %s is %s after the attempts started", i, ev.Time, d)
+			}
+		case <-ctx.Done():
+			t.Fatalf("got %d events, want 2", i)
+		}
+	}
+	cancel()
+	for range evs { // must close after cancel
+	}
+}
