@@ -1,0 +1,253 @@
+// Package vmtest boots Debian's packaged kernel (linux-image-amd64, 6.1 on
+// bookworm) in qemu and runs static Go test binaries inside it, so tests can
+// use kernel features the host lacks (IPVS, dummy links, an older kernel's
+// BPF) without touching the host's datapath.
+//
+// The first run downloads the kernel package into .cache/vm (see
+// vm/fetch-kernel.sh); each run builds an initramfs with busybox, the
+// kernel's network modules, networking tools (ipvsadm, iptables, nft, ip,
+// ipset, ...) with their libraries, and the test binaries. The guest's /init
+// mounts proc, sysfs, devtmpfs, debugfs, tracefs, bpffs and cgroup2, loads
+// the modules in dependency order, runs every binary with -test.v and
+// NETDRIFT_IN_VM=1, and powers off.
+package vmtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Config says what to run in the guest. Zero values mean the defaults.
+type Config struct {
+	// TestBinaries maps a name to a host path of a static test binary
+	// (BuildTest makes one). Each runs as /tests/NAME -test.v ARGS... in
+	// /work/NAME, in name order.
+	TestBinaries map[string]string
+	// Args are appended to every binary's command line (e.g. "-test.run=^TestX$").
+	Args []string
+	// Env adds KEY=VALUE to every binary's environment (NETDRIFT_IN_VM=1 is always set).
+	Env []string
+	// Files maps a guest path to a host file or directory copied there
+	// (e.g. "/work/NAME/testdata": "testdata").
+	Files map[string]string
+	// Tools are host programs copied with their libraries (default DefaultTools).
+	Tools []string
+	// ExtraTools are added to Tools.
+	ExtraTools []string
+	// Modules are loaded at boot (default DefaultModules); ExtraModules are added.
+	Modules, ExtraModules []string
+	// Network adds a virtio NIC (user-mode: guest 10.0.2.15, host 10.0.2.2).
+	Network bool
+	// MemoryMiB (default 1024), CPUs (default 2).
+	MemoryMiB, CPUs int
+	// Timeout for the whole guest run (default 5 minutes); qemu is killed after it.
+	Timeout time.Duration
+	// Accel is "kvm", "tcg" or "" (auto: $NETDRIFT_VM_ACCEL, else KVM when
+	// /dev/kvm opens, falling back to TCG if the KVM guest does not boot).
+	Accel string
+	// CacheDir holds the kernel download (default <module root>/.cache/vm).
+	CacheDir string
+}
+
+// Run boots the guest and runs the configured binaries. It skips t (with the
+// reason) only when not root, when qemu is not installed, or when the kernel
+// package cannot be had. The error reports a guest that did not finish;
+// per-test outcomes are in the Result (see RequirePass).
+func Run(t testing.TB, cfg Config) (*Result, error) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("vmtest: needs root (qemu, depmod, cached kernel owned by root)")
+	}
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		t.Skip("vmtest: qemu-system-x86_64 not installed (Debian package qemu-system-x86)")
+	}
+	start := time.Now()
+	cfg = withDefaults(cfg)
+	wd, _ := os.Getwd()
+	root, err := repoRoot(wd)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = filepath.Join(root, ".cache/vm")
+	}
+	kdir, version, err := fetchKernel(root, cfg.CacheDir, t.Logf)
+	if errors.Is(err, errUnavailable) {
+		t.Skipf("vmtest: %v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	dir := t.TempDir()
+	im := image{
+		kernelDir: kdir, version: version, tools: cfg.Tools, binaries: cfg.TestBinaries,
+		files: cfg.Files, logf: t.Logf,
+	}
+	if im.plan, err = plan(kdir, version, cfg); err != nil {
+		return nil, err
+	}
+	initrd := filepath.Join(dir, "initramfs.cpio")
+	if err := im.build(initrd); err != nil {
+		return nil, fmt.Errorf("vmtest: initramfs: %w", err)
+	}
+	if st, err := os.Stat(initrd); err == nil {
+		t.Logf("vmtest: kernel %s, initramfs %.1f MiB built in %s", version, float64(st.Size())/(1<<20), time.Since(start).Round(time.Millisecond))
+	}
+	q := qemuRun{
+		bin: qemu, kernel: filepath.Join(kdir, "vmlinuz"), initrd: initrd, memoryMiB: cfg.MemoryMiB,
+		cpus: cfg.CPUs, network: cfg.Network, dir: dir,
+	}
+	res, err := boot(t, q, cfg)
+	t.Logf("vmtest: whole run took %s", time.Since(start).Round(time.Millisecond))
+	return res, err
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Tools == nil {
+		cfg.Tools = DefaultTools
+	}
+	cfg.Tools = append(append([]string(nil), cfg.Tools...), cfg.ExtraTools...)
+	if cfg.Modules == nil {
+		cfg.Modules = DefaultModules
+	}
+	cfg.Modules = append(append([]string(nil), cfg.Modules...), cfg.ExtraModules...)
+	if cfg.Network {
+		cfg.Modules = append(cfg.Modules, networkModules...)
+	}
+	if cfg.MemoryMiB == 0 {
+		cfg.MemoryMiB = 1024
+	}
+	if cfg.CPUs == 0 {
+		cfg.CPUs = 2
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Minute
+	}
+	if cfg.Accel == "" {
+		cfg.Accel = os.Getenv("NETDRIFT_VM_ACCEL")
+	}
+	return cfg
+}
+
+// plan resolves the module load order and the binaries to run.
+func plan(kdir, version string, cfg Config) (initPlan, error) {
+	dep, err := os.ReadFile(filepath.Join(kdir, "root/lib/modules", version, "modules.dep"))
+	if err != nil {
+		return initPlan{}, err
+	}
+	md, err := parseModulesDep(dep)
+	if err != nil {
+		return initPlan{}, err
+	}
+	order, _ := md.loadOrder(cfg.Modules) // unknown names are built in
+	return initPlan{
+		KernelVersion: version, Modules: order, Network: cfg.Network,
+		Binaries: sortedKeys(cfg.TestBinaries), Args: cfg.Args, Env: cfg.Env,
+	}, nil
+}
+
+// boot runs qemu with the chosen accelerator, falling back from KVM to TCG
+// when the KVM guest never reached init.
+func boot(t testing.TB, q qemuRun, cfg Config) (*Result, error) {
+	accels := []string{cfg.Accel}
+	if cfg.Accel == "" {
+		accels = []string{"tcg"}
+		if kvmUsable() {
+			accels = []string{"kvm", "tcg"}
+		}
+	}
+	var res *Result
+	var err error
+	for i, accel := range accels {
+		q.accel = accel
+		os.Remove(filepath.Join(q.dir, "out.log"))
+		os.Remove(filepath.Join(q.dir, "console.log"))
+		began := time.Now()
+		var stderr string
+		stderr, err = q.run(context.Background(), cfg.Timeout)
+		res = parseOutput(readLog(q.dir, "out.log"))
+		res.Console = readLog(q.dir, "console.log")
+		t.Logf("vmtest: qemu (%s) ran %s; guest booted at %.2fs, done at %.2fs", accel, time.Since(began).Round(time.Millisecond), res.BootSeconds, res.DoneSeconds)
+		if len(res.ModuleFailures) > 0 {
+			t.Logf("vmtest: modules that did not load: %s", strings.Join(res.ModuleFailures, " "))
+		}
+		if res.BootSeconds == 0 && i+1 < len(accels) {
+			t.Logf("vmtest: %s guest did not boot (%v; %s); trying %s", accel, err, strings.TrimSpace(lastLines(stderr, 3)), accels[i+1])
+			continue
+		}
+		if err == nil && !res.Done {
+			err = errors.New("guest stopped before running every binary")
+		}
+		if err != nil {
+			err = fmt.Errorf("vmtest: %w\nqemu stderr:\n%s\nconsole (last lines):\n%s", err, lastLines(stderr, 20), lastLines(res.Console, 40))
+		}
+		break
+	}
+	return res, err
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RequirePass fails t unless binary name exited 0 and each named test
+// passed in it (a SKIP is a failure: the guest has every feature). With no
+// test names, it requires at least one passing test.
+func (r *Result) RequirePass(t testing.TB, name string, tests ...string) {
+	t.Helper()
+	b, ok := r.Binaries[name]
+	if !ok {
+		t.Fatalf("vmtest: binary %s did not run; results port:\n%s", name, lastLines(r.Output, 60))
+	}
+	t.Logf("vmtest: %s output:\n%s", name, b.Output)
+	if b.ExitCode != 0 {
+		t.Errorf("vmtest: %s exited %d", name, b.ExitCode)
+	}
+	if len(tests) == 0 {
+		n := 0
+		for _, s := range b.Tests {
+			if s == "PASS" {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("vmtest: %s: no test passed", name)
+		}
+	}
+	for _, tn := range tests {
+		if got := b.Tests[tn]; got != "PASS" {
+			t.Errorf("vmtest: %s: test %s: %q, want PASS", name, tn, got)
+		}
+	}
+}
+
+// BuildTest compiles the test binary of a package (a directory, e.g. "." or
+// "./internal/ipvs") statically (CGO_ENABLED=0 go test -c) into a temp dir
+// and returns its path.
+func BuildTest(t testing.TB, pkg string) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(filepath.Clean(pkg))+".test")
+	cmd := exec.Command(goBin, "test", "-c", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("vmtest: go test -c %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
