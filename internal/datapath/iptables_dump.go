@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -9,8 +10,42 @@ import (
 // iptables-restore text: its chains in declaration order and their rules.
 type ipTable struct {
 	name   string
-	chains map[string][]*ipRule
-	order  []string
+	chains map[string]*ipChain
+	last   *ipChain // the chain of the previous rule (dumps group rules by chain)
+	slab   []ipRule // rules are allocated in blocks
+}
+
+// ipChain is one chain and, once walked, where it sends traffic.
+type ipChain struct {
+	name  string
+	rules []*ipRule
+	res   *chainResult // resolved nat result (nil: not yet)
+	busy  bool         // being resolved (jump-loop detection)
+}
+
+// chain returns a chain by name, or nil.
+func (t *ipTable) chain(name string) *ipChain {
+	if t.last != nil && t.last.name == name {
+		return t.last
+	}
+	return t.chains[name]
+}
+
+// rules returns the rules of a chain (nil if it does not exist).
+func (t *ipTable) rules(name string) []*ipRule {
+	if c := t.chain(name); c != nil {
+		return c.rules
+	}
+	return nil
+}
+
+// newRule returns a zeroed rule from the table's current block.
+func (t *ipTable) newRule() *ipRule {
+	if len(t.slab) == cap(t.slab) {
+		t.slab = make([]ipRule, 0, 1024)
+	}
+	t.slab = t.slab[:len(t.slab)+1]
+	return &t.slab[len(t.slab)-1]
 }
 
 // ipDump is every table of one address family's dump.
@@ -20,6 +55,7 @@ type ipDump map[string]*ipTable
 // kube-proxy writes it). It accepts any tables; errors name the line.
 func parseDump(text string) (ipDump, error) {
 	d := ipDump{}
+	hint := strings.Count(text, "\n:") // chain declarations: presize the maps
 	var cur *ipTable
 	var toks []string
 	lineNo := 0
@@ -36,7 +72,7 @@ func parseDump(text string) (ipDump, error) {
 			continue
 		}
 		var err error
-		cur, toks, err = parseDumpLine(d, cur, line, lineNo, toks[:0])
+		cur, toks, err = parseDumpLine(d, cur, line, lineNo, toks[:0], hint)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", lineNo, err)
 		}
@@ -47,7 +83,7 @@ func parseDump(text string) (ipDump, error) {
 	return d, nil
 }
 
-func parseDumpLine(d ipDump, cur *ipTable, line string, lineNo int, toks []string) (*ipTable, []string, error) {
+func parseDumpLine(d ipDump, cur *ipTable, line string, lineNo int, toks []string, hint int) (*ipTable, []string, error) {
 	switch {
 	case line[0] == '*':
 		if cur != nil {
@@ -59,7 +95,7 @@ func parseDumpLine(d ipDump, cur *ipTable, line string, lineNo int, toks []strin
 		}
 		t := d[name]
 		if t == nil {
-			t = &ipTable{name: name, chains: map[string][]*ipRule{}}
+			t = &ipTable{name: name, chains: make(map[string]*ipChain, hint)}
 			d[name] = t
 		}
 		return t, toks, nil
@@ -95,11 +131,12 @@ func (t *ipTable) declare(line string) error {
 	if len(f) == 0 || f[0] == "" {
 		return fmt.Errorf("bad chain declaration %q", clip(line))
 	}
-	if _, ok := t.chains[f[0]]; !ok {
-		t.order = append(t.order, f[0])
-	}
 	// iptables-restore semantics: declaring a chain flushes it.
-	t.chains[f[0]] = nil
+	if c := t.chain(f[0]); c != nil {
+		c.rules = nil
+		return nil
+	}
+	t.chains[f[0]] = &ipChain{name: f[0]}
 	return nil
 }
 
@@ -108,51 +145,60 @@ func (t *ipTable) command(toks []string, line string, lineNo int) error {
 	if len(toks) < 2 {
 		return fmt.Errorf("incomplete command %q", clip(line))
 	}
-	chain := toks[1]
-	_, exists := t.chains[chain]
-	switch toks[0] {
+	name := toks[1]
+	c := t.chain(name)
+	op := toks[0]
+	switch op {
 	case "-A", "--append", "-I", "--insert":
-		if !exists {
-			return fmt.Errorf("rule for undeclared chain %q", chain)
+		if c == nil {
+			return fmt.Errorf("rule for undeclared chain %q", name)
 		}
-		args := toks[2:]
-		insert := toks[0] == "-I" || toks[0] == "--insert"
-		pos := 0
-		if insert && len(args) > 0 && isDigits(args[0]) {
-			fmt.Sscan(args[0], &pos)
-			args = args[1:]
-		}
-		r, err := parseRule(chain, args, line, lineNo)
-		if err != nil {
-			return err
-		}
-		if !insert {
-			t.chains[chain] = append(t.chains[chain], r)
-			return nil
-		}
-		rs := t.chains[chain]
-		if pos <= 0 || pos > len(rs) {
-			pos = 1
-		}
-		rs = append(rs[:pos-1], append([]*ipRule{r}, rs[pos-1:]...)...)
-		t.chains[chain] = rs
+		t.last = c
+		return t.addRule(c, op == "-I" || op == "--insert", toks[2:], line, lineNo)
+	}
+	switch op {
+	case "-N", "--new-chain", "-F", "--flush", "-X", "--delete-chain":
+	default:
+		return fmt.Errorf("unsupported command %q", op)
+	}
+	if len(toks) > 2 {
+		return fmt.Errorf("unexpected arguments after %s %s", op, name)
+	}
+	switch op {
 	case "-N", "--new-chain":
-		if !exists {
-			t.order = append(t.order, chain)
-			t.chains[chain] = nil
+		if c == nil {
+			t.chains[name] = &ipChain{name: name}
 		}
 	case "-F", "--flush":
-		if exists {
-			t.chains[chain] = nil
+		if c != nil {
+			c.rules = nil
 		}
 	case "-X", "--delete-chain":
-		delete(t.chains, chain)
-	default:
-		return fmt.Errorf("unsupported command %q", toks[0])
+		delete(t.chains, name)
+		t.last = nil
 	}
-	if len(toks) > 2 && toks[0] != "-A" && toks[0] != "--append" && toks[0] != "-I" && toks[0] != "--insert" {
-		return fmt.Errorf("unexpected arguments after %s %s", toks[0], chain)
+	return nil
+}
+
+// addRule appends (or, for -I [pos], inserts) a rule.
+func (t *ipTable) addRule(c *ipChain, insert bool, args []string, line string, lineNo int) error {
+	pos := 0
+	if insert && len(args) > 0 && isDigits(args[0]) {
+		pos, _ = strconv.Atoi(args[0])
+		args = args[1:]
 	}
+	r := t.newRule()
+	if err := parseRule(r, c.name, args, line, lineNo); err != nil {
+		return err
+	}
+	if !insert {
+		c.rules = append(c.rules, r)
+		return nil
+	}
+	if pos <= 0 || pos > len(c.rules) {
+		pos = 1
+	}
+	c.rules = append(c.rules[:pos-1], append([]*ipRule{r}, c.rules[pos-1:]...)...)
 	return nil
 }
 

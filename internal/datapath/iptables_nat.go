@@ -82,7 +82,7 @@ func (w *walker) capture(f model.Frontend, r *ipRule, general bool) {
 		w.warnf("%s %s captured twice in nat %s; the first rule wins: %s", f.Kind, f, r.chain, r.text)
 		return
 	}
-	res := w.resolve(r.target, 0, map[string]bool{})
+	res := w.resolve(w.nat.chain(r.target), 0)
 	if e.natSeen && !general {
 		return
 	}
@@ -121,8 +121,7 @@ func (w *walker) serviceOf(f model.Frontend, r *ipRule, res *chainResult) model.
 
 // isChain reports whether a jump target is a chain of the nat table.
 func (w *walker) isChain(name string) bool {
-	_, ok := w.nat.chains[name]
-	return ok
+	return w.nat.chain(name) != nil
 }
 
 func isServiceChainTarget(t string) bool {
@@ -130,29 +129,28 @@ func isServiceChainTarget(t string) bool {
 	return p != ""
 }
 
-// resolve computes where traffic from outside the node entering chain is
+// resolve computes where traffic from outside the node entering chain c is
 // DNATed to. EXT chains skip source-conditional rules (pod and LOCAL
 // sources short-circuit to the cluster-policy chain); FW chains follow
-// their allowed sources. Results are cached per chain.
-func (w *walker) resolve(chain string, depth int, visiting map[string]bool) *chainResult {
-	if res, ok := w.cache[chain]; ok {
-		return res
+// their allowed sources. The result is kept on the chain.
+func (w *walker) resolve(c *ipChain, depth int) *chainResult {
+	if c.res != nil {
+		return c.res
 	}
-	if depth > maxChainDepth || visiting[chain] {
-		w.warnf("nat chain %s: jump loop or nesting deeper than %d", chain, maxChainDepth)
+	if c.busy || depth > maxChainDepth {
+		w.warnf("nat chain %s: jump loop or nesting deeper than %d chains", c.name, maxChainDepth)
 		return &chainResult{}
 	}
-	visiting[chain] = true
-	defer delete(visiting, chain)
+	c.busy = true
 	res := &chainResult{}
-	ext := strings.HasPrefix(chain, chainPrefixEXT)
-	for _, r := range w.nat.chains[chain] {
+	ext := strings.HasPrefix(c.name, chainPrefixEXT)
+	for _, r := range c.rules {
 		if ext && r.sourceConditional() {
 			continue
 		}
-		w.resolveRule(r, res, proto(r), depth, visiting)
+		w.resolveRule(r, res, depth)
 	}
-	w.cache[chain] = res
+	c.busy, c.res = false, res
 	return res
 }
 
@@ -162,10 +160,12 @@ func proto(r *ipRule) model.Protocol {
 	return p
 }
 
-// resolveRule adds what one rule of a service chain contributes.
-func (w *walker) resolveRule(r *ipRule, res *chainResult, p model.Protocol, depth int, visiting map[string]bool) {
+// resolveRule adds what one rule of a service chain contributes. Evidence
+// keeps the DNAT rules and the jumps between service chains; a jump to a
+// KUBE-SEP chain is left out (its DNAT rule names the chain).
+func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
 	if res.svc.IsZero() && r.comment != "" {
-		if sp, ok := commentService(r.comment, p); ok {
+		if sp, ok := commentService(r.comment, proto(r)); ok {
 			res.svc = sp
 		}
 	}
@@ -178,13 +178,19 @@ func (w *walker) resolveRule(r *ipRule, res *chainResult, p model.Protocol, dept
 		}
 		res.backends = append(res.backends, ap)
 		res.evidence = append(res.evidence, w.ev("nat", r))
-	case r.target == "" || !w.isChain(r.target) || r.target == "KUBE-MARK-MASQ":
-		if r.target == "REJECT" || r.target == "DROP" {
-			w.warnf("nat %s: %s in the nat table ignored: %s", r.chain, r.target, r.text)
-		}
+	case r.target == "" || r.target == "KUBE-MARK-MASQ":
 	default:
-		sub := w.resolve(r.target, depth+1, visiting)
-		res.evidence = append(res.evidence, w.ev("nat", r))
+		target := w.nat.chain(r.target)
+		if target == nil {
+			if r.target == "REJECT" || r.target == "DROP" {
+				w.warnf("nat %s: %s in the nat table ignored: %s", r.chain, r.target, r.text)
+			}
+			return
+		}
+		sub := w.resolve(target, depth+1)
+		if !strings.HasPrefix(r.target, chainPrefixSEP) {
+			res.evidence = append(res.evidence, w.ev("nat", r))
+		}
 		res.evidence = append(res.evidence, sub.evidence...)
 		res.backends = append(res.backends, sub.backends...)
 		if res.svc.IsZero() {

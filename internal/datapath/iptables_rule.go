@@ -33,8 +33,8 @@ func (r *ipRule) sourceConditional() bool {
 }
 
 // parseRule reads the arguments of "-A CHAIN args...".
-func parseRule(chain string, args []string, line string, lineNo int) (*ipRule, error) {
-	r := &ipRule{chain: chain, text: line, line: lineNo}
+func parseRule(r *ipRule, chain string, args []string, line string, lineNo int) error {
+	*r = ipRule{chain: chain, text: line, line: lineNo}
 	neg := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -43,7 +43,7 @@ func parseRule(chain string, args []string, line string, lineNo int) (*ipRule, e
 			continue
 		}
 		if a == "" || a[0] != '-' {
-			return nil, fmt.Errorf("unexpected argument %q (argument %d)", clip(a), i+3)
+			return fmt.Errorf("unexpected argument %q (argument %d)", clip(a), i+3)
 		}
 		// Values: the arguments up to the next option or "!".
 		j := i + 1
@@ -52,15 +52,15 @@ func parseRule(chain string, args []string, line string, lineNo int) (*ipRule, e
 		}
 		vals := args[i+1 : j]
 		if err := r.set(a, vals, neg); err != nil {
-			return nil, fmt.Errorf("argument %d: %w", i+3, err)
+			return fmt.Errorf("argument %d: %w", i+3, err)
 		}
 		neg = false
 		i = j - 1
 	}
 	if neg {
-		return nil, fmt.Errorf("dangling \"!\"")
+		return fmt.Errorf("dangling \"!\"")
 	}
-	return r, nil
+	return nil
 }
 
 // isOption reports whether an argument starts a new option. Values never

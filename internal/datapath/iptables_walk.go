@@ -21,15 +21,17 @@ const (
 
 // walker maps one family's dump to frontends.
 type walker struct {
-	fam      model.IPFamily
-	tag      string // evidence prefix: "" for IPv4, "ip6 " for IPv6
-	nat      *ipTable
-	filter   *ipTable
-	idx      *parseIndex
-	entries  map[model.Frontend]*entry
-	order    []model.Frontend
-	cache    map[string]*chainResult
-	warnings []string
+	fam     model.IPFamily
+	tag     string // evidence prefix: "" for IPv4, "ip6 " for IPv6
+	nat     *ipTable
+	filter  *ipTable
+	idx     *parseIndex
+	entries map[model.Frontend]*entry
+	order   []model.Frontend
+	cache   map[string]*chainResult
+	// inProgress marks a chain being resolved in cache (loop detection).
+	inProgress chainResult
+	warnings   []string
 }
 
 // entry accumulates what the rules say about one frontend.
@@ -52,14 +54,14 @@ type chainResult struct {
 
 func newWalker(fam model.IPFamily, tag string, d ipDump, idx *parseIndex) *walker {
 	w := &walker{fam: fam, tag: tag, nat: d["nat"], filter: d["filter"], idx: idx,
-		entries: map[model.Frontend]*entry{}, cache: map[string]*chainResult{}}
+		entries: map[model.Frontend]*entry{}}
 	if w.nat == nil {
 		w.warnf("no nat table in the %s dump", fam)
-		w.nat = &ipTable{name: "nat", chains: map[string][]*ipRule{}}
+		w.nat = &ipTable{name: "nat", chains: map[string]*ipChain{}}
 	}
 	if w.filter == nil {
 		w.warnf("no filter table in the %s dump", fam)
-		w.filter = &ipTable{name: "filter", chains: map[string][]*ipRule{}}
+		w.filter = &ipTable{name: "filter", chains: map[string]*ipChain{}}
 	}
 	return w
 }
@@ -68,35 +70,45 @@ func (w *walker) warnf(format string, args ...any) {
 	w.warnings = append(w.warnings, fmt.Sprintf("%s: ", w.fam)+fmt.Sprintf(format, args...))
 }
 
-func (w *walker) ev(table string, r *ipRule) string { return w.tag + table + ": " + r.text }
+// ev is a rule's evidence: its text, prefixed with the table unless nat
+// (most evidence; kept as a substring of the dump, no copy) and with "ip6"
+// for IPv6 rules.
+func (w *walker) ev(table string, r *ipRule) string {
+	if table == "nat" && w.tag == "" {
+		return r.text
+	}
+	if table == "nat" {
+		return strings.TrimSpace(w.tag) + ": " + r.text
+	}
+	return w.tag + table + ": " + r.text
+}
 
 // run walks the nat entry chains, then the filter verdict chains.
 func (w *walker) run() {
-	_, hasSvc := w.nat.chains[chainServices]
-	if !hasSvc {
+	if w.nat.chain(chainServices) == nil {
 		w.warnf("nat table has no %s chain: kube-proxy (iptables mode) state absent", chainServices)
 	}
 	jumpsToNodePorts := false
-	for _, r := range w.nat.chains[chainServices] {
+	for _, r := range w.nat.rules(chainServices) {
 		if r.target == chainNodePorts {
 			jumpsToNodePorts = true
 			continue
 		}
 		w.natServiceRule(r)
 	}
-	if len(w.nat.chains[chainNodePorts]) > 0 && !jumpsToNodePorts {
+	if len(w.nat.rules(chainNodePorts)) > 0 && !jumpsToNodePorts {
 		w.warnf("nat %s is not reached from %s: node ports are not programmed", chainNodePorts, chainServices)
 	} else {
-		for _, r := range w.nat.chains[chainNodePorts] {
+		for _, r := range w.nat.rules(chainNodePorts) {
 			w.natNodePortRule(r)
 		}
 	}
 	for _, c := range []string{chainServices, chainExtServices, chainNodePorts} {
-		for _, r := range w.filter.chains[c] {
+		for _, r := range w.filter.rules(c) {
 			w.filterRule(r)
 		}
 	}
-	for _, r := range w.filter.chains[chainProxyFW] {
+	for _, r := range w.filter.rules(chainProxyFW) {
 		w.firewallRule(r)
 	}
 	w.warnings = dedupe(w.warnings)
