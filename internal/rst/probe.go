@@ -99,9 +99,13 @@ func (p *Probe) Status() Status {
 // Mode is the attached mode, ModeNone when not loaded.
 func (p *Probe) Mode() Mode { return p.Status().Mode }
 
+// live reports whether the probe can be used; the caller holds p.mu (or p is nil).
 func (p *Probe) live() error {
-	if p == nil || p.objs == nil {
-		return fmt.Errorf("%w: %s", ErrUnsupported, p.Status().Reason)
+	if p == nil {
+		return fmt.Errorf("%w: rst probe not configured", ErrUnsupported)
+	}
+	if p.objs == nil {
+		return fmt.Errorf("%w: %s", ErrUnsupported, p.status.Reason)
 	}
 	if p.closed {
 		return errors.New("rst probe closed")
