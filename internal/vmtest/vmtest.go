@@ -104,7 +104,7 @@ func Run(t testing.TB, cfg Config) (*Result, error) {
 	}
 	q := qemuRun{
 		bin: qemu, kernel: filepath.Join(kdir, "vmlinuz"), initrd: initrd, memoryMiB: cfg.MemoryMiB,
-		cpus: cfg.CPUs, network: cfg.Network, dir: dir,
+		cpus: cfg.CPUs, network: cfg.Network, dir: dir, verbose: os.Getenv("NETDRIFT_VM_VERBOSE") == "1",
 	}
 	res, err := boot(t, q, cfg)
 	t.Logf("vmtest: whole run took %s", time.Since(start).Round(time.Millisecond))
@@ -155,33 +155,33 @@ func plan(kdir, version string, cfg Config) (initPlan, error) {
 	}, nil
 }
 
-// boot runs qemu with the chosen accelerator, falling back from KVM to TCG
-// when the KVM guest never reached init.
+// kvmBootDeadline: a KVM guest reaches init in seconds; one that has not
+// after this is stuck (as nested KVM is on some hosts) and TCG is tried.
+const kvmBootDeadline = 45 * time.Second
+
+// boot runs qemu with the chosen accelerator. In auto mode it tries KVM
+// first unless an earlier run recorded that KVM does not work on this host
+// (cache file kvm-broken), and falls back to TCG.
 func boot(t testing.TB, q qemuRun, cfg Config) (*Result, error) {
 	accels := []string{cfg.Accel}
+	memo := filepath.Join(cfg.CacheDir, "kvm-broken")
 	if cfg.Accel == "" {
 		accels = []string{"tcg"}
-		if kvmUsable() {
+		if _, err := os.Stat(memo); err != nil && kvmUsable() {
 			accels = []string{"kvm", "tcg"}
 		}
 	}
-	var res *Result
-	var err error
 	for i, accel := range accels {
 		q.accel = accel
-		os.Remove(filepath.Join(q.dir, "out.log"))
-		os.Remove(filepath.Join(q.dir, "console.log"))
-		began := time.Now()
-		var stderr string
-		stderr, err = q.run(context.Background(), cfg.Timeout)
-		res = parseOutput(readLog(q.dir, "out.log"))
-		res.Console = readLog(q.dir, "console.log")
-		t.Logf("vmtest: qemu (%s) ran %s; guest booted at %.2fs, done at %.2fs", accel, time.Since(began).Round(time.Millisecond), res.BootSeconds, res.DoneSeconds)
-		if len(res.ModuleFailures) > 0 {
-			t.Logf("vmtest: modules that did not load: %s", strings.Join(res.ModuleFailures, " "))
+		deadline := time.Duration(0)
+		if accel == "kvm" && i+1 < len(accels) {
+			deadline = kvmBootDeadline
 		}
-		if res.BootSeconds == 0 && i+1 < len(accels) {
-			t.Logf("vmtest: %s guest did not boot (%v; %s); trying %s", accel, err, strings.TrimSpace(lastLines(stderr, 3)), accels[i+1])
+		res, stderr, err := bootOnce(t, q, cfg.Timeout, deadline)
+		if errors.Is(err, errNoBoot) && i+1 < len(accels) {
+			t.Logf("vmtest: %s guest did not boot (%v; %s); using %s from now on (remove %s to retry)",
+				accel, err, strings.TrimSpace(lastLines(stderr, 2)), accels[i+1], memo)
+			_ = os.WriteFile(memo, []byte(stderr), 0o644)
 			continue
 		}
 		if err == nil && !res.Done {
@@ -190,9 +190,27 @@ func boot(t testing.TB, q qemuRun, cfg Config) (*Result, error) {
 		if err != nil {
 			err = fmt.Errorf("vmtest: %w\nqemu stderr:\n%s\nconsole (last lines):\n%s", err, lastLines(stderr, 20), lastLines(res.Console, 40))
 		}
-		break
+		return res, err
 	}
-	return res, err
+	return nil, errors.New("vmtest: no accelerator to try")
+}
+
+func bootOnce(t testing.TB, q qemuRun, timeout, bootDeadline time.Duration) (*Result, string, error) {
+	os.Remove(filepath.Join(q.dir, "out.log"))
+	os.Remove(filepath.Join(q.dir, "console.log"))
+	began := time.Now()
+	stderr, err := q.run(context.Background(), timeout, bootDeadline)
+	res := parseOutput(readLog(q.dir, "out.log"))
+	res.Console = readLog(q.dir, "console.log")
+	t.Logf("vmtest: qemu (%s) ran %s; guest init started at %.2fs uptime, tests done at %.2fs",
+		q.accel, time.Since(began).Round(time.Millisecond), res.BootSeconds, res.DoneSeconds)
+	if q.verbose {
+		t.Logf("vmtest: console:\n%s", res.Console)
+	}
+	if len(res.ModuleFailures) > 0 {
+		t.Logf("vmtest: modules that did not load: %s", strings.Join(res.ModuleFailures, " "))
+	}
+	return res, stderr, err
 }
 
 func lastLines(s string, n int) string {
