@@ -11,16 +11,18 @@ import (
 type ipTable struct {
 	name   string
 	chains map[string]*ipChain
-	last   *ipChain // the chain of the previous rule (dumps group rules by chain)
-	slab   []ipRule // rules are allocated in blocks
+	last   *ipChain  // the chain of the previous rule (dumps group rules by chain)
+	slab   []ipRule  // rules are allocated in blocks
+	ptrs   []*ipRule // and chains' first rule slots too
 }
 
 // ipChain is one chain and, once walked, where it sends traffic.
 type ipChain struct {
 	name  string
 	rules []*ipRule
-	res   *chainResult // resolved nat result (nil: not yet)
-	busy  bool         // being resolved (jump-loop detection)
+	res   chainResult // resolved nat result, valid when done
+	done  bool
+	busy  bool // being resolved (jump-loop detection)
 }
 
 // chain returns a chain by name, or nil.
@@ -29,6 +31,18 @@ func (t *ipTable) chain(name string) *ipChain {
 		return t.last
 	}
 	return t.chains[name]
+}
+
+// ruleSlots returns an empty rule list with room for a few rules, carved
+// from a shared block (most kube-proxy chains hold two rules).
+func (t *ipTable) ruleSlots() []*ipRule {
+	const slots = 4
+	if cap(t.ptrs)-len(t.ptrs) < slots {
+		t.ptrs = make([]*ipRule, 0, 4096)
+	}
+	n := len(t.ptrs)
+	t.ptrs = t.ptrs[:n+slots]
+	return t.ptrs[n : n : n+slots]
 }
 
 // rules returns the rules of a chain (nil if it does not exist).
@@ -127,16 +141,19 @@ func parseDumpLine(d ipDump, cur *ipTable, line string, lineNo int, toks []strin
 
 // declare handles ":CHAIN POLICY [packets:bytes]".
 func (t *ipTable) declare(line string) error {
-	f := strings.Fields(line[1:])
-	if len(f) == 0 || f[0] == "" {
+	name := line[1:]
+	if i := strings.IndexAny(name, " \t"); i >= 0 {
+		name = name[:i]
+	}
+	if name == "" {
 		return fmt.Errorf("bad chain declaration %q", clip(line))
 	}
 	// iptables-restore semantics: declaring a chain flushes it.
-	if c := t.chain(f[0]); c != nil {
+	if c := t.chain(name); c != nil {
 		c.rules = nil
 		return nil
 	}
-	t.chains[f[0]] = &ipChain{name: f[0]}
+	t.chains[name] = &ipChain{name: name}
 	return nil
 }
 
@@ -192,6 +209,9 @@ func (t *ipTable) addRule(c *ipChain, insert bool, args []string, line string, l
 		return err
 	}
 	if !insert {
+		if c.rules == nil {
+			c.rules = t.ruleSlots()
+		}
 		c.rules = append(c.rules, r)
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 // natServiceRule handles one nat KUBE-SERVICES rule: a cluster, external or
 // load-balancer IP captured into a service chain.
 func (w *walker) natServiceRule(r *ipRule) {
-	if r.target == "" || !w.isChain(r.target) {
+	if r.target == "" || isMarkChain(r.target) || !w.isChain(r.target) {
 		if isServiceChainTarget(r.target) {
 			w.warnf("nat %s rule jumps to missing chain %s: %s", r.chain, r.target, r.text)
 		}
@@ -53,7 +53,7 @@ func (w *walker) natKind(r *ipRule, k frontKey) (model.FrontendKind, bool) {
 
 // natNodePortRule handles one nat KUBE-NODEPORTS rule.
 func (w *walker) natNodePortRule(r *ipRule) {
-	if r.target == "" || !w.isChain(r.target) {
+	if r.target == "" || isMarkChain(r.target) || !w.isChain(r.target) {
 		if isServiceChainTarget(r.target) {
 			w.warnf("nat %s rule jumps to missing chain %s: %s", r.chain, r.target, r.text)
 		}
@@ -124,6 +124,10 @@ func (w *walker) isChain(name string) bool {
 	return w.nat.chain(name) != nil
 }
 
+// isMarkChain reports KUBE-MARK-MASQ and KUBE-MARK-DROP: bookkeeping jumps
+// (older kube-proxy versions put masquerade rules in KUBE-SERVICES).
+func isMarkChain(t string) bool { return strings.HasPrefix(t, "KUBE-MARK-") }
+
 func isServiceChainTarget(t string) bool {
 	p, _ := chainHashOf(t)
 	return p != ""
@@ -134,15 +138,15 @@ func isServiceChainTarget(t string) bool {
 // sources short-circuit to the cluster-policy chain); FW chains follow
 // their allowed sources. The result is kept on the chain.
 func (w *walker) resolve(c *ipChain, depth int) *chainResult {
-	if c.res != nil {
-		return c.res
+	if c.done {
+		return &c.res
 	}
 	if c.busy || depth > maxChainDepth {
 		w.warnf("nat chain %s: jump loop or nesting deeper than %d chains", c.name, maxChainDepth)
 		return &chainResult{}
 	}
 	c.busy = true
-	res := &chainResult{}
+	res := &c.res
 	ext := strings.HasPrefix(c.name, chainPrefixEXT)
 	for _, r := range c.rules {
 		if ext && r.sourceConditional() {
@@ -150,7 +154,7 @@ func (w *walker) resolve(c *ipChain, depth int) *chainResult {
 		}
 		w.resolveRule(r, res, depth)
 	}
-	c.busy, c.res = false, res
+	c.busy, c.done = false, true
 	return res
 }
 
@@ -178,7 +182,7 @@ func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
 		}
 		res.backends = append(res.backends, ap)
 		res.evidence = append(res.evidence, w.ev("nat", r))
-	case r.target == "" || r.target == "KUBE-MARK-MASQ":
+	case r.target == "" || isMarkChain(r.target):
 	default:
 		target := w.nat.chain(r.target)
 		if target == nil {

@@ -84,9 +84,23 @@ func newParseIndex(opts ParseOptions) *parseIndex {
 	return idx
 }
 
-// sortedWarnings de-duplicates warnings keeping first-seen order.
+// dedupe removes repeated strings keeping first-seen order (evidence of a
+// backend reached twice through session affinity, repeated warnings).
 func dedupe(ws []string) []string {
-	seen := map[string]bool{}
+	if len(ws) <= 32 {
+		out := ws[:0]
+	next:
+		for _, w := range ws {
+			for _, o := range out {
+				if o == w {
+					continue next
+				}
+			}
+			out = append(out, w)
+		}
+		return out
+	}
+	seen := make(map[string]bool, len(ws))
 	out := ws[:0]
 	for _, w := range ws {
 		if !seen[w] {

@@ -273,3 +273,71 @@ func TestParseIPTablesUnreachableChainsIgnored(t *testing.T) {
 		}
 	}
 }
+
+// Older kube-proxy versions wrote masquerade jumps into KUBE-SERVICES and
+// KUBE-NODEPORTS ahead of the service jump, and node ports straight to
+// KUBE-SVC; and a KUBE-SERVICES -> KUBE-NODEPORTS rule may name node IPs.
+func TestParseIPTablesOlderLayouts(t *testing.T) {
+	dump := `*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-NODEPORTS - [0:0]
+:KUBE-MARK-MASQ - [0:0]
+:KUBE-SVC-XRY76EGRC3BSCIIJ - [0:0]
+:KUBE-SEP-SI62D7XAGVO2CP3X - [0:0]
+-A KUBE-SERVICES ! -s 10.244.0.0/16 -d 10.96.10.10/32 -p tcp -m comment --comment "demo/web:http cluster IP" -m tcp --dport 80 -j KUBE-MARK-MASQ
+-A KUBE-SERVICES -d 10.96.10.10/32 -p tcp -m comment --comment "demo/web:http cluster IP" -m tcp --dport 80 -j KUBE-SVC-XRY76EGRC3BSCIIJ
+-A KUBE-SERVICES -d 192.168.1.5/32 -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -j KUBE-NODEPORTS
+-A KUBE-NODEPORTS -p tcp -m comment --comment "demo/web:http" -m tcp --dport 30080 -j KUBE-MARK-MASQ
+-A KUBE-NODEPORTS -p tcp -m comment --comment "demo/web:http" -m tcp --dport 30080 -j KUBE-SVC-XRY76EGRC3BSCIIJ
+-A KUBE-SVC-XRY76EGRC3BSCIIJ -m comment --comment "demo/web:http" -j KUBE-SEP-SI62D7XAGVO2CP3X
+-A KUBE-SEP-SI62D7XAGVO2CP3X -s 10.244.1.10/32 -m comment --comment "demo/web:http" -j KUBE-MARK-MASQ
+-A KUBE-SEP-SI62D7XAGVO2CP3X -p tcp -m comment --comment "demo/web:http" -m tcp -j DNAT --to-destination 10.244.1.10:8080
+COMMIT
+*filter
+COMMIT
+`
+	obs, err := ParseIPTables(IPTablesDumps{IPv4: []byte(dump)}, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertFrontends(t, obs, nil, map[string]want{
+		"cluster_ip 10.96.10.10:80/TCP": {"demo/web:http/TCP", "forward 10.244.1.10:8080"},
+		"node_port *:30080/TCP IPv4":    {"demo/web:http/TCP", "forward 10.244.1.10:8080"},
+	})
+	if len(obs.Warnings) != 0 {
+		t.Errorf("warnings: %q", obs.Warnings)
+	}
+}
+
+// A frontend whose chains DNAT nowhere (an emptied KUBE-SVC chain) is kept
+// as forward-to-nothing with a warning; one DNATed and also rejected by a
+// leftover filter rule forwards (the filter rule never sees it).
+func TestParseIPTablesEmptyAndShadowed(t *testing.T) {
+	dump := `*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-SVC-XRY76EGRC3BSCIIJ - [0:0]
+:KUBE-SVC-7Y4NXW7GXZFPLLZT - [0:0]
+:KUBE-SEP-LSJ6Y5ULBPIPVDZP - [0:0]
+-A KUBE-SERVICES -d 10.96.10.10/32 -p tcp -m comment --comment "demo/web:http cluster IP" -m tcp --dport 80 -j KUBE-SVC-XRY76EGRC3BSCIIJ
+-A KUBE-SERVICES -d 10.96.10.11/32 -p tcp -m comment --comment "demo/sticky:grpc cluster IP" -m tcp --dport 9090 -j KUBE-SVC-7Y4NXW7GXZFPLLZT
+-A KUBE-SVC-7Y4NXW7GXZFPLLZT -j KUBE-SEP-LSJ6Y5ULBPIPVDZP
+-A KUBE-SEP-LSJ6Y5ULBPIPVDZP -p tcp -j DNAT --to-destination 10.244.1.11:50051
+COMMIT
+*filter
+:KUBE-SERVICES - [0:0]
+-A KUBE-SERVICES -d 10.96.10.11/32 -p tcp -m comment --comment "demo/sticky:grpc has no endpoints" -m tcp --dport 9090 -j REJECT
+COMMIT
+`
+	obs, err := ParseIPTables(IPTablesDumps{IPv4: []byte(dump)}, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertFrontends(t, obs, nil, map[string]want{
+		"cluster_ip 10.96.10.10:80/TCP":   {"demo/web:http/TCP", "forward"},
+		"cluster_ip 10.96.10.11:9090/TCP": {"demo/sticky:grpc/TCP", "forward 10.244.1.11:50051"},
+	})
+	if !containsWarning(obs.Warnings, "10.96.10.10:80 is captured but its chains DNAT to no endpoint") ||
+		!containsWarning(obs.Warnings, "10.96.10.11:9090 is DNATed and also has a filter reject rule") {
+		t.Errorf("warnings: %q", obs.Warnings)
+	}
+}

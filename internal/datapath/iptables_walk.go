@@ -56,11 +56,11 @@ func newWalker(fam model.IPFamily, tag string, d ipDump, idx *parseIndex) *walke
 	w := &walker{fam: fam, tag: tag, nat: d["nat"], filter: d["filter"], idx: idx,
 		entries: map[model.Frontend]*entry{}}
 	if w.nat == nil {
-		w.warnf("no nat table in the %s dump", fam)
+		w.warnf("no nat table in the dump")
 		w.nat = &ipTable{name: "nat", chains: map[string]*ipChain{}}
 	}
 	if w.filter == nil {
-		w.warnf("no filter table in the %s dump", fam)
+		w.warnf("no filter table in the dump")
 		w.filter = &ipTable{name: "filter", chains: map[string]*ipChain{}}
 	}
 	return w
