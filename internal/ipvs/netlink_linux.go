@@ -8,6 +8,7 @@ import (
 	mobyipvs "github.com/moby/ipvs"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // netlinkKernel reads IPVS over generic netlink (moby/ipvs) and link
@@ -33,7 +34,9 @@ func OpenNetlink(netnsPath string) (Kernel, error) {
 		}
 		defer ns.Close()
 	}
-	lh, err := netlink.NewHandleAt(ns)
+	// Only rtnetlink: the default set includes XFRM, which fails where
+	// xfrm_user is not loaded.
+	lh, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		h.Close()
 		return nil, fmt.Errorf("rtnetlink: %w", err)

@@ -99,6 +99,17 @@ func Run(t testing.TB, cfg Config) (*Result, error) {
 	if err := im.build(initrd); err != nil {
 		return nil, fmt.Errorf("vmtest: initramfs: %w", err)
 	}
+	if keep := os.Getenv("NETDRIFT_VM_KEEP"); keep != "" { // debugging: keep the logs and initramfs
+		dir = keep
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(initrd, filepath.Join(dir, "initramfs.cpio")); err != nil {
+			return nil, err
+		}
+		initrd = filepath.Join(dir, "initramfs.cpio")
+		t.Logf("vmtest: keeping initramfs and logs in %s", dir)
+	}
 	if st, err := os.Stat(initrd); err == nil {
 		t.Logf("vmtest: kernel %s, initramfs %.1f MiB built in %s", version, float64(st.Size())/(1<<20), time.Since(start).Round(time.Millisecond))
 	}
