@@ -370,8 +370,8 @@ int BPF_PROG(fentry_active_reset, struct sock *sk)
 		v4mapped(ri.sender, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
 		v4mapped(ri.peer, BPF_CORE_READ(sk, __sk_common.skc_daddr));
 	} else if (family == AF_INET6) {
-		BPF_CORE_READ_INTO(&ri.sender, sk, __sk_common.skc_v6_rcv_saddr.s6_addr);
-		BPF_CORE_READ_INTO(&ri.peer, sk, __sk_common.skc_v6_daddr.s6_addr);
+		BPF_CORE_READ_INTO(&ri.sender, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&ri.peer, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
 	} else {
 		stat_inc(STAT_UNPARSED);
 		return 0;

@@ -36,7 +36,9 @@ enum {
 #define AF_INET6 10
 
 struct in6_addr {
-	__u8 s6_addr[16];
+	union {
+		__u8 u6_addr8[16];
+	} in6_u;
 } __attribute__((preserve_access_index));
 
 struct sock_common {

@@ -129,6 +129,9 @@ func attachFentry(cfg Config) (*objects, reasonTable, string, error) {
 	if _, err := btf.LoadKernelSpec(); err != nil {
 		return nil, nil, "", fmt.Errorf("fentry needs kernel BTF: %w", err)
 	}
+	if err := probeFentry(); err != nil {
+		return nil, nil, "", err
+	}
 	spec, err := loadSpec(cfg)
 	if err != nil {
 		return nil, nil, "", err

@@ -41,10 +41,10 @@ var nsSeq atomic.Int32
 
 // pair is a "pod" and a "client" network namespace joined by a veth pair.
 type pair struct {
-	pod, client       string // namespace names
-	pod4, client4     netip.Addr
-	pod6, client6     netip.Addr
-	podNs, clientNs   netns.NsHandle
+	pod, client     string // namespace names
+	pod4, client4   netip.Addr
+	pod6, client6   netip.Addr
+	podNs, clientNs netns.NsHandle
 }
 
 func run(tb testing.TB, args ...string) {

@@ -1,8 +1,11 @@
 package rst
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/netip"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -81,12 +84,35 @@ func exactCounts(t *testing.T, mode Mode) {
 }
 
 func TestExactCountsTracepoint(t *testing.T) { exactCounts(t, ModeTracepoint) }
-func TestExactCountsFentry(t *testing.T)     { exactCounts(t, ModeFentry) }
+
+// TestExactCountsFentry forces the fallback mode. It skips only when the
+// kernel refuses every fentry program (checked with a minimal one), which is
+// the case on kernels without trampolines or under a policy forbidding them.
+func TestExactCountsFentry(t *testing.T) {
+	requireFentry(t)
+	exactCounts(t, ModeFentry)
+}
+
+// TestSentToWatchedFentry: the "to watched" direction on the fallback path.
+func TestSentToWatchedFentry(t *testing.T) {
+	requireFentry(t)
+	sentToWatched(t, ModeFentry)
+}
+
+func requireFentry(t *testing.T) {
+	t.Helper()
+	requireRoot(t)
+	if f := ProbeFeatures(Config{}); f.Fentry != nil {
+		t.Skipf("kernel lacks usable fentry: %v", f.Fentry)
+	}
+}
 
 // TestSentToWatched watches the client: the resets the pod namespace sends
 // back are "sent to watched", and the pod (unwatched) is not counted.
-func TestSentToWatched(t *testing.T) {
-	p := loadProbe(t, "")
+func TestSentToWatched(t *testing.T) { sentToWatched(t, "") }
+
+func sentToWatched(t *testing.T, mode Mode) {
+	p := loadProbe(t, mode)
 	pr := newPair(t)
 	mustWatch(t, p, pr.client4, pr.client6)
 	connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 9000), 4)
@@ -166,5 +192,34 @@ func TestEvents(t *testing.T) {
 	}
 	cancel()
 	for range evs { // must close after cancel
+	}
+}
+
+// TestRunTrace runs the trace-rsts function for real and checks its JSON.
+func TestRunTrace(t *testing.T) {
+	requireRoot(t)
+	ensureTracefs(t)
+	pr := newPair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	opts := TraceOptions{IPs: []netip.Addr{pr.pod4, pr.pod6}, Port: 5432, Duration: time.Hour, JSON: true}
+	opts.started = func() {
+		go func() {
+			connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 5432), 6)
+			connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 5433), 2) // other port: not counted
+			cancel()
+		}()
+	}
+	if err := RunTrace(ctx, opts, &out); err != nil {
+		t.Fatal(err)
+	}
+	var res TraceResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v: %s", err, out.Bytes())
+	}
+	want := map[string]uint64{pr.pod4.String(): 6, pr.pod6.String(): 0}
+	if !reflect.DeepEqual(res.Counts, want) || res.Mode == ModeNone {
+		t.Errorf("trace output %s, want counts %v", out.Bytes(), want)
 	}
 }

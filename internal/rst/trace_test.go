@@ -1,0 +1,81 @@
+package rst
+
+import (
+	"bytes"
+	"flag"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := "testdata/" + name
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestParseIPList(t *testing.T) {
+	got, err := ParseIPList("10.0.0.1,fd00::1,,::ffff:10.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("fd00::1"), netip.MustParseAddr("10.0.0.2")}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("item %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+	for in, msg := range map[string]string{"": "no addresses", "10.0.0.1,nope": `item 2 "nope"`, ",,": "no addresses"} {
+		if _, err := ParseIPList(in); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: err %v, want %q", in, err, msg)
+		}
+	}
+}
+
+func traceFixture() ([]netip.Addr, TraceResult) {
+	ips := []netip.Addr{netip.MustParseAddr("10.244.1.7"), netip.MustParseAddr("fd00:10:244::7"), netip.MustParseAddr("10.244.1.8")}
+	counts := map[netip.Addr]Counts{ips[0]: {SentBy: 12, SentTo: 1}, ips[1]: {SentBy: 3}}
+	return ips, NewTraceResult(ModeTracepoint, 30*time.Second+400*time.Microsecond, ips, counts)
+}
+
+func TestTraceOutput(t *testing.T) {
+	ips, res := traceFixture()
+	var js, tab bytes.Buffer
+	if err := WriteTraceJSON(&js, res); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "trace.json", js.Bytes())
+	if err := WriteTraceTable(&tab, res, ips); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "trace.txt", tab.Bytes())
+}
+
+func TestRunTraceBadOptions(t *testing.T) {
+	var out bytes.Buffer
+	if err := RunTrace(t.Context(), TraceOptions{Duration: time.Second}, &out); err == nil || !strings.Contains(err.Error(), "no --ip") {
+		t.Errorf("no ips: %v", err)
+	}
+	opts := TraceOptions{IPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")}}
+	if err := RunTrace(t.Context(), opts, &out); err == nil || !strings.Contains(err.Error(), "--duration") {
+		t.Errorf("no duration: %v", err)
+	}
+}

@@ -1,0 +1,42 @@
+package rst
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/netdrift/netdrift/internal/vmtest"
+)
+
+// TestFallbackInVM runs this package's probe tests inside a VM with Debian's
+// 6.1 kernel, where tcp/tcp_send_reset does not fire for resets sent without a
+// socket: the probe must choose fentry on its own and count exactly there.
+func TestFallbackInVM(t *testing.T) {
+	if os.Getenv("NETDRIFT_IN_VM") != "" {
+		t.Skip("already inside the VM")
+	}
+	bin := vmtest.BuildTest(t, ".")
+	tests := []string{"TestOldKernelPicksFentry", "TestExactCountsFentry", "TestSentToWatchedFentry",
+		"TestSentToWatched", "TestPortFilterAndUnwatch", "TestEvents", "TestRunTrace", "TestLoadWithoutPrivileges"}
+	res, err := vmtest.Run(t, vmtest.Config{
+		TestBinaries: map[string]string{"rst": bin},
+		Args:         []string{"-test.run=^(" + strings.Join(tests, "|") + ")$", "-test.count=1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.RequirePass(t, "rst", tests...)
+}
+
+// TestOldKernelPicksFentry runs only in the VM: on a kernel older than 6.10
+// automatic selection must reject the tracepoint (old layout) and use fentry.
+func TestOldKernelPicksFentry(t *testing.T) {
+	if os.Getenv("NETDRIFT_IN_VM") != "1" {
+		t.Skip("runs inside the 6.1 VM (TestFallbackInVM)")
+	}
+	p := loadProbe(t, "")
+	st := p.Status()
+	if st.Mode != ModeFentry || !strings.Contains(st.Reason, "older than 6.10") {
+		t.Errorf("status %+v, want fentry chosen because the tracepoint is older than 6.10", st)
+	}
+}
