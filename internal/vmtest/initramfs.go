@@ -2,7 +2,10 @@ package vmtest
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,24 +70,99 @@ type image struct {
 	logf      func(string, ...any)
 }
 
-// build writes the initramfs to dst.
-func (im *image) build(dst string) error {
-	f, err := os.Create(dst)
+// build writes the initramfs to dst: the base archive (busybox, modules,
+// tools and their libraries; cached in cacheDir, keyed by what it holds)
+// followed by a second archive with this run's binaries, files and /init.
+// The kernel unpacks concatenated archives in order.
+func (im *image) build(dst, cacheDir string) error {
+	base, err := im.base(cacheDir)
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(base)
+	if err != nil {
+		out.Close()
+		return err
+	}
+	_, err = io.Copy(out, in)
+	in.Close()
+	if err == nil {
+		err = im.writeArchive(out, im.addRun)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// base returns the cached base archive, building it when missing.
+func (im *image) base(cacheDir string) (string, error) {
+	path := filepath.Join(cacheDir, "initramfs-base-"+im.baseKey()+".cpio")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(cacheDir, "initramfs-base-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	err = im.writeArchive(tmp, im.addBase)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	im.logf("vmtest: built base initramfs %s", path)
+	return path, nil
+}
+
+// baseKey hashes what the base archive holds: kernel version, module
+// list, tool names and the size and mtime of each host program.
+func (im *image) baseKey() string {
+	h := sha256.New()
+	fmt.Fprintln(h, "v1", im.version, im.plan.Modules, im.tools, hostFiles)
+	for _, t := range append([]string{"busybox"}, im.tools...) {
+		if p, err := exec.LookPath(t); err == nil {
+			if st, err := os.Stat(p); err == nil {
+				fmt.Fprintln(h, t, p, st.Size(), st.ModTime().UnixNano())
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func (im *image) writeArchive(w io.Writer, fill func(*cpioWriter) error) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
 	c := newCPIO(bw)
+	if err := fill(c); err != nil {
+		return err
+	}
+	if err := c.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func (im *image) addBase(c *cpioWriter) error {
 	for _, d := range []string{"proc", "sys", "dev", "tmp", "run", "root", "etc", "tests", "work", "mnt"} {
 		c.Dir(d, 0o755)
 	}
 	c.Symlink("var/run", "/run")
 	if err := im.addBusybox(c); err != nil {
-		f.Close()
 		return err
 	}
 	if err := im.addModules(c); err != nil {
-		f.Close()
 		return err
 	}
 	im.addTools(c)
@@ -96,25 +174,20 @@ func (im *image) build(dst string) error {
 	c.Bytes("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\n"))
 	c.Bytes("etc/group", 0o644, []byte("root:x:0:\n"))
 	c.Bytes("etc/hostname", 0o644, []byte("netdrift-vm\n"))
+	return nil
+}
+
+func (im *image) addRun(c *cpioWriter) error {
 	for _, name := range sortedKeys(im.binaries) {
 		c.File("tests/"+name, im.binaries[name])
 	}
 	for _, g := range sortedKeys(im.files) {
 		if err := addTree(c, g, im.files[g]); err != nil {
-			f.Close()
 			return err
 		}
 	}
 	c.Bytes("init", 0o755, []byte(initScript(im.plan)))
-	if err := c.Close(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
 
 func (im *image) addBusybox(c *cpioWriter) error {

@@ -49,8 +49,12 @@ func fetchKernel(root, cache string, logf func(string, ...any)) (dir, version st
 	if s := strings.TrimSpace(stderr.String()); s != "" {
 		logf("%s", s)
 	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 {
+		return "", "", fmt.Errorf("%w: kernel package: %s", errUnavailable, strings.TrimSpace(stderr.String()))
+	}
 	if err != nil {
-		return "", "", fmt.Errorf("%w: kernel package: vm/fetch-kernel.sh: %v: %s", errUnavailable, err, stderr.String())
+		return "", "", fmt.Errorf("vm/fetch-kernel.sh: %v: %s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	dir = lines[len(lines)-1]

@@ -96,7 +96,7 @@ func Run(t testing.TB, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	initrd := filepath.Join(dir, "initramfs.cpio")
-	if err := im.build(initrd); err != nil {
+	if err := im.build(initrd, cfg.CacheDir); err != nil {
 		return nil, fmt.Errorf("vmtest: initramfs: %w", err)
 	}
 	if keep := os.Getenv("NETDRIFT_VM_KEEP"); keep != "" { // debugging: keep the logs and initramfs
@@ -114,12 +114,21 @@ func Run(t testing.TB, cfg Config) (*Result, error) {
 		t.Logf("vmtest: kernel %s, initramfs %.1f MiB built in %s", version, float64(st.Size())/(1<<20), time.Since(start).Round(time.Millisecond))
 	}
 	q := qemuRun{
-		bin: qemu, kernel: filepath.Join(kdir, "vmlinuz"), initrd: initrd, memoryMiB: cfg.MemoryMiB,
+		bin: qemu, kernel: kernelImage(kdir), initrd: initrd, memoryMiB: cfg.MemoryMiB,
 		cpus: cfg.CPUs, network: cfg.Network, dir: dir, verbose: os.Getenv("NETDRIFT_VM_VERBOSE") == "1",
 	}
 	res, err := boot(t, q, cfg)
 	t.Logf("vmtest: whole run took %s", time.Since(start).Round(time.Millisecond))
 	return res, err
+}
+
+// kernelImage prefers the uncompressed ELF kernel (booted through its PVH
+// entry: no BIOS, no decompression under emulation) over the bzImage.
+func kernelImage(kdir string) string {
+	if _, err := os.Stat(filepath.Join(kdir, "vmlinux")); err == nil {
+		return filepath.Join(kdir, "vmlinux")
+	}
+	return filepath.Join(kdir, "vmlinuz")
 }
 
 func withDefaults(cfg Config) Config {
