@@ -177,7 +177,7 @@ func plan(kdir, version string, cfg Config) (initPlan, error) {
 
 // kvmBootDeadline: a KVM guest reaches init in seconds; one that has not
 // after this is stuck (as nested KVM is on some hosts) and TCG is tried.
-const kvmBootDeadline = 45 * time.Second
+const kvmBootDeadline = 30 * time.Second
 
 // boot runs qemu with the chosen accelerator. In auto mode it tries KVM
 // first unless an earlier run recorded that KVM does not work on this host
