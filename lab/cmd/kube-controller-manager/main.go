@@ -1,0 +1,15 @@
+// Command kube-controller-manager is the upstream controller manager (its
+// EndpointSlice controller writes the lab's slices), built from the pinned
+// k8s.io/kubernetes module.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}
