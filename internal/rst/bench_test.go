@@ -1,0 +1,158 @@
+package rst
+
+import (
+	"context"
+	"encoding/binary"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkRSTFlood measures the cost of the probe under a flood of resets:
+// each op sends one TCP SYN (raw socket, client namespace) to a closed port
+// in the pod namespace, which answers with an RST; both namespaces' processing
+// runs in the sending syscall's softirq on the same CPU. Sub-benchmarks in one
+// run: no probe, probe attached with the pod IP not watched (the cost every
+// reset on a node pays), and with the pod IP watched (counter update plus
+// rate-limited events, drained as the agent would).
+//
+//	go test -run '^$' -bench BenchmarkRSTFlood -benchtime 2s -count 5 ./internal/rst/
+func BenchmarkRSTFlood(b *testing.B) {
+	requireRoot(b)
+	ensureTracefs(b)
+	pr := newPair(b)
+	fd := rawSender(b, pr.clientNs)
+	syn := synPacket(pr.client4, netip.AddrPortFrom(pr.pod4, 9))
+	dst := &unix.SockaddrInet4{Addr: pr.pod4.As4()}
+
+	flood := func(b *testing.B) {
+		before := outRsts(b, pr.pod)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			binary.BigEndian.PutUint16(syn[20:], uint16(10000+i%50000)) // vary the source port
+			fixTCPChecksum(syn, pr.client4, pr.pod4)
+			if err := unix.Sendto(fd, syn, 0, dst); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		sent := outRsts(b, pr.pod) - before
+		b.ReportMetric(float64(sent)/float64(b.N), "rsts/op")
+	}
+	b.Run("probe=none", flood)
+	for _, watched := range []bool{false, true} {
+		name := "probe=unwatched"
+		if watched {
+			name = "probe=watched"
+		}
+		b.Run(name, func(b *testing.B) {
+			p, err := Load(Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			b.Logf("mode %s", p.Mode())
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if watched {
+				if err := p.Watch(pr.pod4); err != nil {
+					b.Fatal(err)
+				}
+				go func() {
+					for range p.Events(ctx) {
+					}
+				}()
+			}
+			flood(b)
+			if watched {
+				c, _ := p.Counts()
+				if c[pr.pod4].SentBy == 0 {
+					b.Errorf("watched pod counted nothing: %+v", c[pr.pod4])
+				}
+			}
+		})
+	}
+}
+
+// rawSender opens an IPPROTO_RAW socket (send only, IP_HDRINCL) in ns.
+func rawSender(b *testing.B, ns netns.NsHandle) int {
+	fd := -1
+	err := inNetns(ns, func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// synPacket builds an IPv4 header (the kernel fills length, id and checksum)
+// and a 20-byte TCP SYN.
+func synPacket(src netip.Addr, dst netip.AddrPort) []byte {
+	p := make([]byte, 40)
+	p[0], p[8], p[9] = 0x45, 64, unix.IPPROTO_TCP
+	s, d := src.As4(), dst.Addr().As4()
+	copy(p[12:], s[:])
+	copy(p[16:], d[:])
+	t := p[20:]
+	binary.BigEndian.PutUint16(t[2:], dst.Port())
+	binary.BigEndian.PutUint32(t[4:], 1)
+	t[12], t[13] = 5<<4, 0x02
+	binary.BigEndian.PutUint16(t[14:], 64240)
+	return p
+}
+
+func fixTCPChecksum(p []byte, src, dst netip.Addr) {
+	t := p[20:]
+	t[16], t[17] = 0, 0
+	s, d := src.As4(), dst.As4()
+	var sum uint32
+	add := func(b []byte) {
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(binary.BigEndian.Uint16(b[i:]))
+		}
+	}
+	add(s[:])
+	add(d[:])
+	sum += unix.IPPROTO_TCP + uint32(len(t))
+	add(t)
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(t[16:], ^uint16(sum))
+}
+
+// outRsts reads Tcp OutRsts of a namespace from /proc/net/snmp.
+func outRsts(b *testing.B, ns string) uint64 {
+	out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/net/snmp").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "OutRsts" && i < len(f) {
+				v, _ := strconv.ParseUint(f[i], 10, 64)
+				return v
+			}
+		}
+	}
+	b.Fatal("no Tcp OutRsts in /proc/net/snmp")
+	return 0
+}
