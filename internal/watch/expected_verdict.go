@@ -1,0 +1,112 @@
+package watch
+
+import (
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// portVerdicts builds the verdicts of one service port in one family; the
+// Cluster and Local selections are computed once and shared by frontends.
+type portVerdicts struct {
+	sp            model.ServicePort
+	eps           []*endpoint
+	uncertain     string
+	usable        bool
+	internalLocal bool
+	externalLocal bool
+	nodeName      string
+	zone          string
+	cluster       *selection
+	local         *selection
+}
+
+func newPortVerdicts(svc *corev1.Service, sp *corev1.ServicePort, fam model.IPFamily,
+	slices []*discoveryv1.EndpointSlice, nodeName, zone string) *portVerdicts {
+	proto := protocolOf(sp.Protocol)
+	pe := collectEndpoints(svc, fam, sp.Name, proto, slices, nodeName)
+	p := &portVerdicts{
+		sp:            model.ServicePort{Namespace: svc.Namespace, Name: svc.Name, Port: sp.Name, Protocol: proto},
+		eps:           pe.eps,
+		usable:        hasUsable(pe.eps),
+		internalLocal: internalPolicyLocal(svc),
+		externalLocal: externalPolicyLocal(svc),
+		nodeName:      nodeName,
+		zone:          zone,
+	}
+	reasons := pe.uncertain
+	if !knownProtocol(proto) {
+		reasons = append([]string{"protocol " + string(proto) + " is not one kube-proxy is known to program"}, reasons...)
+	}
+	p.uncertain = strings.Join(reasons, "; ")
+	return p
+}
+
+// internalPolicyLocal: internalTrafficPolicy Local (nil = Cluster).
+func internalPolicyLocal(svc *corev1.Service) bool {
+	p := svc.Spec.InternalTrafficPolicy
+	return p != nil && *p == corev1.ServiceInternalTrafficPolicyLocal
+}
+
+// externalPolicyLocal: externalTrafficPolicy Local on an externally
+// accessible service (NodePort, LoadBalancer, or ClusterIP with external IPs).
+func externalPolicyLocal(svc *corev1.Service) bool {
+	t := svc.Spec.Type
+	accessible := t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer ||
+		(t == corev1.ServiceTypeClusterIP && len(svc.Spec.ExternalIPs) > 0)
+	return accessible && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+func (p *portVerdicts) verdict(f frontendSpec) model.Verdict {
+	v := model.Verdict{Service: p.sp, Uncertain: p.uncertain}
+	v.Evidence = []string{f.what + " " + f.fe.String() + "/" + string(f.fe.Protocol) + " of " + p.sp.String()}
+	sel := p.selectionFor(f.external)
+	v.Action = sel.action
+	v.Backends = append([]netip.AddrPort(nil), sel.backends...)
+	v.Endpoints = append([]model.Endpoint(nil), sel.endpoints...)
+	v.Evidence = append(v.Evidence, sel.evidence...)
+	if f.external && p.externalLocal && p.usable {
+		v.Evidence = append(v.Evidence, "externalTrafficPolicy Local: this verdict is for traffic from outside the cluster; "+
+			"kube-proxy sends pod and node-local sources to the Cluster set")
+	}
+	return v
+}
+
+func (p *portVerdicts) selectionFor(external bool) selection {
+	if !p.usable {
+		if p.cluster == nil {
+			s := rejectAll(p.eps)
+			p.cluster = &s
+		}
+		return *p.cluster
+	}
+	switch {
+	case !external && p.internalLocal:
+		return p.localSel("internalTrafficPolicy")
+	case external && p.externalLocal:
+		return p.localSel("externalTrafficPolicy")
+	}
+	if p.cluster == nil {
+		s := selectCluster(p.eps, p.nodeName, p.zone)
+		p.cluster = &s
+	}
+	return *p.cluster
+}
+
+func (p *portVerdicts) localSel(policy string) selection {
+	// The local set does not depend on which policy asks; only the wording does.
+	if p.local == nil {
+		s := selectLocal(p.eps, p.nodeName, "")
+		p.local = &s
+	}
+	s := *p.local
+	s.evidence = make([]string, len(p.local.evidence))
+	for i, e := range p.local.evidence {
+		s.evidence[i] = policy + e
+	}
+	return s
+}

@@ -1,0 +1,196 @@
+package watch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// LoadClusterFiles reads files as `kubectl get services,endpointslices,nodes,pods
+// -A -o json|yaml` prints them and merges them. An object present in several
+// files (same kind, namespace and name) is taken from the last file.
+func LoadClusterFiles(paths ...string) (*ClusterState, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no cluster files given")
+	}
+	var parts []*ClusterState
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := LoadCluster(data, p)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, cs)
+	}
+	return mergeStates(parts), nil
+}
+
+// LoadCluster parses one file's contents: a v1 List (or any *List) or a
+// single object, as JSON (one or more concatenated values) or YAML (one or
+// more documents). Services, EndpointSlices, Nodes and Pods are kept; other
+// kinds are ignored. Errors name the file, the document's line and the item.
+func LoadCluster(data []byte, name string) (*ClusterState, error) {
+	docs, err := splitDocuments(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s: no Kubernetes objects found", name)
+	}
+	cs := &ClusterState{}
+	for i, d := range docs {
+		if err := addDocument(cs, d.json); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, d.where(i, len(docs)), err)
+		}
+	}
+	return mergeStates([]*ClusterState{cs}), nil
+}
+
+// typeMeta is what every object and list starts with.
+type typeMeta struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Items      []json.RawMessage `json:"items"`
+}
+
+func addDocument(cs *ClusterState, raw []byte) error {
+	if !isJSONObject(raw) {
+		return errors.New("expected a Kubernetes object (a map with apiVersion and kind)")
+	}
+	var tm typeMeta
+	if err := json.Unmarshal(raw, &tm); err != nil {
+		return err
+	}
+	if !isList(tm.Kind) {
+		return addObject(cs, raw)
+	}
+	for i, item := range tm.Items {
+		if err := addObject(cs, item); err != nil {
+			return fmt.Errorf("items[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func isList(kind string) bool {
+	return len(kind) >= 4 && kind[len(kind)-4:] == "List"
+}
+
+func isJSONObject(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// addObject decodes one item by kind; kinds netdrift does not use are ignored.
+func addObject(cs *ClusterState, raw []byte) error {
+	if !isJSONObject(raw) {
+		return errors.New("expected an object")
+	}
+	var tm typeMeta
+	if err := json.Unmarshal(raw, &tm); err != nil {
+		return err
+	}
+	if tm.Kind == "" {
+		return errors.New("object has no kind")
+	}
+	want, ok := wantedKinds[tm.Kind]
+	if !ok {
+		return nil
+	}
+	if tm.APIVersion != want {
+		return fmt.Errorf("%s has apiVersion %q, want %q", tm.Kind, tm.APIVersion, want)
+	}
+	return decodeKind(cs, tm.Kind, raw)
+}
+
+var wantedKinds = map[string]string{
+	"Service":       "v1",
+	"Node":          "v1",
+	"Pod":           "v1",
+	"EndpointSlice": "discovery.k8s.io/v1",
+}
+
+func decodeKind(cs *ClusterState, kind string, raw []byte) error {
+	var err error
+	var name string
+	switch kind {
+	case "Service":
+		o := &corev1.Service{}
+		if err = json.Unmarshal(raw, o); err == nil {
+			cs.Services, name = append(cs.Services, o), o.Name
+		}
+	case "EndpointSlice":
+		o := &discoveryv1.EndpointSlice{}
+		if err = json.Unmarshal(raw, o); err == nil {
+			cs.EndpointSlices, name = append(cs.EndpointSlices, o), o.Name
+		}
+	case "Node":
+		o := &corev1.Node{}
+		if err = json.Unmarshal(raw, o); err == nil {
+			cs.Nodes, name = append(cs.Nodes, o), o.Name
+		}
+	case "Pod":
+		o := &corev1.Pod{}
+		if err = json.Unmarshal(raw, o); err == nil {
+			cs.Pods, name = append(cs.Pods, o), o.Name
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", kind, err)
+	}
+	if name == "" {
+		return fmt.Errorf("%s has no metadata.name", kind)
+	}
+	return nil
+}
+
+// mergeStates unions states; a later object with the same kind, namespace
+// and name replaces an earlier one. Output is sorted by namespace and name.
+func mergeStates(parts []*ClusterState) *ClusterState {
+	svcs := map[string]*corev1.Service{}
+	slices := map[string]*discoveryv1.EndpointSlice{}
+	nodes := map[string]*corev1.Node{}
+	pods := map[string]*corev1.Pod{}
+	for _, p := range parts {
+		for _, o := range p.Services {
+			svcs[o.Namespace+"/"+o.Name] = o
+		}
+		for _, o := range p.EndpointSlices {
+			slices[o.Namespace+"/"+o.Name] = o
+		}
+		for _, o := range p.Nodes {
+			nodes[o.Name] = o
+		}
+		for _, o := range p.Pods {
+			pods[o.Namespace+"/"+o.Name] = o
+		}
+	}
+	return &ClusterState{
+		Services:       sortedValues(svcs),
+		EndpointSlices: sortedValues(slices),
+		Nodes:          sortedValues(nodes),
+		Pods:           sortedValues(pods),
+	}
+}
+
+func sortedValues[T any](m map[string]*T) []*T {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]*T, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out
+}
