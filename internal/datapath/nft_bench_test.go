@@ -2,11 +2,33 @@ package datapath
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// nftCPU returns the CPU time (user+system) used so far by this process
+// (who=RUSAGE_SELF) or its finished children (RUSAGE_CHILDREN). Benchmarks
+// report it because wall time on a shared, loaded machine says little.
+func nftCPU(who int) time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(who, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// nftReportCPU reports CPU milliseconds per operation since the given start.
+func nftReportCPU(b *testing.B, self0, children0 time.Duration) {
+	n := float64(b.N) * 1e6
+	b.ReportMetric(float64(nftCPU(syscall.RUSAGE_SELF)-self0)/n, "cpu-ms/op")
+	if c := nftCPU(syscall.RUSAGE_CHILDREN) - children0; c > 0 {
+		b.ReportMetric(float64(c)/n, "child-cpu-ms/op")
+	}
+}
 
 // Sizes: DESIGN.md measures kube-proxy at 1,000 services / 10,000 endpoints.
 var (
@@ -46,11 +68,13 @@ func benchParse(b *testing.B, g nftGenSpec) {
 	data := g.json()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	self0, ch0 := nftCPU(syscall.RUSAGE_SELF), nftCPU(syscall.RUSAGE_CHILDREN)
 	for b.Loop() {
 		if _, err := ParseNFTJSON(data, nil, NFTOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	nftReportCPU(b, self0, ch0)
 }
 
 // BenchmarkParseNFTJSON10k: 1,000 services, 10,000 endpoints.
@@ -86,18 +110,21 @@ func nftBenchNetns(b *testing.B, g nftGenSpec) string {
 func BenchmarkNFTLiveSnapshot10k(b *testing.B) {
 	ns := nftBenchNetns(b, nftGen10k)
 	src := &NFTables{Config: NFTConfig{NetNS: ns}}
+	self0, ch0 := nftCPU(syscall.RUSAGE_SELF), nftCPU(syscall.RUSAGE_CHILDREN)
 	for b.Loop() {
 		obs, err := src.Snapshot(context.Background())
 		if err != nil || len(obs.Frontends) < 1000 {
 			b.Fatalf("%v, %d frontends", err, len(obs.Frontends))
 		}
 	}
+	nftReportCPU(b, self0, ch0)
 }
 
 // BenchmarkNFTExecDump10k is the alternative the reader rejected: spawning
 // `nft -j list table` (what knftables does) and parsing its JSON.
 func BenchmarkNFTExecDump10k(b *testing.B) {
 	ns := nftBenchNetns(b, nftGen10k)
+	self0, ch0 := nftCPU(syscall.RUSAGE_SELF), nftCPU(syscall.RUSAGE_CHILDREN)
 	for b.Loop() {
 		out, err := exec.Command("ip", "netns", "exec", ns, "nft", "-j", "list", "table", "ip", "kube-proxy").Output()
 		if err != nil {
@@ -106,5 +133,63 @@ func BenchmarkNFTExecDump10k(b *testing.B) {
 		if _, err := ParseNFTJSON(out, nil, NFTOptions{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	nftReportCPU(b, self0, ch0)
+}
+
+// BenchmarkNFTLiveSnapshotUnchanged10k: a Snapshot when nothing changed
+// since the last read (one generation query, then the cached tables).
+func BenchmarkNFTLiveSnapshotUnchanged10k(b *testing.B) {
+	ns := nftBenchNetns(b, nftGen10k)
+	src := &NFTables{Config: NFTConfig{NetNS: ns}}
+	if _, err := src.Snapshot(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	self0, ch0 := nftCPU(syscall.RUSAGE_SELF), nftCPU(syscall.RUSAGE_CHILDREN)
+	for b.Loop() {
+		if _, err := src.Snapshot(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	nftReportCPU(b, self0, ch0)
+	if src.fullReads != 1 {
+		b.Fatalf("%d full reads", src.fullReads)
+	}
+}
+
+// BenchmarkNFTLiveUpdate10k: one endpoint of one service changes (kube-proxy
+// rewrites the service chain); the agent applies the event. Only the agent's
+// own CPU counts (cpu-ms/op); the nft command making the change is a child.
+func BenchmarkNFTLiveUpdate10k(b *testing.B) {
+	ns := nftBenchNetns(b, nftGen10k)
+	src := &NFTables{Config: NFTConfig{NetNS: ns}}
+	if _, err := src.Snapshot(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	w, err := WatchChanges(context.Background(), ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	chain := nftGen10k.list()[3].chain("service-")
+	self0, ch0 := nftCPU(syscall.RUSAGE_SELF), nftCPU(syscall.RUSAGE_CHILDREN)
+	i := 0
+	for b.Loop() {
+		i++
+		script := fmt.Sprintf("flush chain ip kube-proxy %s\nadd rule ip kube-proxy %s meta l4proto tcp dnat to 10.250.0.%d:8080\n", chain, chain, i%250)
+		cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("nft: %v: %s", err, out)
+		}
+		ev := <-w.Events()
+		obs, err := src.Update(context.Background(), ev)
+		if err != nil || len(obs.Frontends) < 1000 {
+			b.Fatalf("%v, %d frontends", err, len(obs.Frontends))
+		}
+	}
+	nftReportCPU(b, self0, ch0)
+	if src.fullReads != 1 {
+		b.Fatalf("%d full reads", src.fullReads)
 	}
 }

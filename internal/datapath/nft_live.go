@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/google/nftables"
 
@@ -35,8 +36,23 @@ type NFTConfig struct {
 
 // NFTables reads kube-proxy's nftables tables (ip and ip6 kube-proxy) over
 // netlink. It implements Source. It never writes.
+//
+// It keeps what it read. Snapshot costs one generation query while nothing
+// changed; Update applies a ChangeEvent by re-reading only the chains and
+// maps the event names. Returned Observed values share nothing with the cache.
 type NFTables struct {
 	Config NFTConfig
+
+	mu        sync.Mutex
+	cache     *nftCache
+	fullReads int // for tests: how many full reads ran
+}
+
+// nftCache is the last read: the tables (v4, v6; nil when absent) and the
+// generation they were read at.
+type nftCache struct {
+	gen    uint32
+	tables []*nftTable
 }
 
 var _ Source = (*NFTables)(nil)
@@ -44,23 +60,98 @@ var _ Source = (*NFTables)(nil)
 // Name returns model.ModeNFTables.
 func (n *NFTables) Name() string { return model.ModeNFTables }
 
-// Snapshot reads both tables and maps them to the observed model. The read
-// spans several netlink requests; it is repeated while the generation id
-// changes under it, so the result is one consistent generation.
+// Snapshot returns the current state. It re-reads both tables unless the
+// generation id is the one of the cached read. A full read spans several
+// netlink requests; it is repeated while the generation changes under it.
 func (n *NFTables) Snapshot(ctx context.Context) (model.Observed, error) {
-	tables, stable, err := n.fetch(ctx)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cache != nil {
+		g, err := NFTGeneration(n.Config.NetNS)
+		if err != nil {
+			return model.Observed{}, err
+		}
+		if g == n.cache.gen {
+			return nftObserve(n.cache.tables, n.Config.Options), nil
+		}
+	}
+	return n.fullLocked(ctx)
+}
+
+// Update applies one change event: it re-reads what the event names in the
+// kube-proxy tables (everything when events were lost or a table was
+// created or deleted) and returns the new state.
+func (n *NFTables) Update(ctx context.Context, ev ChangeEvent) (model.Observed, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cache == nil || ev.Lost || nftTableLevelChange(ev) {
+		return n.fullLocked(ctx)
+	}
+	err := n.withConn(func(conn *nftables.Conn) error {
+		for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
+			t := n.cache.tables[i]
+			nf := nftFamilyOf(fam)
+			if t == nil || !ev.TouchesTable(nf, nftTableName) {
+				continue
+			}
+			r := &nftNetlinkReader{conn: conn, table: &nftables.Table{Name: nftTableName, Family: nftTableFamily(fam)}, t: t}
+			if err := r.refresh(ctx, ev.Sets(nf, nftTableName), ev.Chains(nf, nftTableName)); err != nil {
+				return fmt.Errorf("%s: %w", nftTableLabel(fam), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		n.cache = nil // partly refreshed: read everything next time
+		return model.Observed{}, err
+	}
+	n.cache.gen = ev.Generation
+	return nftObserve(n.cache.tables, n.Config.Options), nil
+}
+
+// nftTableLevelChange reports a kube-proxy table created or deleted.
+func nftTableLevelChange(ev ChangeEvent) bool {
+	for _, c := range ev.Changes {
+		if c.Object == "table" && c.Table == nftTableName && (c.Family == "ip" || c.Family == "ip6") {
+			return true
+		}
+	}
+	return false
+}
+
+func nftFamilyOf(fam model.IPFamily) string {
+	if fam == model.IPv6 {
+		return "ip6"
+	}
+	return "ip"
+}
+
+func nftTableFamily(fam model.IPFamily) nftables.TableFamily {
+	if fam == model.IPv6 {
+		return nftables.TableFamilyIPv6
+	}
+	return nftables.TableFamilyIPv4
+}
+
+func (n *NFTables) fullLocked(ctx context.Context) (model.Observed, error) {
+	n.cache = nil
+	n.fullReads++
+	tables, gen, stable, err := n.fetch(ctx)
 	if err != nil {
 		return model.Observed{}, err
 	}
 	obs := nftObserve(tables, n.Config.Options)
-	if !stable {
+	if stable {
+		n.cache = &nftCache{gen: gen, tables: tables}
+	} else {
 		obs.Warnings = append(obs.Warnings, "the ruleset kept changing during the read; it may mix generations")
 	}
 	return obs, nil
 }
 
-// fetch reads the tables (nil for absent ones), retrying on concurrent change.
-func (n *NFTables) fetch(ctx context.Context) ([]*nftTable, bool, error) {
+// fetch reads the tables (nil for absent ones), retrying on concurrent
+// change; it returns the generation of a stable read.
+func (n *NFTables) fetch(ctx context.Context) ([]*nftTable, uint32, bool, error) {
 	retries := n.Config.Retries
 	if retries <= 0 {
 		retries = 3
@@ -69,35 +160,30 @@ func (n *NFTables) fetch(ctx context.Context) ([]*nftTable, bool, error) {
 	for attempt := 0; attempt <= retries; attempt++ {
 		before, err := NFTGeneration(n.Config.NetNS)
 		if err != nil {
-			return nil, false, err
+			return nil, 0, false, err
 		}
 		tables, err = n.read(ctx)
 		if err != nil && !nftIsNotFound(err) {
-			return nil, false, err
+			return nil, 0, false, err
 		}
 		after, gerr := NFTGeneration(n.Config.NetNS)
 		if gerr != nil {
-			return nil, false, gerr
+			return nil, 0, false, gerr
 		}
 		if before == after && err == nil {
-			return tables, true, nil
+			return tables, after, true, nil
 		}
 	}
-	return tables, false, nil
+	return tables, 0, false, nil
+}
+
+func (n *NFTables) withConn(fn func(*nftables.Conn) error) error {
+	return withNFTConn(n.Config.NetNS, fn)
 }
 
 func (n *NFTables) read(ctx context.Context) ([]*nftTable, error) {
 	var out []*nftTable
-	err := withNetNSFd(n.Config.NetNS, func(fd int) error {
-		opts := []nftables.ConnOption{nftables.AsLasting()}
-		if fd != 0 {
-			opts = append(opts, nftables.WithNetNSFd(fd))
-		}
-		conn, err := nftables.New(opts...)
-		if err != nil {
-			return nftDialError(err)
-		}
-		defer conn.CloseLasting()
+	err := n.withConn(func(conn *nftables.Conn) error {
 		for _, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
 			t, err := nftReadNetlink(ctx, conn, fam)
 			if err != nil {

@@ -113,3 +113,63 @@ func TestChangeWatcherLatency(t *testing.T) {
 		t.Error("events channel not closed after cancel")
 	}
 }
+
+// TestNFTLiveIncremental applies change events one by one with Update and
+// checks the result equals a full read, and that an unchanged ruleset is
+// served from the cache.
+func TestNFTLiveIncremental(t *testing.T) {
+	ns := nftTestNetns(t)
+	nftLoad(t, ns, "worker-b.nft.txt")
+	opts := nftOptionsFromCluster(t, "testdata/nft/cluster.json")
+	src := &NFTables{Config: NFTConfig{NetNS: ns, Options: opts}}
+	first := nftLive1(t, src)
+	again := nftLive1(t, src)
+	if src.fullReads != 1 {
+		t.Errorf("%d full reads for two snapshots of an unchanged ruleset, want 1", src.fullReads)
+	}
+	nftSameObserved(t, "cached snapshot", again, first)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChanges(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// A stale element removed, a chain flushed, a new service added (new
+	// chain reachable only through a new element), an endpoint changed.
+	nftIn(t, ns, "nft", "delete", "element", "ip", "kube-proxy", "service-ips", "{ 10.97.233.167 . tcp . 9090 }")
+	nftIn(t, ns, "nft", "flush", "chain", "ip", "kube-proxy", "service-OQHAKIQS-shop/cache/tcp/memcache")
+	nftIn(t, ns, "nft", "add", "chain", "ip", "kube-proxy", "service-NEWNEWNE-shop/new/tcp/http")
+	nftIn(t, ns, "nft", "add", "rule", "ip", "kube-proxy", "service-NEWNEWNE-shop/new/tcp/http", "meta", "l4proto", "tcp", "dnat", "to", "10.214.9.9:80")
+	nftIn(t, ns, "nft", "add", "element", "ip", "kube-proxy", "service-ips", "{ 10.97.99.99 . tcp . 80 : goto service-NEWNEWNE-shop/new/tcp/http }")
+	nftIn(t, ns, "nft", "flush", "chain", "ip", "kube-proxy", "service-EEISWTY7-shop/legacy/tcp/tcp")
+	nftIn(t, ns, "nft", "add", "rule", "ip", "kube-proxy", "service-EEISWTY7-shop/legacy/tcp/tcp", "meta", "l4proto", "tcp", "dnat", "to", "10.214.1.72:2525")
+	var got model.Observed
+	for i := 0; i < 7; i++ {
+		ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+		if got, err = src.Update(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if src.fullReads != 1 {
+		t.Errorf("%d full reads, want 1 (updates must be incremental)", src.fullReads)
+	}
+	nftSameObserved(t, "incremental vs full", got, nftOffline(t, nftDump(t, ns, "ip"), nil, opts))
+	legacy := got.Frontends[model.NewFrontend(netip.MustParseAddr("10.97.34.204"), 25, model.TCP, model.ClusterIP)]
+	if len(legacy.Backends) != 1 || legacy.Backends[0] != netip.MustParseAddrPort("10.214.1.72:2525") {
+		t.Errorf("changed endpoint not seen: %v", legacy.Backends)
+	}
+	if _, ok := got.Frontends[model.NewFrontend(netip.MustParseAddr("10.97.99.99"), 80, model.TCP, model.ClusterIP)]; !ok {
+		t.Error("new service not seen")
+	}
+}
+
+func nftLive1(t *testing.T, src *NFTables) model.Observed {
+	t.Helper()
+	o, err := src.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}

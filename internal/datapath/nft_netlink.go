@@ -81,31 +81,43 @@ func (r *nftNetlinkReader) addrLen() int {
 
 func (r *nftNetlinkReader) readMaps() error {
 	for _, name := range nftReaderMaps {
-		els, ok, err := r.elements(name)
-		if err != nil {
+		if err := r.readMap(name); err != nil {
 			return err
 		}
-		if !ok {
-			continue
-		}
-		nodePort := name == nftMapServiceNodePorts || name == nftMapNoEndpointNPs
-		for _, el := range els {
-			key, err := r.decodeKey(el.Key, nodePort)
-			if err != nil {
-				return fmt.Errorf("map %s: %w", name, err)
-			}
-			v, err := nftElemVerdict(el)
-			if err != nil {
-				return fmt.Errorf("map %s element %v: %w", name, key, err)
-			}
-			r.t.Maps[name] = append(r.t.Maps[name], nftElem{Key: key, Verdict: v, Comment: el.Comment})
-		}
 	}
+	return r.readClusterIPs()
+}
+
+// readMap reads one of the reader's verdict maps (absent maps stay absent).
+func (r *nftNetlinkReader) readMap(name string) error {
+	els, ok, err := r.elements(name)
+	if err != nil || !ok {
+		return err
+	}
+	nodePort := name == nftMapServiceNodePorts || name == nftMapNoEndpointNPs
+	out := make([]nftElem, 0, len(els))
+	for _, el := range els {
+		key, err := r.decodeKey(el.Key, nodePort)
+		if err != nil {
+			return fmt.Errorf("map %s: %w", name, err)
+		}
+		v, err := nftElemVerdict(el)
+		if err != nil {
+			return fmt.Errorf("map %s element %v: %w", name, key, err)
+		}
+		out = append(out, nftElem{Key: key, Verdict: v, Comment: el.Comment})
+	}
+	r.t.Maps[name] = out
+	return nil
+}
+
+func (r *nftNetlinkReader) readClusterIPs() error {
 	els, ok, err := r.elements(nftSetClusterIPs)
 	if err != nil {
 		return err
 	}
 	r.t.HasClusterIPSet = ok
+	r.t.ClusterIPs = map[netip.Addr]bool{}
 	for _, el := range els {
 		if a, ok := netip.AddrFromSlice(el.Key); ok && len(el.Key) == r.addrLen() {
 			r.t.ClusterIPs[a.Unmap()] = true
@@ -189,8 +201,9 @@ func nftVerdictOf(v *expr.Verdict) nftVerdict {
 	return nftVerdict{Kind: nftVerdictContinue}
 }
 
-// readReachable reads the services chain and every chain reachable from
-// the maps, breadth first.
+// readReachable walks from the services chain and the map targets to every
+// reachable chain, reading those not read yet (all of them on a full read;
+// only newly referenced ones on an incremental refresh).
 func (r *nftNetlinkReader) readReachable(ctx context.Context) error {
 	queue := []string{"services"}
 	for _, els := range r.t.Maps {
@@ -198,23 +211,28 @@ func (r *nftNetlinkReader) readReachable(ctx context.Context) error {
 			queue = append(queue, el.Verdict.Target)
 		}
 	}
+	seen := map[string]bool{}
 	for len(queue) > 0 {
 		name := queue[0]
 		queue = queue[1:]
-		if _, done := r.t.Chains[name]; done || name == "" {
+		if name == "" || seen[name] {
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		seen[name] = true
+		rules, cached := r.t.Chains[name]
+		if !cached {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var ok bool
+			var err error
+			if rules, ok, err = r.readChain(name); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
+			r.t.Chains[name] = rules
 		}
-		rules, ok, err := r.readChain(name)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		r.t.Chains[name] = rules
 		for _, rl := range rules {
 			queue = append(queue, rl.Verdict.Target)
 			for _, v := range rl.VMap {
@@ -223,6 +241,39 @@ func (r *nftNetlinkReader) readReachable(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// refresh re-reads the named sets and chains of a cached table (what a
+// change event names), then reads chains that became reachable.
+func (r *nftNetlinkReader) refresh(ctx context.Context, sets, chains []string) error {
+	for _, s := range sets {
+		switch {
+		case isNFTReaderMap(s):
+			delete(r.t.Maps, s)
+			if err := r.readMap(s); err != nil {
+				return err
+			}
+		case s == nftSetClusterIPs:
+			if err := r.readClusterIPs(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range chains {
+		if _, cached := r.t.Chains[c]; !cached && c != "services" {
+			continue // not reachable before; readReachable reads it if it is now
+		}
+		rules, ok, err := r.readChain(c)
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.t.Chains[c] = rules
+		} else {
+			delete(r.t.Chains, c)
+		}
+	}
+	return r.readReachable(ctx)
 }
 
 // readChain reads one chain's rules; ok is false when the chain does not exist.

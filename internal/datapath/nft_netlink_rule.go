@@ -157,10 +157,12 @@ func (r *nftNetlinkReader) convertDNAT(x *expr.NAT, regs map[uint32]nftReg, out 
 	return nil
 }
 
-// normalize orders what netlink and JSON may list in different orders.
+// normalize orders what netlink and JSON may list in different orders and
+// renders the rule once.
 func (r *nftRule) normalize() {
 	sort.SliceStable(r.DNAT, func(i, j int) bool { return nftAddrPortLess(r.DNAT[i], r.DNAT[j]) })
 	sort.SliceStable(r.VMap, func(i, j int) bool { return r.VMap[i].String() < r.VMap[j].String() })
+	r.text = r.render()
 }
 
 func nftAddrPortLess(a, b netip.AddrPort) bool {

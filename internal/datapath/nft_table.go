@@ -113,12 +113,21 @@ type nftRule struct {
 	// MapRef names a named map the rule looks up ("vmap @service-ips").
 	MapRef  string
 	Comment string
+	// text caches String (set by normalize once the rule is complete).
+	text string
 }
 
 // String renders the rule in a canonical nft-like form used as evidence.
 // It is built from the reduced form so that the JSON and netlink paths
 // render the same text.
 func (r nftRule) String() string {
+	if r.text != "" {
+		return r.text
+	}
+	return r.render()
+}
+
+func (r nftRule) render() string {
 	var parts []string
 	if r.Conditional {
 		parts = append(parts, "<match>")
