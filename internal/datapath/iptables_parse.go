@@ -117,3 +117,18 @@ func sortStrings(s []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// OptionsFor builds ParseOptions from a desired state: the service ports it
+// names (for chain hashes) and its frontends (for kinds and names).
+func OptionsFor(d model.Desired) ParseOptions {
+	opts := ParseOptions{Frontends: make(map[model.Frontend]model.ServicePort, len(d.Frontends))}
+	seen := map[model.ServicePort]bool{}
+	for f, v := range d.Frontends {
+		opts.Frontends[f] = v.Service
+		if !v.Service.IsZero() && !seen[v.Service] {
+			seen[v.Service] = true
+			opts.ServicePorts = append(opts.ServicePorts, v.Service)
+		}
+	}
+	return opts
+}
