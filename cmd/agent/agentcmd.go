@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// agentFlags is the agent's whole configuration (no package globals).
+type agentFlags struct {
+	nodeName         string
+	kubeconfig       string
+	listen           string
+	secureListen     string
+	tlsCert, tlsKey  string
+	datapath         string
+	netns            string
+	staleAfter       time.Duration
+	fastPoll         time.Duration
+	auditInterval    time.Duration
+	watchUnhealthy   time.Duration
+	maxServiceSeries int
+	rstWindow        time.Duration
+	rstMode          string
+	noRST            bool
+	clusterCIDRs     string
+	routeMode        string
+	nodeGoneAfter    time.Duration
+	logLevel         string
+}
+
+func (f *agentFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:9760", "plain HTTP API and /metrics address (keep it local)")
+	fs.StringVar(&f.secureListen, "secure-listen", "", "TLS address authenticated by TokenReview + SubjectAccessReview (e.g. :9761)")
+	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "certificate for --secure-listen (default: self-signed)")
+	fs.StringVar(&f.tlsKey, "tls-key-file", "", "key for --secure-listen")
+	fs.StringVar(&f.datapath, "datapath", "auto", "auto, iptables, nftables or ipvs")
+	fs.StringVar(&f.netns, "netns", "", "read the datapath in this named network namespace (tests, lab)")
+	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")
+	fs.DurationVar(&f.fastPoll, "fast-poll", 100*time.Millisecond, "re-read interval while changes are pending")
+	fs.DurationVar(&f.auditInterval, "audit-interval", 10*time.Second, "full audit interval when nothing is pending")
+	fs.DurationVar(&f.watchUnhealthy, "watch-unhealthy-after", 25*time.Second, "no Lease renewal delivered for this long = watch unhealthy")
+	fs.IntVar(&f.maxServiceSeries, "max-service-series", 100, "cap on per-service metric series (the rest under service=\"_other\")")
+	fs.DurationVar(&f.rstWindow, "rst-window", 2*time.Minute, "keep watching a deleted pod's IP for RSTs this long")
+	fs.StringVar(&f.rstMode, "rst-probe-mode", "", "force the RST probe mode (tracepoint or fentry)")
+	fs.BoolVar(&f.noRST, "no-rst-probe", false, "do not load the eBPF RST probe")
+	fs.StringVar(&f.clusterCIDRs, "cluster-cidr", "", "pod network CIDRs, comma separated (default: from Node podCIDRs)")
+	fs.StringVar(&f.routeMode, "route-mode", "auto", "pod route layout: auto, per-node or none")
+	fs.DurationVar(&f.nodeGoneAfter, "node-gone-after", 5*time.Minute, "a node NotReady this long counts as gone")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+func (f *agentFlags) validate() error {
+	var errs []error
+	if f.nodeName == "" {
+		errs = append(errs, errors.New("--node-name (or $NODE_NAME) is required"))
+	}
+	switch f.datapath {
+	case "auto", "iptables", "nftables", "ipvs":
+	default:
+		errs = append(errs, fmt.Errorf("--datapath must be auto, iptables, nftables or ipvs, not %q", f.datapath))
+	}
+	for name, d := range map[string]time.Duration{"--stale-after": f.staleAfter, "--fast-poll": f.fastPoll,
+		"--audit-interval": f.auditInterval, "--watch-unhealthy-after": f.watchUnhealthy} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	}
+	if f.maxServiceSeries < 1 {
+		errs = append(errs, errors.New("--max-service-series must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+func runAgent(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f agentFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return exitError
+	}
+	if err := f.validate(); err != nil {
+		fmt.Fprintln(stderr, "netdrift agent:", err)
+		return exitError
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		fmt.Fprintln(stderr, "netdrift agent: --log-level:", err)
+		return exitError
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serveAgent(ctx, f, log); err != nil {
+		log.Error("agent stopped", "err", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cfg.UserAgent = "netdrift/" + version
+	cfg.QPS, cfg.Burst = 20, 40
+	return cfg, nil
+}
+
+func serveAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	w, err := wireAgent(ctx, f, client, log)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	g, ctx := errgroup.WithContext(ctx)
+	w.start(ctx, g)
+	g.Go(func() error { return serveHTTP(ctx, f.listen, w.handler, log) })
+	if f.secureListen != "" {
+		h, tlsCfg, err := secureHandler(f, client, w.handler, log)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return serveTLS(ctx, f.secureListen, h, tlsCfg, log) })
+	}
+	return g.Wait()
+}
+
+func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	log.Info("serving", "addr", ln.Addr().String())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/netdrift/netdrift/internal/api"
+	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// dumpFlags name captured datapath dumps (or a live netns).
+type dumpFlags struct {
+	iptables, ip6tables string
+	nftJSON, nft6JSON   string
+	ipvsadm             string
+	netns               string
+	live                bool
+}
+
+func (d *dumpFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.iptables, "iptables-save", "", "iptables-save output (nat and filter tables)")
+	fs.StringVar(&d.ip6tables, "ip6tables-save", "", "ip6tables-save output")
+	fs.StringVar(&d.nftJSON, "nft-json", "", "output of `nft -j list table ip kube-proxy`")
+	fs.StringVar(&d.nft6JSON, "nft6-json", "", "output of `nft -j list table ip6 kube-proxy`")
+	fs.StringVar(&d.ipvsadm, "ipvsadm-save", "", "output of `ipvsadm-save -n`")
+	fs.StringVar(&d.netns, "netns", "", "read the live datapath inside this named network namespace")
+}
+
+func (d *dumpFlags) count() int {
+	n := 0
+	for _, s := range []string{d.iptables, d.nftJSON, d.ipvsadm} {
+		if s != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// observe parses the given dumps (exactly one datapath) or reads the live one.
+func (d *dumpFlags) observe(ctx context.Context, desired model.Desired) (model.Observed, error) {
+	opts := parseOptionsFor(desired)
+	switch {
+	case d.count() > 1:
+		return model.Observed{}, errors.New("give one datapath: --iptables-save, --nft-json or --ipvsadm-save")
+	case d.iptables != "":
+		v4, err := os.ReadFile(d.iptables)
+		if err != nil {
+			return model.Observed{}, err
+		}
+		dumps := datapath.IPTablesDumps{IPv4: v4}
+		if d.ip6tables != "" {
+			if dumps.IPv6, err = os.ReadFile(d.ip6tables); err != nil {
+				return model.Observed{}, err
+			}
+		}
+		obs, err := datapath.ParseIPTables(dumps, opts)
+		if err != nil {
+			return obs, fmt.Errorf("%s: %w", d.iptables, err)
+		}
+		return obs, nil
+	case d.nftJSON != "" || d.ipvsadm != "":
+		return observeOther(d, desired)
+	}
+	return observeLive(ctx, d, desired)
+}
+
+func runDiff(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var clusters multiFlag
+	var dumps dumpFlags
+	node := fs.String("node", "", "node whose datapath the dump comes from (required)")
+	fs.Var(&clusters, "cluster", "cluster objects as `kubectl get services,endpointslices,nodes -A -o json|yaml` prints (repeatable)")
+	dumps.register(fs)
+	out := fs.String("o", "table", "output: table or json")
+	if err := fs.Parse(args); err != nil {
+		return exitError
+	}
+	if err := checkOutput(*out); err != nil {
+		fmt.Fprintln(stderr, "netdrift diff:", err)
+		return exitError
+	}
+	if *node == "" || len(clusters) == 0 || (dumps.count() == 0 && dumps.netns == "") {
+		fmt.Fprintln(stderr, "netdrift diff: need --node, at least one --cluster FILE, and a datapath dump (or --netns)")
+		return exitError
+	}
+	cs, err := watch.LoadClusterFiles(clusters...)
+	if err != nil {
+		fmt.Fprintln(stderr, "netdrift diff:", err)
+		return exitError
+	}
+	desired := watch.Expected(*node, cs)
+	ctx := context.Background()
+	obs, err := dumps.observe(ctx, desired)
+	if err != nil {
+		fmt.Fprintln(stderr, "netdrift diff:", err)
+		return exitError
+	}
+	var findings []model.Finding
+	if obs.Datapath != model.ModeNone {
+		findings = drift.Compare(desired, obs)
+	}
+	nf, warnings := offlineNodeFindings(ctx, *node, cs, desired, dumps.netns)
+	findings = append(findings, nf...)
+	model.SortFindings(findings)
+	rep := api.DiffReport{Node: *node, Datapath: obs.Datapath, Findings: api.FindingsOf(findings),
+		Warnings: append(obs.Warnings, warnings...)}
+	if !nodeKnown(cs, *node) {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("node %q is not among the cluster's Nodes: zone unknown, topology hints ignored", *node))
+	}
+	if *out == "json" {
+		printJSON(stdout, rep)
+	} else {
+		printFindingsTable(stdout, rep.Node, rep.Datapath, rep.Findings, rep.Warnings)
+	}
+	if len(findings) > 0 {
+		return exitFindings
+	}
+	return exitOK
+}
+
+func nodeKnown(cs *watch.ClusterState, node string) bool {
+	for _, n := range cs.Nodes {
+		if n.Name == node {
+			return true
+		}
+	}
+	return false
+}
+
+// parseOptionsFor tells readers which service ports and frontends exist, to
+// resolve comment-less (hashed or truncated) chain names.
+func parseOptionsFor(d model.Desired) datapath.ParseOptions {
+	opts := datapath.ParseOptions{Frontends: map[model.Frontend]model.ServicePort{}}
+	seen := map[model.ServicePort]bool{}
+	for fe, v := range d.Frontends {
+		opts.Frontends[fe] = v.Service
+		if !seen[v.Service] {
+			seen[v.Service] = true
+			opts.ServicePorts = append(opts.ServicePorts, v.Service)
+		}
+	}
+	return opts
+}
+
+func printFindingsTable(w io.Writer, node, dp string, fs []api.Finding, warnings []string) {
+	fmt.Fprintf(w, "node %s  datapath %s  findings %d\n", node, dp, len(fs))
+	if len(fs) > 0 {
+		t := newTable("KIND", "SERVICE", "PORT", "FRONTEND", "BACKEND", "DETAIL").limit(16, 22, 8, 22, 22, 60)
+		for _, f := range fs {
+			svc := f.Service
+			if svc == "" {
+				svc = "-"
+			}
+			fe, be := f.Frontend, f.Backend
+			if fe == "" {
+				fe = f.Subject
+			}
+			if be == "" {
+				be = "-"
+			}
+			t.add(f.Kind, svc, f.Port, fe, be, f.Detail)
+		}
+		t.write(w)
+	}
+	for _, wn := range warnings {
+		fmt.Fprintln(w, "warning:", wn)
+	}
+}

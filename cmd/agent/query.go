@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/api"
+)
+
+// queryFlags are shared by the responder commands.
+type queryFlags struct {
+	agent string
+	out   string
+}
+
+func parseQuery(name string, args []string, stderr io.Writer, positional int) (*queryFlags, []string, bool) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	q := &queryFlags{}
+	fs.StringVar(&q.agent, "agent", "http://127.0.0.1:9760", "the agent's API address")
+	fs.StringVar(&q.out, "o", "table", "output: table or json")
+	// Allow flags after the positional argument (explain NS/NAME -o json).
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, false
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			pos = append(pos, args[0])
+			args = args[1:]
+		}
+	}
+	if err := checkOutput(q.out); err != nil {
+		fmt.Fprintf(stderr, "netdrift %s: %v\n", name, err)
+		return nil, nil, false
+	}
+	if len(pos) != positional {
+		fmt.Fprintf(stderr, "netdrift %s: expected %d argument(s), got %d\n", name, positional, len(pos))
+		return nil, nil, false
+	}
+	return q, pos, true
+}
+
+func (q *queryFlags) get(path string, v any, stderr io.Writer, name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := api.NewClient(q.agent).Get(ctx, path, v); err != nil {
+		fmt.Fprintf(stderr, "netdrift %s: %v\n", name, err)
+		return false
+	}
+	return true
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	q, _, ok := parseQuery("status", args, stderr, 0)
+	if !ok {
+		return exitError
+	}
+	var s api.Status
+	if !q.get("/v1/status", &s, stderr, "status") {
+		return exitError
+	}
+	if q.out == "json" {
+		printJSON(stdout, s)
+	} else {
+		printStatus(stdout, s)
+	}
+	return exitOK
+}
+
+func printStatus(w io.Writer, s api.Status) {
+	t := newTable("FIELD", "VALUE").limit(0, 80)
+	t.add("node", s.Node)
+	t.add("datapath", s.Datapath+"  ("+s.DatapathReason+")")
+	t.add("ready", yesNo(s.Ready)+" "+s.ReadyReason)
+	t.add("converged", yesNo(s.Converged))
+	watch := yesNo(s.Watch.Healthy) + "  " + s.Watch.Reason
+	t.add("watch healthy", watch)
+	if s.Watch.LeaseDelaySeconds != nil {
+		t.add("lease delay", fmt.Sprintf("%.3fs", *s.Watch.LeaseDelaySeconds))
+	}
+	t.add("pending changes", fmt.Sprintf("%d (oldest %.1fs)", s.PendingChanges, s.OldestPendingChangeSeconds))
+	t.add("stale findings", fmt.Sprint(s.Findings))
+	t.add("pending mismatches", fmt.Sprint(s.PendingMismatches))
+	if s.RSTProbe != nil {
+		t.add("rst probe", yesNo(s.RSTProbe.Up)+" "+s.RSTProbe.Mode+"  "+s.RSTProbe.Reason)
+	}
+	if s.RecommendedPreStopSeconds != nil {
+		t.add("recommended preStop", fmt.Sprintf("%.0fs", *s.RecommendedPreStopSeconds))
+	}
+	for _, src := range s.Sources {
+		v := fmt.Sprintf("%s  %.3fs", upDown(src.Up), src.DurationSeconds)
+		if src.Error != "" {
+			v += "  " + src.Error
+		}
+		t.add("source "+src.Name, v)
+	}
+	for _, n := range s.Notes {
+		t.add("note", n)
+	}
+	t.write(w)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func upDown(b bool) string {
+	if b {
+		return "up"
+	}
+	return "DOWN"
+}
+
+func runDrift(args []string, stdout, stderr io.Writer) int {
+	q, _, ok := parseQuery("drift", args, stderr, 0)
+	if !ok {
+		return exitError
+	}
+	var d api.Drift
+	if !q.get("/v1/drift", &d, stderr, "drift") {
+		return exitError
+	}
+	if q.out == "json" {
+		printJSON(stdout, d)
+	} else {
+		printDrift(stdout, d)
+	}
+	if len(d.Findings) > 0 {
+		return exitFindings
+	}
+	return exitOK
+}
+
+func printDrift(w io.Writer, d api.Drift) {
+	fmt.Fprintf(w, "node %s  datapath %s  findings %d  pending %d\n", d.Node, d.Datapath, len(d.Findings), len(d.Pending))
+	for _, group := range []struct {
+		name string
+		fs   []api.Finding
+	}{{"STALE", d.Findings}, {"PENDING", d.Pending}} {
+		if len(group.fs) == 0 {
+			continue
+		}
+		t := newTable(group.name, "SERVICE", "FRONTEND", "BACKEND", "AGE", "DETAIL").limit(16, 22, 22, 22, 7, 50)
+		for _, f := range group.fs {
+			fe := f.Frontend
+			if fe == "" {
+				fe = f.Subject
+			}
+			t.add(f.Kind, dash(strings.TrimSuffix(f.Service+":"+f.Port, ":")), fe, dash(f.Backend), age(f.AgeSeconds), f.Detail)
+		}
+		t.write(w)
+	}
+}
+
+func dash(s string) string {
+	if s == "" || s == ":" {
+		return "-"
+	}
+	return s
+}
+
+func age(s *float64) string {
+	if s == nil {
+		return "-"
+	}
+	return (time.Duration(*s * float64(time.Second))).Round(100 * time.Millisecond).String()
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/netdrift/netdrift/internal/api"
+)
+
+func runExplain(args []string, stdout, stderr io.Writer) int {
+	q, pos, ok := parseQuery("explain", args, stderr, 1)
+	if !ok {
+		return exitError
+	}
+	ns, name, found := strings.Cut(pos[0], "/")
+	if !found || ns == "" || name == "" || strings.Contains(name, "/") {
+		fmt.Fprintln(stderr, "netdrift explain: want NAMESPACE/NAME")
+		return exitError
+	}
+	var v api.ServiceView
+	if !q.get("/v1/services/"+url.PathEscape(ns)+"/"+url.PathEscape(name), &v, stderr, "explain") {
+		return exitError
+	}
+	if q.out == "json" {
+		printJSON(stdout, v)
+	} else {
+		printExplain(stdout, v)
+	}
+	if !v.Exists && len(v.Frontends) == 0 {
+		return exitError
+	}
+	return exitOK
+}
+
+func printExplain(w io.Writer, v api.ServiceView) {
+	if !v.Exists && len(v.Frontends) == 0 {
+		fmt.Fprintf(w, "service %s: not known to the agent and nothing programmed for it\n", v.Service)
+		return
+	}
+	fmt.Fprintf(w, "service %s  exists %s\n\n", v.Service, yesNo(v.Exists))
+	t := newTable("FRONTEND", "KIND", "PORT", "DESIRED", "OBSERVED", "MATCH").limit(24, 13, 10, 22, 22, 5)
+	for _, f := range v.Frontends {
+		t.add(f.Frontend, f.FrontendKind, f.Port, verdictText(f.Desired), verdictText(f.Observed), yesNo(f.Match))
+	}
+	t.write(w)
+	if len(v.Endpoints) > 0 {
+		fmt.Fprintln(w)
+		e := newTable("ENDPOINT", "PORT", "NODE", "READY", "SERVING", "TERMINATING", "BACKEND", "WHY").limit(22, 10, 12, 5, 7, 11, 7, 30)
+		for _, ep := range v.Endpoints {
+			e.add(ep.Address, ep.Port, dash(ep.Node), yesNo(ep.Ready), yesNo(ep.Serving), yesNo(ep.Terminating), yesNo(ep.Included), ep.Reason)
+		}
+		e.write(w)
+	}
+	if len(v.Findings) > 0 {
+		fmt.Fprintln(w)
+		printDrift(w, api.Drift{Node: "", Findings: v.Findings})
+	}
+	for _, p := range v.Pending {
+		fmt.Fprintf(w, "pending %s change, delivered %.1fs ago, not yet programmed\n", p.Change, p.AgeSeconds)
+	}
+	for _, l := range v.Lag {
+		fmt.Fprintf(w, "lag: %s change programmed %.3fs after delivery\n", l.Change, l.NodeLagSeconds)
+	}
+	if v.RSTs != nil {
+		fmt.Fprintf(w, "RSTs from terminating pods: %d\n", v.RSTs.Total)
+	}
+	for _, a := range v.Advice {
+		fmt.Fprintln(w, "advice:", a)
+	}
+}
+
+func verdictText(v *api.Verdict) string {
+	if v == nil {
+		return "(none)"
+	}
+	if v.Uncertain != "" {
+		return "uncertain"
+	}
+	if v.Action == "forward" {
+		return fmt.Sprintf("forward %d", len(v.Backends))
+	}
+	return v.Action
+}
+
+func runLag(args []string, stdout, stderr io.Writer) int {
+	q, _, ok := parseQuery("lag", args, stderr, 0)
+	if !ok {
+		return exitError
+	}
+	var l api.Lag
+	if !q.get("/v1/lag", &l, stderr, "lag") {
+		return exitError
+	}
+	if q.out == "json" {
+		printJSON(stdout, l)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "node %s  samples %d  pending %d\n", l.Node, len(l.Samples), len(l.Pending))
+	kinds := make([]string, 0, len(l.NodeLag))
+	for k := range l.NodeLag {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	t := newTable("CHANGE", "N", "NODE P50", "NODE P99", "NODE MAX", "E2E P50", "E2E P99")
+	for _, k := range kinds {
+		n, e := l.NodeLag[k], l.NetworkLatency[k]
+		t.add(k, fmt.Sprint(n.Count), secs(n.P50), secs(n.P99), secs(n.Max), secs(e.P50), secs(e.P99))
+	}
+	t.write(stdout)
+	if len(l.Samples) > 0 {
+		fmt.Fprintln(stdout)
+		s := newTable("SERVICE", "CHANGE", "T1 (DELIVERED)", "NODE LAG", "E2E").limit(30, 7, 15, 9, 9)
+		start := len(l.Samples) - 20
+		if start < 0 {
+			start = 0
+		}
+		for _, x := range l.Samples[start:] {
+			e2e := "-"
+			if x.NetworkLatencySeconds != nil {
+				e2e = secs(*x.NetworkLatencySeconds)
+			}
+			s.add(x.Service, x.Change, x.T1.Format("15:04:05.000"), secs(x.NodeLagSeconds), e2e)
+		}
+		s.write(stdout)
+	}
+	for _, p := range l.Pending {
+		fmt.Fprintf(stdout, "pending: %s %s for %.1fs\n", p.Service, p.Change, p.AgeSeconds)
+	}
+	return exitOK
+}
+
+func secs(v float64) string { return fmt.Sprintf("%.3fs", v) }
+
+func runRSTs(args []string, stdout, stderr io.Writer) int {
+	q, _, ok := parseQuery("rsts", args, stderr, 0)
+	if !ok {
+		return exitError
+	}
+	var r RSTReport
+	if !q.get("/v1/rsts", &r, stderr, "rsts") {
+		return exitError
+	}
+	if q.out == "json" {
+		printJSON(stdout, r)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "rst probe %s %s  watched %d\n", upDown(r.Probe.Up), r.Probe.Mode, len(r.Watched))
+	keys := make([]string, 0, len(r.Totals))
+	for k := range r.Totals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	t := newTable("SERVICE", "RSTS")
+	for _, k := range keys {
+		t.add(k, fmt.Sprint(r.Totals[k]))
+	}
+	t.write(stdout)
+	if r.RecommendedPreStopSeconds != nil {
+		fmt.Fprintf(stdout, "recommended preStop sleep: %.0fs\n", *r.RecommendedPreStopSeconds)
+	}
+	start := len(r.Events) - 20
+	if start < 0 {
+		start = 0
+	}
+	if len(r.Events) > 0 {
+		e := newTable("TIME", "DIRECTION", "POD", "SERVICE", "CLIENT", "SINCE DELETE").limit(12, 16, 28, 20, 22, 12)
+		for _, ev := range r.Events[start:] {
+			e.add(ev.Time.Format("15:04:05.000"), ev.Direction, ev.Namespace+"/"+ev.Pod, dash(ev.Service), ev.Client, age(ev.SecondsSinceDeletion))
+		}
+		e.write(stdout)
+	}
+	return exitOK
+}

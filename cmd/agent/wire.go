@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/api"
+	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/metrics"
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// wired is the agent with its collaborators, built explicitly.
+type wired struct {
+	agent   *agent.Agent
+	watcher *watch.Watcher
+	changes *datapath.ChangeWatcher
+	hints   chan time.Time
+	rst     *rstLink
+	handler http.Handler
+	log     *slog.Logger
+}
+
+func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, log *slog.Logger) (*wired, error) {
+	w := &wired{log: log, hints: make(chan time.Time, 1)}
+	mode, reason, err := resolveMode(ctx, f.datapath, f.netns)
+	if err != nil {
+		mode, reason = model.ModeNone, "datapath detection failed: "+err.Error()
+	}
+	log.Info("datapath", "mode", mode, "reason", reason)
+	var src *knownSource
+	if mode != model.ModeNone {
+		if src, err = newSource(mode, f.netns, func() model.Desired { return w.agent.State().Desired }); err != nil {
+			return nil, err
+		}
+	}
+	if mode == model.ModeNFTables || mode == model.ModeIPTables {
+		if cw, err := datapath.WatchChanges(ctx, f.netns); err != nil {
+			log.Warn("no nftables change events: polling only", "err", err)
+		} else {
+			w.changes = cw
+		}
+	}
+	nodeCfg, err := nodeCheckConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	rec := metrics.NewRecorder()
+	opts := agent.Options{
+		Config: agentConfig(f), Clock: clock.RealClock{}, Log: log, Mode: mode, Reason: reason,
+		Hints: w.hints, Recorder: rec,
+		Extra: []agent.FindingSource{&nodeFindings{node: f.nodeName, netns: f.netns, cfg: nodeCfg}},
+	}
+	if src != nil {
+		opts.Datapath = src
+	}
+	w.watcher = watch.NewWatcher(client, f.nodeName, clock.RealClock{}, func(ev watch.Event) { w.agent.OnEvent(ev) })
+	opts.Cluster = w.watcher
+	w.agent = agent.New(opts)
+	w.rst = newRSTLink(f, w.agent, w.watcher, log)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(rec.Collectors()...)
+	reg.MustRegister(metrics.NewCollector(w.agent.State, version, f.maxServiceSeries))
+	w.rst.register(reg)
+	w.handler = api.NewHandler(w.agent.State, reg, w.rst.extras())
+	return w, nil
+}
+
+func agentConfig(f agentFlags) agent.Config {
+	c := agent.DefaultConfig()
+	c.NodeName, c.StaleAfter, c.FastPoll, c.AuditInterval = f.nodeName, f.staleAfter, f.fastPoll, f.auditInterval
+	c.WatchUnhealthyAfter = f.watchUnhealthy
+	return c
+}
+
+func nodeCheckConfig(f agentFlags) (nodecheck.Config, error) {
+	c := nodecheck.Config{NodeGoneAfter: f.nodeGoneAfter}
+	rm, err := nodecheck.ParseRouteMode(f.routeMode)
+	if err != nil {
+		return c, fmt.Errorf("--route-mode: %w", err)
+	}
+	c.RouteMode = rm
+	for _, s := range strings.Split(f.clusterCIDRs, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return c, fmt.Errorf("--cluster-cidr: %w", err)
+		}
+		c.ClusterCIDRs = append(c.ClusterCIDRs, p.Masked())
+	}
+	return c, nil
+}
+
+func (w *wired) start(ctx context.Context, g *errgroup.Group) {
+	w.watcher.Start(ctx)
+	if w.changes != nil {
+		g.Go(func() error { w.forwardChanges(ctx); return nil })
+	}
+	g.Go(func() error { return w.agent.Run(ctx) })
+	w.rst.start(ctx, g)
+}
+
+// forwardChanges turns nf_tables transactions into read hints for the loop.
+func (w *wired) forwardChanges(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.changes.Events():
+			if !ok {
+				w.log.Warn("nftables change events ended: polling only", "err", w.changes.Err())
+				return
+			}
+			w.log.Debug("datapath changed", "generation", ev.Generation, "process", ev.Process, "pid", ev.PID)
+			at := ev.Received
+			if at.IsZero() {
+				at = time.Now()
+			}
+			select {
+			case w.hints <- at:
+			default: // a read is already due; it will see this change too
+			}
+		}
+	}
+}
+
+func (w *wired) close() {
+	if w.changes != nil {
+		_ = w.changes.Close()
+	}
+	w.rst.close()
+}
+
+// nodeFindings runs the node-level rules (routes, links, conntrack,
+// endpoints on missing nodes) as an agent finding source.
+type nodeFindings struct {
+	node, netns string
+	cfg         nodecheck.Config
+}
+
+func (n *nodeFindings) Name() string { return "node" }
+
+func (n *nodeFindings) Findings(ctx context.Context, cs *watch.ClusterState, desired model.Desired) ([]model.Finding, error) {
+	in := watch.NodeCheckInputs(n.node, cs)
+	in.Desired = desired.Frontends
+	snap, err := datapath.NodeState(ctx, n.netns)
+	if err == nil {
+		in.Snapshot = &snap
+	}
+	f, _ := nodecheck.Check(in, n.cfg, time.Now())
+	return f, err
+}

@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// FindingSource adds findings beyond the service datapath (routes, links,
+// conntrack, cluster-scope checks). It is evaluated on every audit.
+type FindingSource interface {
+	Name() string
+	Findings(ctx context.Context, cs *watch.ClusterState, desired model.Desired) ([]model.Finding, error)
+}
+
+// Agent is the audit loop. Create with New, feed watch events to OnEvent,
+// and call Run.
+type Agent struct {
+	cfg      Config
+	clock    clock.Clock
+	log      *slog.Logger
+	cluster  Cluster
+	src      datapath.Source // nil when no kube-proxy state is present
+	mode     string
+	reason   string
+	hints    <-chan time.Time
+	extra    []FindingSource
+	recorder Recorder
+
+	kick chan struct{}
+
+	mu           sync.Mutex
+	dirty        map[string]dirtyService
+	changed      map[string]bool // services changed since the last audit
+	lastDelivery time.Time
+	lease        WatchStatus
+	desired      map[string]map[model.Frontend]model.Verdict
+	initialized  bool
+	lag          *drift.LagTracker
+	findings     *drift.FindingTracker
+	recent       []drift.LagSample
+	lastRead     time.Time
+	lastReadCost time.Duration
+	hinted       time.Time
+	sources      map[string]SourceStatus
+	lastExtra    time.Time
+	extraFound   []model.Finding
+	state        State
+}
+
+type dirtyService struct{ t0, t1 time.Time }
+
+// Options wires the agent's collaborators explicitly.
+type Options struct {
+	Config   Config
+	Clock    clock.Clock
+	Log      *slog.Logger
+	Cluster  Cluster
+	Datapath datapath.Source // nil: none detected
+	Mode     string          // datapath mode name (model.Mode*)
+	Reason   string          // why that mode
+	Hints    <-chan time.Time
+	Extra    []FindingSource
+	Recorder Recorder
+}
+
+// New builds an agent.
+func New(o Options) *Agent {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Recorder == nil {
+		o.Recorder = nopRecorder{}
+	}
+	a := &Agent{
+		cfg: o.Config, clock: o.Clock, log: o.Log, cluster: o.Cluster, src: o.Datapath,
+		mode: o.Mode, reason: o.Reason, hints: o.Hints, extra: o.Extra, recorder: o.Recorder,
+		kick:    make(chan struct{}, 1),
+		dirty:   map[string]dirtyService{},
+		changed: map[string]bool{},
+		desired: map[string]map[model.Frontend]model.Verdict{},
+		lag:     drift.NewLagTracker(), findings: drift.NewFindingTracker(o.Config.StaleAfter),
+		sources: map[string]SourceStatus{},
+	}
+	if a.mode == "" {
+		a.mode = model.ModeNone
+	}
+	a.state = State{Node: a.cfg.NodeName, Datapath: a.mode, DatapathReason: a.reason, ReadyReason: "starting"}
+	return a
+}
+
+// State returns the latest published snapshot.
+func (a *Agent) State() State {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.state
+	s.Now = a.clock.Now()
+	s.Watch = a.watchStatusLocked(s.Now)
+	return s
+}
+
+// OnEvent records a watch delivery. Safe to call from informer goroutines.
+func (a *Agent) OnEvent(ev watch.Event) {
+	a.mu.Lock()
+	if ev.At.After(a.lastDelivery) {
+		a.lastDelivery = ev.At
+	}
+	switch ev.Kind {
+	case watch.KindService, watch.KindEndpointSlice:
+		if ev.Service != "" {
+			d := a.dirty[ev.Service]
+			d.t1 = ev.At
+			if ev.TriggerTime.After(d.t0) {
+				d.t0 = ev.TriggerTime
+			}
+			a.dirty[ev.Service] = d
+		}
+	case watch.KindNode:
+		if ev.Name == a.cfg.NodeName { // zone label: topology may change
+			for _, k := range a.cluster.ServiceKeys() {
+				a.dirty[k] = dirtyService{t1: ev.At}
+			}
+		}
+	case watch.KindLease:
+		a.lease.LeaseSeen = true
+		a.lease.LastLeaseDelivery = ev.At
+		if !ev.LeaseRenew.IsZero() {
+			a.lease.LastLeaseRenew = ev.LeaseRenew
+			a.lease.LeaseDelay = ev.At.Sub(ev.LeaseRenew)
+		}
+	}
+	a.mu.Unlock()
+	if ev.Kind == watch.KindLease && !ev.LeaseRenew.IsZero() {
+		a.recorder.ObserveWatchDelay("lease", ev.At.Sub(ev.LeaseRenew))
+	}
+	if ev.Kind == watch.KindEndpointSlice && !ev.TriggerTime.IsZero() {
+		a.recorder.ObserveWatchDelay("endpointslice", ev.At.Sub(ev.TriggerTime))
+	}
+	a.Kick()
+}
+
+// Kick asks the loop to run a step soon.
+func (a *Agent) Kick() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs the loop until ctx is done.
+func (a *Agent) Run(ctx context.Context) error {
+	t := a.clock.NewTimer(0)
+	defer t.Stop()
+	for {
+		a.Step(ctx)
+		wait := a.nextWait()
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.kick:
+		case at := <-a.hints:
+			a.mu.Lock()
+			a.hinted = at
+			a.mu.Unlock()
+		case <-t.C():
+		}
+	}
+}

@@ -1,0 +1,64 @@
+// Package agent runs netdrift's audit loop: it keeps the desired state of
+// this node up to date from the watch, reads the datapath on change hints,
+// fast polls while changes are pending and audits slowly otherwise, tracks
+// convergence lag and promotes old mismatches to stale findings.
+package agent
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// Config holds every setting of the audit loop (no package globals).
+type Config struct {
+	NodeName      string
+	StaleAfter    time.Duration // a mismatch older than this becomes a finding
+	FastPoll      time.Duration // re-read interval while changes are pending
+	AuditInterval time.Duration // full audit interval when nothing is pending
+	// WatchUnhealthyAfter: no Lease renewal delivered for this long means the
+	// watch lags (kubelet renews every 10 s).
+	WatchUnhealthyAfter time.Duration
+	// MinPollCostFactor keeps polling cheap: the fast-poll interval is at
+	// least this many times the last datapath read's duration.
+	MinPollCostFactor int
+	// RecentSamples bounds the lag samples kept for /v1/lag.
+	RecentSamples int
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		StaleAfter:          5 * time.Second,
+		FastPoll:            100 * time.Millisecond,
+		AuditInterval:       10 * time.Second,
+		WatchUnhealthyAfter: 25 * time.Second,
+		MinPollCostFactor:   20,
+		RecentSamples:       1000,
+	}
+}
+
+// Cluster is the agent's view of the API (the Watcher, or a fake in tests).
+type Cluster interface {
+	Synced() (bool, string)
+	Service(key string) *corev1.Service
+	SlicesFor(service string) []*discoveryv1.EndpointSlice
+	Node(name string) *corev1.Node
+	ServiceKeys() []string
+	State() *watch.ClusterState
+}
+
+// Recorder receives measurements as they happen (the Prometheus metrics).
+type Recorder interface {
+	ObserveLag(s drift.LagSample)
+	ObserveWatchDelay(source string, d time.Duration)
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) ObserveLag(drift.LagSample)              {}
+func (nopRecorder) ObserveWatchDelay(string, time.Duration) {}

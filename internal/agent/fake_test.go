@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// fakeCluster is an in-memory Cluster for pure tests of the loop.
+type fakeCluster struct {
+	mu       sync.Mutex
+	synced   bool
+	services map[string]*corev1.Service
+	slices   map[string][]*discoveryv1.EndpointSlice
+	nodes    map[string]*corev1.Node
+}
+
+func newFakeCluster() *fakeCluster {
+	return &fakeCluster{synced: true, services: map[string]*corev1.Service{},
+		slices: map[string][]*discoveryv1.EndpointSlice{}, nodes: map[string]*corev1.Node{}}
+}
+
+func (c *fakeCluster) Synced() (bool, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.synced {
+		return false, "waiting for caches to sync: endpointslice"
+	}
+	return true, ""
+}
+
+func (c *fakeCluster) Service(k string) *corev1.Service {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.services[k]
+}
+
+func (c *fakeCluster) SlicesFor(k string) []*discoveryv1.EndpointSlice {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.slices[k]
+}
+
+func (c *fakeCluster) Node(n string) *corev1.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[n]
+}
+
+func (c *fakeCluster) ServiceKeys() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k := range c.services {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (c *fakeCluster) State() *watch.ClusterState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs := &watch.ClusterState{}
+	for _, s := range c.services {
+		cs.Services = append(cs.Services, s)
+	}
+	for _, ss := range c.slices {
+		cs.EndpointSlices = append(cs.EndpointSlices, ss...)
+	}
+	return cs
+}
+
+// fakeSource returns whatever the test sets.
+type fakeSource struct {
+	mu  sync.Mutex
+	obs model.Observed
+	err error
+	n   int
+}
+
+func (f *fakeSource) Name() string { return model.ModeIPTables }
+
+func (f *fakeSource) Snapshot(context.Context) (model.Observed, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return f.obs, f.err
+}
+
+func (f *fakeSource) set(obs model.Observed, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.obs, f.err = obs, err
+}

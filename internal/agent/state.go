@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// SourceStatus is the health of one source (datapath reader, watch, probe).
+type SourceStatus struct {
+	Name        string
+	Up          bool
+	Error       string
+	Detail      string // e.g. chosen backend, probe mode
+	LastAttempt time.Time
+	LastSuccess time.Time
+	Duration    time.Duration // of the last attempt
+}
+
+// WatchStatus says how current the agent's view of the API is.
+type WatchStatus struct {
+	Synced            bool
+	SyncReason        string
+	Healthy           bool
+	HealthReason      string
+	LeaseSeen         bool
+	LastLeaseRenew    time.Time // kubelet's renewTime
+	LastLeaseDelivery time.Time // when the watch delivered it
+	LeaseDelay        time.Duration
+	LastDelivery      time.Time // any watch delivery
+}
+
+// State is an immutable snapshot of the agent, for the API and metrics.
+type State struct {
+	Node           string
+	Datapath       string
+	DatapathReason string
+	Ready          bool
+	ReadyReason    string
+	Now            time.Time
+	LastAudit      time.Time
+	Watch          WatchStatus
+	Sources        []SourceStatus
+	Stale          []drift.Tracked       // promoted findings
+	Pending        []drift.Tracked       // mismatches younger than stale-after (or unproven)
+	PendingChanges []drift.PendingChange // changes not yet programmed
+	Recent         []drift.LagSample     // newest last
+	Desired        model.Desired
+	Observed       model.Observed
+	Notes          []string // degraded-mode explanations
+}
+
+// Converged is true when nothing is pending and nothing is stale.
+func (s State) Converged() bool {
+	return s.Ready && len(s.PendingChanges) == 0 && len(s.Pending) == 0 && len(s.Stale) == 0
+}
+
+// OldestPendingChange is the age of the oldest unprogrammed change.
+func (s State) OldestPendingChange() time.Duration {
+	if len(s.PendingChanges) == 0 {
+		return 0
+	}
+	return s.Now.Sub(s.PendingChanges[0].T1)
+}
+
+// OldestFindingAge is the age of the oldest stale finding.
+func (s State) OldestFindingAge() time.Duration {
+	var max time.Duration
+	for _, f := range s.Stale {
+		if a := f.Age(s.Now); a > max {
+			max = a
+		}
+	}
+	return max
+}

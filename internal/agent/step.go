@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// Step runs one iteration: apply watch changes, and read and compare the
+// datapath when it is due. Exported for tests driving a fake clock.
+func (a *Agent) Step(ctx context.Context) {
+	now := a.clock.Now()
+	if ok, why := a.cluster.Synced(); !ok {
+		a.mu.Lock()
+		a.state.Ready, a.state.ReadyReason = false, why
+		a.mu.Unlock()
+		return
+	}
+	a.applyChanges(now)
+	if !a.readDue(now) {
+		return
+	}
+	a.audit(ctx)
+}
+
+// applyChanges recomputes the desired state of changed services and records
+// the changes for lag measurement.
+func (a *Agent) applyChanges(now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	node := a.cluster.Node(a.cfg.NodeName)
+	if !a.initialized {
+		// The initial list is the starting point, not a change: no lag samples.
+		for _, k := range a.cluster.ServiceKeys() {
+			a.desired[k] = watch.ExpectedService(node, a.cfg.NodeName, a.cluster.Service(k), a.cluster.SlicesFor(k))
+		}
+		a.dirty = map[string]dirtyService{}
+		a.initialized = true
+		a.lastRead = time.Time{}
+		return
+	}
+	for svc, d := range a.dirty {
+		next := watch.ExpectedService(node, a.cfg.NodeName, a.cluster.Service(svc), a.cluster.SlicesFor(svc))
+		prev := a.desired[svc]
+		if len(next) == 0 {
+			delete(a.desired, svc)
+		} else {
+			a.desired[svc] = next
+		}
+		kind, changed := drift.ClassifyChange(prev, next)
+		if !changed {
+			continue
+		}
+		a.changed[svc] = true
+		a.lag.Record(drift.Change{Service: svc, Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
+	}
+	a.dirty = map[string]dirtyService{}
+}
+
+// pollInterval is the fast-poll interval, never cheaper than the read cost allows.
+func (a *Agent) pollIntervalLocked() time.Duration {
+	iv := a.cfg.FastPoll
+	if min := time.Duration(a.cfg.MinPollCostFactor) * a.lastReadCost; min > iv {
+		iv = min
+	}
+	return iv
+}
+
+func (a *Agent) busyLocked() bool {
+	return len(a.lag.Pending()) > 0 || len(a.findings.Pending()) > 0
+}
+
+func (a *Agent) readDue(now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lastRead.IsZero() || !a.hinted.IsZero() {
+		return true
+	}
+	iv := a.cfg.AuditInterval
+	if a.busyLocked() {
+		iv = a.pollIntervalLocked()
+	}
+	return now.Sub(a.lastRead) >= iv
+}
+
+func (a *Agent) nextWait() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.initialized {
+		return a.cfg.FastPoll
+	}
+	iv := a.cfg.AuditInterval
+	if a.busyLocked() {
+		iv = a.pollIntervalLocked()
+	}
+	w := iv - a.clock.Since(a.lastRead)
+	if w < time.Millisecond {
+		w = time.Millisecond
+	}
+	return w
+}
+
+// audit reads the datapath, measures lag and updates findings.
+func (a *Agent) audit(ctx context.Context) {
+	a.mu.Lock()
+	obsAt := a.clock.Now()
+	if !a.hinted.IsZero() && a.hinted.Before(obsAt) {
+		obsAt = a.hinted // the change event's time is the precise T2
+	}
+	a.hinted = time.Time{}
+	a.mu.Unlock()
+
+	obs, ok := a.readDatapath(ctx)
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.clock.Now()
+	a.lastRead = now
+	desired := a.mergedDesiredLocked()
+	var mismatches []model.Finding
+	if ok {
+		for _, s := range a.lag.Observe(obs, obsAt) {
+			a.recorder.ObserveLag(s)
+			a.recent = append(a.recent, s)
+		}
+		if n := len(a.recent) - a.cfg.RecentSamples; n > 0 && a.cfg.RecentSamples > 0 {
+			a.recent = append([]drift.LagSample(nil), a.recent[n:]...)
+		}
+		mismatches = drift.Compare(desired, obs)
+	}
+	if a.lastExtra.IsZero() || now.Sub(a.lastExtra) >= a.cfg.AuditInterval {
+		// Node-level sources (routes, links, conntrack) are full audits:
+		// they run on the slow cadence, not on every fast poll.
+		a.extraFound = a.extraFindingsLocked(ctx, a.cluster.State(), desired)
+		a.lastExtra = now
+	}
+	mismatches = append(mismatches, a.extraFound...)
+	if ok || a.src == nil {
+		ws := a.watchStatusLocked(now)
+		a.findings.Update(mismatches, now, drift.Proof{WatchHealthy: ws.Healthy, LastDelivery: a.lastDelivery, Changed: a.changed})
+		a.changed = map[string]bool{}
+	}
+	a.publishLocked(now, desired, obs, ok)
+}
+
+func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
+	if a.src == nil {
+		return model.Observed{Datapath: model.ModeNone}, false
+	}
+	start := a.clock.Now()
+	obs, err := a.src.Snapshot(ctx)
+	dur := a.clock.Since(start)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lastReadCost = dur
+	st := a.sources[a.src.Name()]
+	st.Name, st.LastAttempt, st.Duration = a.src.Name(), start, dur
+	if err != nil {
+		st.Up, st.Error = false, err.Error()
+		a.log.Warn("datapath read failed", "source", st.Name, "err", err)
+	} else {
+		st.Up, st.Error, st.LastSuccess = true, "", start
+	}
+	a.sources[st.Name] = st
+	return obs, err == nil
+}
+
+func (a *Agent) extraFindingsLocked(ctx context.Context, cs *watch.ClusterState, desired model.Desired) []model.Finding {
+	var out []model.Finding
+	for _, fs := range a.extra {
+		start := a.clock.Now()
+		a.mu.Unlock()
+		f, err := fs.Findings(ctx, cs, desired)
+		a.mu.Lock()
+		st := SourceStatus{Name: fs.Name(), LastAttempt: start, Duration: a.clock.Since(start), Up: err == nil}
+		if err != nil {
+			st.Error = err.Error()
+			st.LastSuccess = a.sources[fs.Name()].LastSuccess
+		} else {
+			st.LastSuccess = start
+			out = append(out, f...)
+		}
+		a.sources[fs.Name()] = st
+	}
+	return out
+}
+
+func (a *Agent) mergedDesiredLocked() model.Desired {
+	d := model.Desired{Node: a.cfg.NodeName, Frontends: map[model.Frontend]model.Verdict{}}
+	for _, m := range a.desired {
+		for fe, v := range m {
+			d.Frontends[fe] = v
+		}
+	}
+	return d
+}
+
+func (a *Agent) watchStatusLocked(now time.Time) WatchStatus {
+	ws := a.lease
+	ws.LastDelivery = a.lastDelivery
+	ws.Synced, ws.SyncReason = a.cluster.Synced()
+	switch {
+	case !ws.Synced:
+		ws.Healthy, ws.HealthReason = false, ws.SyncReason
+	case !ws.LeaseSeen:
+		ws.Healthy, ws.HealthReason = true, "no Lease for this node seen: watch currency is proven by other deliveries only"
+	case now.Sub(ws.LastLeaseDelivery) > a.cfg.WatchUnhealthyAfter:
+		ws.Healthy = false
+		ws.HealthReason = fmt.Sprintf("no Lease renewal delivered for %s (limit %s): the API server or the watch lags; mismatches are not promoted",
+			now.Sub(ws.LastLeaseDelivery).Round(time.Second), a.cfg.WatchUnhealthyAfter)
+	default:
+		ws.Healthy, ws.HealthReason = true, "Lease renewals arrive"
+	}
+	return ws
+}

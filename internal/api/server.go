@@ -1,0 +1,146 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/netdrift/netdrift/internal/agent"
+)
+
+// Extras are optional providers (nil when absent).
+type Extras struct {
+	// RSTs serves /v1/rsts (any JSON-encodable value).
+	RSTs func() any
+	// Probe reports the RST probe's status for /v1/status.
+	Probe func() *Probe
+	// PreStop returns the recommended preStop delay in seconds, if known.
+	PreStop func() (float64, bool)
+	// ServiceRSTs counts RSTs attributed to a service (namespace/name).
+	ServiceRSTs func(service string) int
+}
+
+// Handler serves the read-only API.
+type Handler struct {
+	state  func() agent.State
+	gather prometheus.Gatherer
+	extras Extras
+	mux    *http.ServeMux
+}
+
+// NewHandler builds the API over the agent's state and a metrics registry.
+func NewHandler(state func() agent.State, gather prometheus.Gatherer, extras Extras) *Handler {
+	h := &Handler{state: state, gather: gather, extras: extras, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	h.mux.HandleFunc("GET /readyz", h.readyz)
+	h.mux.Handle("GET /metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
+	h.mux.HandleFunc("GET /v1/status", h.status)
+	h.mux.HandleFunc("GET /v1/drift", h.drift)
+	h.mux.HandleFunc("GET /v1/lag", h.lag)
+	h.mux.HandleFunc("GET /v1/rsts", h.rsts)
+	h.mux.HandleFunc("GET /v1/services/{ns}/{name}", h.service)
+	return h
+}
+
+// ServeHTTP implements http.Handler; every other method is refused (read-only).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		http.Error(w, "read-only API: only GET", http.StatusMethodNotAllowed)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
+	s := h.state()
+	if !s.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("not ready: " + s.ReadyReason + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (h *Handler) status(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, StatusOf(h.state(), h.extras))
+}
+
+// StatusOf builds /v1/status.
+func StatusOf(s agent.State, ex Extras) Status {
+	st := Status{
+		Node: s.Node, Datapath: s.Datapath, DatapathReason: s.DatapathReason,
+		Ready: s.Ready, ReadyReason: s.ReadyReason, Converged: s.Converged(),
+		Watch: Watch{Synced: s.Watch.Synced, Healthy: s.Watch.Healthy, Reason: s.Watch.HealthReason,
+			LastLeaseRenew: s.Watch.LastLeaseRenew, LastDelivery: s.Watch.LastDelivery},
+		Sources:                    []Source{},
+		PendingChanges:             len(s.PendingChanges),
+		OldestPendingChangeSeconds: s.OldestPendingChange().Seconds(),
+		Findings:                   len(s.Stale),
+		PendingMismatches:          len(s.Pending),
+		LastAudit:                  s.LastAudit,
+		Notes:                      s.Notes,
+	}
+	if s.Ready {
+		st.ReadyReason = ""
+	}
+	if s.Watch.LeaseSeen {
+		d := s.Watch.LeaseDelay.Seconds()
+		st.Watch.LeaseDelaySeconds = &d
+	}
+	for _, src := range s.Sources {
+		st.Sources = append(st.Sources, Source{Name: src.Name, Up: src.Up, Error: src.Error, Detail: src.Detail,
+			DurationSeconds: src.Duration.Seconds(), LastSuccess: src.LastSuccess})
+	}
+	if ex.Probe != nil {
+		st.RSTProbe = ex.Probe()
+	}
+	if ex.PreStop != nil {
+		if v, ok := ex.PreStop(); ok {
+			st.RecommendedPreStopSeconds = &v
+		}
+	}
+	return st
+}
+
+func (h *Handler) drift(w http.ResponseWriter, _ *http.Request) {
+	s := h.state()
+	writeJSON(w, Drift{Node: s.Node, Datapath: s.Datapath,
+		Findings: TrackedOf(s.Stale, s.Now), Pending: TrackedOf(s.Pending, s.Now)})
+}
+
+func (h *Handler) lag(w http.ResponseWriter, _ *http.Request) {
+	s := h.state()
+	writeJSON(w, LagOf(s.Node, s.Recent, s.PendingChanges, s.Now))
+}
+
+func (h *Handler) rsts(w http.ResponseWriter, _ *http.Request) {
+	if h.extras.RSTs == nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		writeJSON(w, map[string]string{"error": "RST probe not running"})
+		return
+	}
+	writeJSON(w, h.extras.RSTs())
+}
+
+func (h *Handler) service(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("ns") + "/" + r.PathValue("name")
+	if strings.Count(key, "/") != 1 {
+		http.Error(w, "want /v1/services/NAMESPACE/NAME", http.StatusBadRequest)
+		return
+	}
+	v := ServiceViewOf(h.state(), key, h.extras)
+	if !v.Exists && len(v.Frontends) == 0 {
+		w.WriteHeader(http.StatusNotFound)
+	}
+	writeJSON(w, v)
+}

@@ -1,0 +1,92 @@
+package api
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// ServiceViewOf builds the desired-vs-observed view of one service.
+func ServiceViewOf(s agent.State, key string, ex Extras) ServiceView {
+	v := ServiceView{Service: key, Frontends: []FrontendView{}, Endpoints: []Endpoint{}, Findings: []Finding{},
+		Pending: []PendingChange{}, Lag: []LagSample{}}
+	seen := map[model.Frontend]bool{}
+	eps := map[string]bool{}
+	for _, fe := range model.SortedFrontends(s.Desired.Frontends) {
+		want := s.Desired.Frontends[fe]
+		if want.Service.Service() != key {
+			continue
+		}
+		v.Exists = true
+		seen[fe] = true
+		fv := frontendView(fe, want.Service, &want, s.Observed.Frontends)
+		v.Frontends = append(v.Frontends, fv)
+		for _, e := range want.Endpoints {
+			id := want.Service.Port + "|" + e.Addr.String()
+			if eps[id] {
+				continue
+			}
+			eps[id] = true
+			v.Endpoints = append(v.Endpoints, Endpoint{Port: want.Service.Port, Address: e.Addr.String(), Node: e.NodeName,
+				Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating, Included: e.Included, Reason: e.Reason})
+		}
+	}
+	for _, fe := range model.SortedFrontends(s.Observed.Frontends) {
+		got := s.Observed.Frontends[fe]
+		if seen[fe] || got.Service.Service() != key {
+			continue
+		}
+		v.Frontends = append(v.Frontends, frontendView(fe, got.Service, nil, s.Observed.Frontends))
+	}
+	sort.SliceStable(v.Endpoints, func(i, j int) bool { return v.Endpoints[i].Port < v.Endpoints[j].Port })
+	v.Findings = append(v.Findings, TrackedOf(filterTracked(s.Stale, key), s.Now)...)
+	v.Findings = append(v.Findings, TrackedOf(filterTracked(s.Pending, key), s.Now)...)
+	for _, p := range s.PendingChanges {
+		if p.Service == key {
+			v.Pending = append(v.Pending, PendingOf([]drift.PendingChange{p}, s.Now)...)
+		}
+	}
+	for _, l := range s.Recent {
+		if l.Service == key {
+			v.Lag = append(v.Lag, LagSampleOf(l))
+		}
+	}
+	if ex.ServiceRSTs != nil {
+		if n := ex.ServiceRSTs(key); n > 0 {
+			v.RSTs = &ServiceRSTs{Total: n}
+			if ex.PreStop != nil {
+				if p, ok := ex.PreStop(); ok {
+					v.Advice = append(v.Advice, fmt.Sprintf(
+						"%d RSTs were sent from terminating pods of this service: add a preStop sleep of at least %.0f s", n, p))
+				}
+			}
+		}
+	}
+	return v
+}
+
+func frontendView(fe model.Frontend, sp model.ServicePort, want *model.Verdict, observed map[model.Frontend]model.Verdict) FrontendView {
+	fv := FrontendView{Frontend: fe.String(), FrontendKind: string(fe.Kind), Port: sp.Port, Protocol: string(fe.Protocol)}
+	if want != nil {
+		fv.Desired = VerdictOf(*want)
+	}
+	got, ok := observed[fe]
+	if ok {
+		fv.Observed = VerdictOf(got)
+	}
+	fv.Match = want != nil && ok && drift.SameVerdict(*want, got)
+	return fv
+}
+
+func filterTracked(ts []drift.Tracked, key string) []drift.Tracked {
+	var out []drift.Tracked
+	for _, t := range ts {
+		if t.Service.Service() == key {
+			out = append(out, t)
+		}
+	}
+	return out
+}

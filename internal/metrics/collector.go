@@ -1,0 +1,158 @@
+package metrics
+
+import (
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// Collector exports gauges computed from the agent's state at scrape time.
+type Collector struct {
+	state      func() agent.State
+	version    string
+	maxSeries  int
+	buildInfo  *prometheus.Desc
+	nodeInfo   *prometheus.Desc
+	sourceUp   *prometheus.Desc
+	sourceDur  *prometheus.Desc
+	findings   *prometheus.Desc
+	oldestF    *prometheus.Desc
+	pending    *prometheus.Desc
+	oldestP    *prometheus.Desc
+	mismatch   *prometheus.Desc
+	healthy    *prometheus.Desc
+	leaseAge   *prometheus.Desc
+	staleBE    *prometheus.Desc
+	ready      *prometheus.Desc
+	frontends  *prometheus.Desc
+	lastAuditT *prometheus.Desc
+}
+
+// NewCollector exports state(); maxServiceSeries caps per-service series.
+func NewCollector(state func() agent.State, version string, maxServiceSeries int) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &Collector{
+		state: state, version: version, maxSeries: maxServiceSeries,
+		buildInfo:  d("netdrift_build_info", "Build information; always 1.", "version"),
+		nodeInfo:   d("netdrift_node_info", "The node and datapath mode this agent audits; always 1.", "node", "datapath"),
+		sourceUp:   d("netdrift_source_up", "1 if the source's last read succeeded.", "source"),
+		sourceDur:  d("netdrift_source_scrape_duration_seconds", "Duration of the source's last read.", "source"),
+		findings:   d("netdrift_findings", "Current stale findings by kind.", "kind"),
+		oldestF:    d("netdrift_oldest_finding_age_seconds", "Age of the oldest current finding (0 when none)."),
+		pending:    d("netdrift_pending_changes", "Service changes delivered by the watch but not yet in the datapath."),
+		oldestP:    d("netdrift_oldest_pending_change_seconds", "Age of the oldest pending change (0 when none)."),
+		mismatch:   d("netdrift_pending_mismatches", "Mismatches younger than --stale-after or not yet proven against a current watch."),
+		healthy:    d("netdrift_watch_healthy", "1 when the watch is current (Lease renewals arrive), else 0."),
+		leaseAge:   d("netdrift_watch_last_lease_delivery_age_seconds", "Seconds since the watch last delivered this node's Lease."),
+		staleBE:    d("netdrift_stale_backends", "Stale backends per service (capped; the rest under service=\"_other\").", "namespace", "service"),
+		ready:      d("netdrift_ready", "1 when every cache has synced and the agent reports."),
+		frontends:  d("netdrift_frontends", "Frontends in the desired and observed state.", "state"),
+		lastAuditT: d("netdrift_last_audit_timestamp_seconds", "Unix time of the last datapath audit."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.buildInfo, c.nodeInfo, c.sourceUp, c.sourceDur, c.findings, c.oldestF,
+		c.pending, c.oldestP, c.mismatch, c.healthy, c.leaseAge, c.staleBE, c.ready, c.frontends, c.lastAuditT} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.state()
+	g := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	g(c.buildInfo, 1, c.version)
+	g(c.nodeInfo, 1, s.Node, s.Datapath)
+	g(c.ready, b2f(s.Ready))
+	for _, src := range s.Sources {
+		g(c.sourceUp, b2f(src.Up), src.Name)
+		g(c.sourceDur, src.Duration.Seconds(), src.Name)
+	}
+	counts := map[model.FindingKind]int{}
+	for _, f := range s.Stale {
+		counts[f.Kind]++
+	}
+	for _, k := range model.AllFindingKinds {
+		g(c.findings, float64(counts[k]), string(k))
+	}
+	g(c.oldestF, s.OldestFindingAge().Seconds())
+	g(c.pending, float64(len(s.PendingChanges)))
+	g(c.oldestP, s.OldestPendingChange().Seconds())
+	g(c.mismatch, float64(len(s.Pending)))
+	g(c.healthy, b2f(s.Watch.Healthy))
+	if s.Watch.LeaseSeen {
+		g(c.leaseAge, s.Now.Sub(s.Watch.LastLeaseDelivery).Seconds())
+	}
+	g(c.frontends, float64(len(s.Desired.Frontends)), "desired")
+	g(c.frontends, float64(len(s.Observed.Frontends)), "observed")
+	if !s.LastAudit.IsZero() {
+		g(c.lastAuditT, float64(s.LastAudit.UnixNano())/1e9)
+	}
+	for _, sv := range CapByService(s.Stale, model.StaleBackend, c.maxSeries) {
+		g(c.staleBE, float64(sv.Count), sv.Namespace, sv.Service)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ServiceCount is a per-service count after capping.
+type ServiceCount struct {
+	Namespace, Service string
+	Count              int
+}
+
+// Other is the label value the series beyond the cap are summed under.
+const Other = "_other"
+
+// CapByService counts findings of kind per service, keeps the max-1 largest
+// (ties by name) and sums the rest under namespace/service "_other", so the
+// series count never exceeds max.
+func CapByService(items []drift.Tracked, kind model.FindingKind, max int) []ServiceCount {
+	m := map[[2]string]int{}
+	for _, it := range items {
+		f := it.Finding
+		if f.Kind == kind {
+			m[[2]string{f.Service.Namespace, f.Service.Name}]++
+		}
+	}
+	return capCounts(m, max)
+}
+
+func capCounts(m map[[2]string]int, max int) []ServiceCount {
+	out := make([]ServiceCount, 0, len(m))
+	for k, v := range m {
+		out = append(out, ServiceCount{Namespace: k[0], Service: k[1], Count: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Service < out[j].Service
+	})
+	if max <= 0 || len(out) <= max {
+		return out
+	}
+	rest := ServiceCount{Namespace: Other, Service: Other}
+	for _, sc := range out[max-1:] {
+		rest.Count += sc.Count
+	}
+	return append(out[:max-1], rest)
+}

@@ -1,0 +1,244 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// Event kinds delivered by the Watcher.
+const (
+	KindService       = "service"
+	KindEndpointSlice = "endpointslice"
+	KindNode          = "node"
+	KindPod           = "pod"
+	KindLease         = "lease"
+)
+
+// TriggerTimeAnnotation is set by the EndpointSlice controller on every slice
+// change: the control-plane time of the change that triggered it (T0).
+const TriggerTimeAnnotation = "endpoints.kubernetes.io/last-change-trigger-time"
+
+// Event is one delivery from the API server.
+type Event struct {
+	Kind        string
+	Service     string    // namespace/name for service and endpointslice events
+	Name        string    // namespace/name of the object itself
+	Deleted     bool      //
+	At          time.Time // T1: when the informer delivered it (agent clock)
+	TriggerTime time.Time // T0 for endpointslices (zero when absent)
+	LeaseRenew  time.Time // renewTime for lease events
+}
+
+// Watcher runs the informers the agent needs and exposes typed, read-only
+// views of their caches. Handlers receive Events; nothing should be reported
+// until Synced() is true.
+type Watcher struct {
+	node    string
+	clock   clock.PassiveClock
+	onEvent func(Event)
+
+	shared  informers.SharedInformerFactory
+	pods    informers.SharedInformerFactory
+	leases  informers.SharedInformerFactory
+	synced  map[string]cache.InformerSynced
+	sliceIx cache.Indexer
+	svcIx   cache.Indexer
+	nodeIx  cache.Indexer
+	podIx   cache.Indexer
+}
+
+const byService = "service"
+
+// NewWatcher prepares informers on Services, EndpointSlices, Nodes, the Pods
+// of node and node's Lease. onEvent is called from informer goroutines and
+// must not block.
+func NewWatcher(client kubernetes.Interface, node string, clk clock.PassiveClock, onEvent func(Event)) *Watcher {
+	w := &Watcher{node: node, clock: clk, onEvent: onEvent, synced: map[string]cache.InformerSynced{}}
+	w.shared = informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {}))
+	w.pods = informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
+		}))
+	w.leases = informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithNamespace(corev1.NamespaceNodeLease),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", node).String()
+		}))
+
+	svc := w.shared.Core().V1().Services().Informer()
+	sl := w.shared.Discovery().V1().EndpointSlices().Informer()
+	_ = sl.AddIndexers(cache.Indexers{byService: sliceServiceIndex})
+	nodes := w.shared.Core().V1().Nodes().Informer()
+	pods := w.pods.Core().V1().Pods().Informer()
+	lease := w.leases.Coordination().V1().Leases().Informer()
+
+	w.svcIx, w.sliceIx, w.nodeIx, w.podIx = svc.GetIndexer(), sl.GetIndexer(), nodes.GetIndexer(), pods.GetIndexer()
+	w.synced[KindService], w.synced[KindEndpointSlice] = svc.HasSynced, sl.HasSynced
+	w.synced[KindNode], w.synced[KindPod], w.synced[KindLease] = nodes.HasSynced, pods.HasSynced, lease.HasSynced
+
+	_, _ = svc.AddEventHandler(w.handler(KindService))
+	_, _ = sl.AddEventHandler(w.handler(KindEndpointSlice))
+	_, _ = nodes.AddEventHandler(w.handler(KindNode))
+	_, _ = pods.AddEventHandler(w.handler(KindPod))
+	_, _ = lease.AddEventHandler(w.handler(KindLease))
+	return w
+}
+
+func sliceServiceIndex(obj any) ([]string, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, nil
+	}
+	name := s.Labels[discoveryv1.LabelServiceName]
+	if name == "" {
+		return nil, nil
+	}
+	return []string{s.Namespace + "/" + name}, nil
+}
+
+// Start runs the informers until ctx is done.
+func (w *Watcher) Start(ctx context.Context) {
+	w.shared.Start(ctx.Done())
+	w.pods.Start(ctx.Done())
+	w.leases.Start(ctx.Done())
+}
+
+// Synced reports whether every cache has synced, and if not, which have not.
+func (w *Watcher) Synced() (bool, string) {
+	var missing []string
+	for k, f := range w.synced {
+		if !f() {
+			missing = append(missing, k)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		return false, "waiting for caches to sync: " + strings.Join(missing, ", ")
+	}
+	return true, ""
+}
+
+func (w *Watcher) handler(kind string) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.deliver(kind, obj, false) },
+		UpdateFunc: func(_, obj any) { w.deliver(kind, obj, false) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			w.deliver(kind, obj, true)
+		},
+	}
+}
+
+func (w *Watcher) deliver(kind string, obj any, deleted bool) {
+	ev := Event{Kind: kind, Deleted: deleted, At: w.clock.Now()}
+	switch o := obj.(type) {
+	case *corev1.Service:
+		ev.Name, ev.Service = o.Namespace+"/"+o.Name, o.Namespace+"/"+o.Name
+	case *discoveryv1.EndpointSlice:
+		ev.Name = o.Namespace + "/" + o.Name
+		if n := o.Labels[discoveryv1.LabelServiceName]; n != "" {
+			ev.Service = o.Namespace + "/" + n
+		}
+		if ts, err := time.Parse(time.RFC3339, o.Annotations[TriggerTimeAnnotation]); err == nil {
+			ev.TriggerTime = ts
+		}
+	case *corev1.Node:
+		ev.Name = o.Name
+	case *corev1.Pod:
+		ev.Name = o.Namespace + "/" + o.Name
+	case *coordinationv1.Lease:
+		ev.Name = o.Namespace + "/" + o.Name
+		if o.Spec.RenewTime != nil {
+			ev.LeaseRenew = o.Spec.RenewTime.Time
+		}
+	default:
+		return
+	}
+	if w.onEvent != nil {
+		w.onEvent(ev)
+	}
+}
+
+// Service returns a cached service, or nil.
+func (w *Watcher) Service(key string) *corev1.Service {
+	obj, ok, _ := w.svcIx.GetByKey(key)
+	if !ok {
+		return nil
+	}
+	return obj.(*corev1.Service)
+}
+
+// SlicesFor returns the cached EndpointSlices of a service, sorted by name.
+func (w *Watcher) SlicesFor(service string) []*discoveryv1.EndpointSlice {
+	objs, _ := w.sliceIx.ByIndex(byService, service)
+	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*discoveryv1.EndpointSlice))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Node returns a cached node, or nil.
+func (w *Watcher) Node(name string) *corev1.Node {
+	obj, ok, _ := w.nodeIx.GetByKey(name)
+	if !ok {
+		return nil
+	}
+	return obj.(*corev1.Node)
+}
+
+// ServiceKeys lists every cached service as namespace/name.
+func (w *Watcher) ServiceKeys() []string {
+	keys := w.svcIx.ListKeys()
+	sort.Strings(keys)
+	return keys
+}
+
+// State returns the whole cache as a ClusterState (shared pointers: read only).
+func (w *Watcher) State() *ClusterState {
+	cs := &ClusterState{}
+	for _, o := range w.svcIx.List() {
+		cs.Services = append(cs.Services, o.(*corev1.Service))
+	}
+	for _, o := range w.sliceIx.List() {
+		cs.EndpointSlices = append(cs.EndpointSlices, o.(*discoveryv1.EndpointSlice))
+	}
+	for _, o := range w.nodeIx.List() {
+		cs.Nodes = append(cs.Nodes, o.(*corev1.Node))
+	}
+	for _, o := range w.podIx.List() {
+		cs.Pods = append(cs.Pods, o.(*corev1.Pod))
+	}
+	return cs
+}
+
+// String describes the watcher for logs.
+func (w *Watcher) String() string { return fmt.Sprintf("watcher(node=%s)", w.node) }
+
+// Pods returns the cached pods of this node.
+func (w *Watcher) Pods() []*corev1.Pod {
+	objs := w.podIx.List()
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*corev1.Pod))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
+	return out
+}
