@@ -1,0 +1,34 @@
+# netdrift agent image. Build: make image IMAGE=<registry>/netdrift:<tag>
+# (needs a container engine: docker or podman; none runs on the build machines).
+#
+# Stage 1 builds a static binary; stage 2 carries only what the agent runs besides itself:
+# iptables-legacy-save / iptables-nft-save (and the ip6tables ones) from Debian's iptables
+# package, and nft from nftables, as kube-proxy's own image does. Conntrack, IPVS, routes and
+# links are read over netlink by the binary itself: no conntrack/ipvsadm/iproute2 tools.
+
+ARG GO_VERSION=1.26
+ARG DEBIAN_RELEASE=trixie
+
+FROM golang:${GO_VERSION}-${DEBIAN_RELEASE} AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY cmd ./cmd
+COPY internal ./internal
+COPY bpf ./bpf
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/netdrift ./cmd/agent
+
+# A newer iptables/nft than the node's kube-proxy wrote with reads its rules; an older one
+# may not ("unsupported revision"), so the runtime follows a current Debian release.
+FROM debian:${DEBIAN_RELEASE}-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iptables nftables \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* /var/log/apt /var/log/dpkg.log
+COPY --from=build /out/netdrift /usr/local/bin/netdrift
+# uid 0, deliberately: the DaemonSet drops every capability but NET_ADMIN, NET_RAW, BPF and
+# PERFMON, and Kubernetes hands added capabilities to a non-root container only in its
+# bounding set, so a non-root agent (and the iptables-save it runs) would hold none of them.
+# See docs/deploy.md ("Capabilities").
+USER 0:0
+ENTRYPOINT ["/usr/local/bin/netdrift"]
+CMD ["agent"]
