@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -30,21 +33,40 @@ func BenchmarkRSTFlood(b *testing.B) {
 	syn := synPacket(pr.client4, netip.AddrPortFrom(pr.pod4, 9))
 	dst := &unix.SockaddrInet4{Addr: pr.pod4.As4()}
 
-	flood := func(b *testing.B) {
+	flood := func(b *testing.B, p *Probe) {
 		before := outRsts(b, pr.pod)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			binary.BigEndian.PutUint16(syn[20:], uint16(10000+i%50000)) // vary the source port
-			fixTCPChecksum(syn, pr.client4, pr.pod4)
-			if err := unix.Sendto(fd, syn, 0, dst); err != nil {
-				b.Fatal(err)
+		bpfBefore := bpfRuntime(b, p)
+		var cpu time.Duration
+		runLocked(func() {
+			start := threadCPU()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				binary.BigEndian.PutUint16(syn[20:], uint16(10000+i%50000)) // vary the source port
+				fixTCPChecksum(syn, pr.client4, pr.pod4)
+				if err := unix.Sendto(fd, syn, 0, dst); err != nil {
+					b.Error(err)
+					return
+				}
 			}
-		}
-		b.StopTimer()
+			b.StopTimer()
+			cpu = threadCPU() - start
+		})
 		sent := outRsts(b, pr.pod) - before
 		b.ReportMetric(float64(sent)/float64(b.N), "rsts/op")
+		// CPU time of the sending thread, which also runs both namespaces'
+		// softirq processing: less sensitive to other load than ns/op.
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		if p != nil {
+			b.ReportMetric(float64(bpfRuntime(b, p)-bpfBefore)/float64(b.N), "bpf-ns/op")
+		}
 	}
-	b.Run("probe=none", flood)
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		b.Logf("bpf run-time stats unavailable: %v", err)
+	} else {
+		defer stats.Close()
+	}
+	b.Run("probe=none", func(b *testing.B) { flood(b, nil) })
 	for _, watched := range []bool{false, true} {
 		name := "probe=unwatched"
 		if watched {
@@ -68,7 +90,7 @@ func BenchmarkRSTFlood(b *testing.B) {
 					}
 				}()
 			}
-			flood(b)
+			flood(b, p)
 			if watched {
 				c, _ := p.Counts()
 				if c[pr.pod4].SentBy == 0 {
@@ -77,6 +99,43 @@ func BenchmarkRSTFlood(b *testing.B) {
 			}
 		})
 	}
+}
+
+// runLocked runs fn on a goroutine locked to one OS thread (for thread CPU time).
+func runLocked(fn func()) {
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(done)
+		fn()
+	}()
+	<-done
+}
+
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+// bpfRuntime sums the kernel's run-time statistics of the probe's programs
+// (zero without a probe or when stats are not enabled).
+func bpfRuntime(b *testing.B, p *Probe) time.Duration {
+	if p == nil || p.objs == nil {
+		return 0
+	}
+	var sum time.Duration
+	for _, prog := range p.objs.progs {
+		st, err := prog.Stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += st.Runtime
+	}
+	return sum
 }
 
 // rawSender opens an IPPROTO_RAW socket (send only, IP_HDRINCL) in ns.

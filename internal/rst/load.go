@@ -68,16 +68,22 @@ func (o *objects) close() {
 // readSendResetFormat finds and parses the tcp_send_reset tracepoint format.
 func readSendResetFormat(dirs []string) (Format, error) {
 	var errs []string
+	allMissing := true
 	for _, d := range dirs {
 		p := filepath.Join(d, "events/tcp/tcp_send_reset/format")
 		b, err := os.ReadFile(p)
 		if err != nil {
 			errs = append(errs, err.Error())
+			allMissing = allMissing && errors.Is(err, os.ErrNotExist)
 			continue
 		}
 		return ParseFormat(string(b))
 	}
-	return Format{}, fmt.Errorf("tracepoint format not readable (tracefs not mounted?): %s", strings.Join(errs, "; "))
+	hint := ""
+	if allMissing {
+		hint = " (tracefs not mounted, or no tcp_send_reset tracepoint)"
+	}
+	return Format{}, fmt.Errorf("tracepoint format not readable%s: %s", hint, strings.Join(errs, "; "))
 }
 
 // loadSpec returns the collection spec configured for cfg.

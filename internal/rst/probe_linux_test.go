@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -221,5 +222,52 @@ func TestRunTrace(t *testing.T) {
 	want := map[string]uint64{pr.pod4.String(): 6, pr.pod6.String(): 0}
 	if !reflect.DeepEqual(res.Counts, want) || res.Mode == ModeNone {
 		t.Errorf("trace output %s, want counts %v", out.Bytes(), want)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestNoFDLeak loads, uses and closes the probe repeatedly: the number of
+// open file descriptors must return to where it was.
+func TestNoFDLeak(t *testing.T) {
+	requireRoot(t)
+	ensureTracefs(t)
+	// Warm up library caches (kernel BTF, feature probes) once.
+	if p, err := Load(Config{}); err == nil {
+		p.Close()
+	}
+	before := openFDs(t)
+	for i := 0; i < 3; i++ {
+		p, err := Load(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		evs := p.Events(ctx)
+		if err := p.Watch(netip.MustParseAddr("192.0.2.77")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Counts(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for range evs { // closes once the probe is closed
+		}
+		cancel()
+		if err := p.Close(); err != nil { // idempotent
+			t.Fatal(err)
+		}
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("open fds: %d before, %d after 3 load/close cycles", before, after)
 	}
 }
