@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 
 	"github.com/google/nftables"
@@ -39,7 +40,8 @@ type NFTConfig struct {
 //
 // It keeps what it read. Snapshot costs one generation query while nothing
 // changed; Update applies a ChangeEvent by re-reading only the chains and
-// maps the event names. Returned Observed values share nothing with the cache.
+// maps the event names (nothing for events about other tables). Returned
+// Observed values are copies: callers may keep or change them.
 type NFTables struct {
 	Config NFTConfig
 
@@ -53,6 +55,22 @@ type NFTables struct {
 type nftCache struct {
 	gen    uint32
 	tables []*nftTable
+	obs    model.Observed // nftObserve(tables), computed once per change
+}
+
+// observed returns a copy of the cached result (callers may keep or change it).
+func (c *nftCache) observed() model.Observed {
+	out := model.Observed{
+		Datapath:  c.obs.Datapath,
+		Frontends: make(map[model.Frontend]model.Verdict, len(c.obs.Frontends)),
+		Warnings:  append([]string(nil), c.obs.Warnings...),
+	}
+	for fe, v := range c.obs.Frontends {
+		v.Backends = append([]netip.AddrPort(nil), v.Backends...)
+		v.Evidence = append([]string(nil), v.Evidence...)
+		out.Frontends[fe] = v
+	}
+	return out
 }
 
 var _ Source = (*NFTables)(nil)
@@ -72,7 +90,7 @@ func (n *NFTables) Snapshot(ctx context.Context) (model.Observed, error) {
 			return model.Observed{}, err
 		}
 		if g == n.cache.gen {
-			return nftObserve(n.cache.tables, n.Config.Options), nil
+			return n.cache.observed(), nil
 		}
 	}
 	return n.fullLocked(ctx)
@@ -86,6 +104,10 @@ func (n *NFTables) Update(ctx context.Context, ev ChangeEvent) (model.Observed, 
 	defer n.mu.Unlock()
 	if n.cache == nil || ev.Lost || nftTableLevelChange(ev) {
 		return n.fullLocked(ctx)
+	}
+	if !ev.TouchesTable("ip", nftTableName) && !ev.TouchesTable("ip6", nftTableName) {
+		n.cache.gen = ev.Generation
+		return n.cache.observed(), nil // e.g. an iptables-nft change: nothing to read
 	}
 	err := n.withConn(func(conn *nftables.Conn) error {
 		for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
@@ -106,7 +128,8 @@ func (n *NFTables) Update(ctx context.Context, ev ChangeEvent) (model.Observed, 
 		return model.Observed{}, err
 	}
 	n.cache.gen = ev.Generation
-	return nftObserve(n.cache.tables, n.Config.Options), nil
+	n.cache.obs = nftObserve(n.cache.tables, n.Config.Options)
+	return n.cache.observed(), nil
 }
 
 // nftTableLevelChange reports a kube-proxy table created or deleted.
@@ -142,10 +165,10 @@ func (n *NFTables) fullLocked(ctx context.Context) (model.Observed, error) {
 	}
 	obs := nftObserve(tables, n.Config.Options)
 	if stable {
-		n.cache = &nftCache{gen: gen, tables: tables}
-	} else {
-		obs.Warnings = append(obs.Warnings, "the ruleset kept changing during the read; it may mix generations")
+		n.cache = &nftCache{gen: gen, tables: tables, obs: obs}
+		return n.cache.observed(), nil
 	}
+	obs.Warnings = append(obs.Warnings, "the ruleset kept changing during the read; it may mix generations")
 	return obs, nil
 }
 

@@ -173,3 +173,33 @@ func nftLive1(t *testing.T, src *NFTables) model.Observed {
 	}
 	return o
 }
+
+// TestNFTLiveUpdateIgnoresOtherTables: an iptables-nft change (another
+// table) is applied without reading, and results are independent copies.
+func TestNFTLiveUpdateIgnoresOtherTables(t *testing.T) {
+	ns := nftTestNetns(t)
+	nftLoad(t, ns, "handwritten.v4.nft")
+	src := &NFTables{Config: NFTConfig{NetNS: ns, Options: nftHandwrittenOpts}}
+	first := nftLive1(t, src)
+	for fe, v := range first.Frontends { // callers may change what they got
+		v.Backends = nil
+		first.Frontends[fe] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChanges(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	nftIn(t, ns, "nft", "add", "table", "ip", "nat")
+	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+	got, err := src.Update(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.fullReads != 1 {
+		t.Errorf("%d full reads, want 1", src.fullReads)
+	}
+	nftSameObserved(t, "after a foreign change", got, nftOffline(t, nftReadTestdata(t, "handwritten.v4.nft.json"), nil, nftHandwrittenOpts))
+}
