@@ -129,8 +129,14 @@ func TestNodeStateLiveLinkDown(t *testing.T) {
 	l, a, pa1, _, in := onePodNode(t)
 	// the pod side goes down: the host side loses carrier, the route stays
 	l.ip(pa1, "link", "set", "eth0", "down")
-	in.Snapshot = liveSnapshot(t, a)
-	fs, _ := nodecheck.Check(in, nodecheck.Config{}, time.Now())
+	// the kernel propagates carrier changes asynchronously (linkwatch)
+	var fs []model.Finding
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		in.Snapshot = liveSnapshot(t, a)
+		if fs, _ = nodecheck.Check(in, nodecheck.Config{}, time.Now()); len(fs) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	wantLive(t, fs, "link_down vpa1")
 	if !strings.Contains(fs[0].Detail, "10.77.0.5/32") {
 		t.Errorf("detail %q", fs[0].Detail)

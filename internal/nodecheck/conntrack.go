@@ -157,6 +157,10 @@ func staleConntrackFinding(g *staleGroup, v model.Verdict) model.Finding {
 	if len(bs) > 1 {
 		verb = "are no longer backends"
 	}
+	send := " still send "
+	if g.total == 1 {
+		send = " still sends "
+	}
 	fe := g.fe
 	proto := strings.ToUpper(string(fe.Protocol))
 	return model.Finding{
@@ -164,7 +168,7 @@ func staleConntrackFinding(g *staleGroup, v model.Verdict) model.Finding {
 		Service:  v.Service,
 		Frontend: &fe,
 		Subject:  "conntrack " + strings.ToLower(proto) + " " + fe.String(),
-		Detail: plural(g.total, proto+" conntrack entry", proto+" conntrack entries") + " still send " + fe.String() +
+		Detail: plural(g.total, proto+" conntrack entry", proto+" conntrack entries") + send + fe.String() +
 			" to " + strings.Join(names, ", ") + ", which " + verb + " of " + svc +
 			": those clients keep talking to a dead backend until the entries expire.",
 		Evidence: ev,
