@@ -75,11 +75,18 @@ func (r *Reader) SetOptions(o Options) { r.cfg.Options = o }
 
 // Snapshot reads the current IPVS state into the observed model.
 func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
+	_, obs, err := r.Read(ctx)
+	return obs, err
+}
+
+// Read returns both the raw table (with the addresses bound on kube-ipvs0,
+// see Table.IdleVIPs) and the observed model, from one read.
+func (r *Reader) Read(ctx context.Context) (Table, model.Observed, error) {
 	t, err := r.Table(ctx)
 	if err != nil {
-		return model.Observed{}, err
+		return Table{}, model.Observed{}, err
 	}
-	return Build(t, r.cfg.Options), nil
+	return t, Build(t, r.cfg.Options), nil
 }
 
 // Table reads the raw IPVS state (virtual servers and kube-ipvs0 addresses).

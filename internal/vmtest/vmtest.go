@@ -9,7 +9,29 @@
 // ipset, ...) with their libraries, and the test binaries. The guest's /init
 // mounts proc, sysfs, devtmpfs, debugfs, tracefs, bpffs and cgroup2, loads
 // the modules in dependency order, runs every binary with -test.v and
-// NETDRIFT_IN_VM=1, and powers off.
+// NETDRIFT_IN_VM=1, and powers off. qemu is killed (by its PID) when the
+// guest outlives Config.Timeout.
+//
+// Use from any package's tests:
+//
+//	func TestThingInVM(t *testing.T) {
+//		if os.Getenv("NETDRIFT_IN_VM") != "" {
+//			t.Skip("already inside the VM")
+//		}
+//		bin := vmtest.BuildTest(t, ".") // CGO_ENABLED=0 go test -c
+//		res, err := vmtest.Run(t, vmtest.Config{
+//			TestBinaries: map[string]string{"thing": bin},
+//			Args:         []string{"-test.run=^TestLiveThing$"},
+//			Files:        map[string]string{"/work/thing/testdata": "testdata"},
+//		})
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		res.RequirePass(t, "thing", "TestLiveThing")
+//	}
+//
+// and guard TestLiveThing with NETDRIFT_IN_VM=1. Each binary runs in
+// /work/NAME, so relative testdata paths work when Files puts them there.
 package vmtest
 
 import (
