@@ -304,3 +304,18 @@ func (b *nftBuilder) frontend(k nftKey, e *nftEntry) model.Frontend {
 	}
 	return mk(kind)
 }
+
+// NFTOptionsFor builds reader options from the desired state: its service
+// ports and frontends.
+func NFTOptionsFor(d model.Desired) NFTOptions {
+	var o NFTOptions
+	seen := map[model.ServicePort]bool{}
+	for _, fe := range model.SortedFrontends(d.Frontends) {
+		o.Frontends = append(o.Frontends, fe)
+		if sp := d.Frontends[fe].Service; !sp.IsZero() && !seen[sp] {
+			seen[sp] = true
+			o.ServicePorts = append(o.ServicePorts, sp)
+		}
+	}
+	return o
+}
