@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -214,4 +215,99 @@ func outRsts(b *testing.B, ns string) uint64 {
 	}
 	b.Fatal("no Tcp OutRsts in /proc/net/snmp")
 	return 0
+}
+
+// BenchmarkRSTFloodPaired interleaves the three states in rounds of 2000 SYNs
+// within one benchmark (probe detached / attached with the pod unwatched /
+// attached and watched), so all three see the same background load; it
+// reports each state's thread CPU per RST and the ratios to "none".
+//
+//	go test -run '^$' -bench BenchmarkRSTFloodPaired -benchtime 300000x -count 5 ./internal/rst/
+func BenchmarkRSTFloodPaired(b *testing.B) {
+	requireRoot(b)
+	ensureTracefs(b)
+	pr := newPair(b)
+	fd := rawSender(b, pr.clientNs)
+	syn := synPacket(pr.client4, netip.AddrPortFrom(pr.pod4, 9))
+	dst := &unix.SockaddrInet4{Addr: pr.pod4.As4()}
+	p, err := Load(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for range p.Events(ctx) {
+		}
+	}()
+	const round = 2000
+	var cpu [3]time.Duration
+	var ops [3]int
+	seq := 0
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		state := (done / round) % 3
+		n := min(round, b.N-done)
+		b.StopTimer()
+		setState(b, p, state, pr.pod4)
+		b.StartTimer()
+		runLocked(func() {
+			start := threadCPU()
+			for i := 0; i < n; i++ {
+				seq++
+				binary.BigEndian.PutUint16(syn[20:], uint16(10000+seq%50000))
+				fixTCPChecksum(syn, pr.client4, pr.pod4)
+				if err := unix.Sendto(fd, syn, 0, dst); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			cpu[state] += threadCPU() - start
+		})
+		ops[state] += n
+		done += n
+	}
+	b.StopTimer()
+	per := func(s int) float64 { return float64(cpu[s].Nanoseconds()) / float64(max(ops[s], 1)) }
+	b.ReportMetric(per(0), "none-cpu-ns/op")
+	b.ReportMetric(per(1), "unwatched-cpu-ns/op")
+	b.ReportMetric(per(2), "watched-cpu-ns/op")
+	if per(0) > 0 {
+		b.ReportMetric(per(1)/per(0), "unwatched/none")
+		b.ReportMetric(per(2)/per(0), "watched/none")
+	}
+	b.Logf("mode %s", p.Mode())
+}
+
+// setState detaches (0), attaches unwatched (1) or attaches watched (2).
+func setState(b *testing.B, p *Probe, state int, ip netip.Addr) {
+	for _, l := range p.objs.links {
+		l.Close()
+	}
+	p.objs.links = nil
+	if err := p.Unwatch(ip); err != nil {
+		b.Fatal(err)
+	}
+	if state == 0 {
+		return
+	}
+	for _, prog := range p.objs.progs {
+		var l link.Link
+		var err error
+		if p.Mode() == ModeTracepoint {
+			l, err = link.Tracepoint("tcp", "tcp_send_reset", prog, nil)
+		} else {
+			l, err = link.AttachTracing(link.TracingOptions{Program: prog})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.objs.links = append(p.objs.links, l)
+	}
+	if state == 2 {
+		if err := p.Watch(ip); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
