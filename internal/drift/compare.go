@@ -26,7 +26,7 @@ func Compare(desired model.Desired, observed model.Observed) []model.Finding {
 			out = append(out, missingFrontend(fe, want))
 			continue
 		}
-		out = append(out, compareVerdicts(fe, want, got)...)
+		out = append(out, compareVerdicts(fe, want, got, observed.Datapath)...)
 	}
 	for _, fe := range model.SortedFrontends(observed.Frontends) {
 		if _, ok := desired.Frontends[fe]; ok {
@@ -78,9 +78,9 @@ func describeAction(v model.Verdict) string {
 	return string(v.Action)
 }
 
-func compareVerdicts(fe model.Frontend, want, got model.Verdict) []model.Finding {
+func compareVerdicts(fe model.Frontend, want, got model.Verdict, mode string) []model.Finding {
 	svc := want.Service
-	if want.Action != got.Action {
+	if !sameAction(want.Action, got.Action, mode) {
 		return []model.Finding{{
 			Kind:     model.WrongVerdict,
 			Service:  svc,
@@ -125,4 +125,15 @@ func staleReason(want model.Verdict, b netip.AddrPort) string {
 		}
 	}
 	return fmt.Sprintf("backend %s still programmed but the endpoint no longer exists (deleted)", b)
+}
+
+// sameAction compares actions. IPVS cannot express drop: kube-proxy's IPVS
+// mode leaves a virtual server without real servers both for "no endpoints"
+// (reject) and for "no local endpoints" under a Local policy (drop).
+func sameAction(want, got model.Action, mode string) bool {
+	if want == got {
+		return true
+	}
+	noBackends := func(a model.Action) bool { return a == model.Reject || a == model.Drop }
+	return mode == model.ModeIPVS && noBackends(want) && noBackends(got)
 }

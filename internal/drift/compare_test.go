@@ -97,3 +97,15 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+func TestCompareIPVSRejectEqualsDrop(t *testing.T) {
+	d := model.Desired{Frontends: map[model.Frontend]model.Verdict{fe: {Service: sp, Action: model.Drop}}}
+	o := model.Observed{Frontends: map[model.Frontend]model.Verdict{fe: {Action: model.Reject}}}
+	if got := Compare(d, o); len(got) != 1 || got[0].Kind != model.WrongVerdict {
+		t.Fatalf("iptables: drop vs reject must differ, got %+v", got)
+	}
+	o.Datapath = model.ModeIPVS
+	if got := Compare(d, o); len(got) != 0 {
+		t.Fatalf("ipvs cannot tell drop from reject, got %+v", got)
+	}
+}

@@ -162,7 +162,7 @@ func matches(p *PendingChange, obs model.Observed) bool {
 		if wantOK != gotOK {
 			return false
 		}
-		if wantOK && !SameVerdict(want, got) {
+		if wantOK && !sameVerdictIn(want, got, obs.Datapath) {
 			return false
 		}
 	}
@@ -170,8 +170,10 @@ func matches(p *PendingChange, obs model.Observed) bool {
 }
 
 // SameVerdict reports whether two verdicts program the same behaviour.
-func SameVerdict(a, b model.Verdict) bool {
-	if a.Action != b.Action {
+func SameVerdict(a, b model.Verdict) bool { return sameVerdictIn(a, b, "") }
+
+func sameVerdictIn(a, b model.Verdict, mode string) bool {
+	if !sameAction(a.Action, b.Action, mode) {
 		return false
 	}
 	return a.Action != model.Forward || slices.Equal(a.Backends, b.Backends)
