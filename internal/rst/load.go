@@ -145,13 +145,19 @@ func attachFentry(cfg Config) (*objects, reasonTable, string, error) {
 	var o struct {
 		bpf.ProbeMaps
 		V4     *ebpf.Program `ebpf:"fentry_v4_send_reset"`
-		V6     *ebpf.Program `ebpf:"fentry_v6_send_reset"`
 		Active *ebpf.Program `ebpf:"fentry_active_reset"`
 	}
 	if err := spec.LoadAndAssign(&o, nil); err != nil {
 		return nil, nil, "", fmt.Errorf("load fentry programs: %w", explainLoad(err))
 	}
-	objs := &objects{maps: o.ProbeMaps, progs: []*ebpf.Program{o.V4, o.V6, o.Active}}
+	objs := &objects{maps: o.ProbeMaps, progs: []*ebpf.Program{o.V4, o.Active}}
+	desc := "fentry on tcp_v4_send_reset, tcp_v6_send_reset, tcp_send_active_reset"
+	// IPv6 may be a module that is not loaded (or absent): count IPv4 then.
+	if v6, err := loadV6(spec, &o.ProbeMaps); err != nil {
+		desc = "fentry on tcp_v4_send_reset, tcp_send_active_reset; IPv6 reply resets not counted: " + err.Error()
+	} else {
+		objs.progs = append(objs.progs, v6)
+	}
 	for _, p := range objs.progs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
@@ -160,7 +166,22 @@ func attachFentry(cfg Config) (*objects, reasonTable, string, error) {
 		}
 		objs.links = append(objs.links, l)
 	}
-	return objs, newReasonTable(kernelReasons()), "fentry on tcp_v4_send_reset, tcp_v6_send_reset, tcp_send_active_reset", nil
+	return objs, newReasonTable(kernelReasons()), desc, nil
+}
+
+// loadV6 loads the IPv6 reply program sharing the already loaded maps.
+func loadV6(spec *ebpf.CollectionSpec, m *bpf.ProbeMaps) (*ebpf.Program, error) {
+	var o struct {
+		V6 *ebpf.Program `ebpf:"fentry_v6_send_reset"`
+	}
+	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
+		bpf.ProbeMapWatched: m.Watched, bpf.ProbeMapCounters: m.Counters, bpf.ProbeMapStats: m.Stats,
+		bpf.ProbeMapRatelimits: m.Ratelimits, bpf.ProbeMapEvents: m.Events,
+	}}
+	if err := spec.LoadAndAssign(&o, opts); err != nil {
+		return nil, explainLoad(err)
+	}
+	return o.V6, nil
 }
 
 // kernelReasons reads enum sk_rst_reason from kernel BTF (>= 6.10), if any.
