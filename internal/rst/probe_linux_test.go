@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // loadProbe loads the probe in mode (or auto) and closes it at cleanup.
@@ -270,4 +272,101 @@ func TestNoFDLeak(t *testing.T) {
 	if after := openFDs(t); after != before {
 		t.Errorf("open fds: %d before, %d after 3 load/close cycles", before, after)
 	}
+}
+
+// TestActiveReset: a pod's socket aborts an established connection
+// (SO_LINGER 0, then close): an "active" reset, not a reply to a segment.
+// Watching both sides counts it once in each direction.
+func TestActiveReset(t *testing.T) {
+	p := loadProbe(t, "")
+	pr := newPair(t)
+	mustWatch(t, p, pr.pod4, pr.client6)
+	const n = 3
+	for _, dst := range []netip.AddrPort{netip.AddrPortFrom(pr.pod4, 7100), netip.AddrPortFrom(pr.pod6, 7100)} {
+		abortConnections(t, pr, dst, n)
+	}
+	c := counts(t, p)
+	if got := c[pr.pod4]; got.SentBy != n || got.SentTo != 0 {
+		t.Errorf("pod4 (server aborting) %+v, want sent_by=%d", got, n)
+	}
+	if got := c[pr.client6]; got.SentTo != n || got.SentBy != 0 {
+		t.Errorf("client6 (receiving the abort) %+v, want sent_to=%d", got, n)
+	}
+	t.Logf("reasons: pod4 %v client6 %v", c[pr.pod4].ByReason, c[pr.client6].ByReason)
+}
+
+// abortConnections: a listener in the pod namespace accepts n connections
+// from the client namespace and closes each with SO_LINGER 0 (an RST).
+func abortConnections(t *testing.T, pr *pair, dst netip.AddrPort, n int) {
+	t.Helper()
+	var lfd int
+	if err := inNetns(pr.podNs, func() error {
+		var err error
+		lfd, err = listenTCP(dst)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(lfd)
+	for i := 0; i < n; i++ {
+		var cfd int
+		if err := inNetns(pr.clientNs, func() error {
+			var err error
+			cfd, err = dialTCP(dst)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		afd, _, err := unix.Accept(lfd)
+		if err != nil {
+			unix.Close(cfd)
+			t.Fatal(err)
+		}
+		if err := unix.SetsockoptLinger(afd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(afd) // sends the RST
+		buf := make([]byte, 1)
+		if _, err := unix.Read(cfd, buf); err != unix.ECONNRESET {
+			t.Errorf("client read after abort: %v, want connection reset", err)
+		}
+		unix.Close(cfd)
+	}
+}
+
+func sockaddr(ap netip.AddrPort) (int, unix.Sockaddr) {
+	if ap.Addr().Is4() {
+		return unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	}
+	return unix.AF_INET6, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+}
+
+func listenTCP(ap netip.AddrPort) (int, error) {
+	fam, sa := sockaddr(ap)
+	fd, err := unix.Socket(fam, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Listen(fd, 16); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+func dialTCP(ap netip.AddrPort) (int, error) {
+	fam, sa := sockaddr(ap)
+	fd, err := unix.Socket(fam, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Connect(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }

@@ -17,7 +17,7 @@ func TestFallbackInVM(t *testing.T) {
 	}
 	bin := vmtest.BuildTest(t, ".")
 	tests := []string{"TestOldKernelPicksFentry", "TestExactCountsFentry", "TestSentToWatchedFentry",
-		"TestSentToWatched", "TestPortFilterAndUnwatch", "TestEvents", "TestRunTrace", "TestLoadWithoutPrivileges"}
+		"TestSentToWatched", "TestPortFilterAndUnwatch", "TestEvents", "TestRunTrace", "TestLoadWithoutPrivileges", "TestActiveReset", "TestNoFDLeak"}
 	res, err := vmtest.Run(t, vmtest.Config{
 		TestBinaries: map[string]string{"rst": bin},
 		Args:         []string{"-test.run=^(" + strings.Join(tests, "|") + ")$", "-test.count=1"},
