@@ -86,7 +86,7 @@ type gatedWatch struct {
 	stop func()
 }
 
-func (g *gatedWatch) Stop()                              { g.stop() }
+func (g *gatedWatch) Stop()                             { g.stop() }
 func (g *gatedWatch) ResultChan() <-chan apiwatch.Event { return g.out }
 
 // setGate opens or closes delivery to the agent.
