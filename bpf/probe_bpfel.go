@@ -63,6 +63,7 @@ const (
 	ProbeMapRatelimits         = "ratelimits"
 	ProbeMapStats              = "stats"
 	ProbeMapWatched            = "watched"
+	ProbeProgBtfSendReset      = "btf_send_reset"
 	ProbeProgFentryActiveReset = "fentry_active_reset"
 	ProbeProgFentryV4SendReset = "fentry_v4_send_reset"
 	ProbeProgFentryV6SendReset = "fentry_v6_send_reset"
@@ -113,6 +114,7 @@ type ProbeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeProgramSpecs struct {
+	BtfSendReset      *ebpf.ProgramSpec `ebpf:"btf_send_reset"`
 	FentryActiveReset *ebpf.ProgramSpec `ebpf:"fentry_active_reset"`
 	FentryV4SendReset *ebpf.ProgramSpec `ebpf:"fentry_v4_send_reset"`
 	FentryV6SendReset *ebpf.ProgramSpec `ebpf:"fentry_v6_send_reset"`
@@ -187,6 +189,7 @@ type ProbeVariables struct {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbePrograms struct {
+	BtfSendReset      *ebpf.Program `ebpf:"btf_send_reset"`
 	FentryActiveReset *ebpf.Program `ebpf:"fentry_active_reset"`
 	FentryV4SendReset *ebpf.Program `ebpf:"fentry_v4_send_reset"`
 	FentryV6SendReset *ebpf.Program `ebpf:"fentry_v6_send_reset"`
@@ -195,6 +198,7 @@ type ProbePrograms struct {
 
 func (p *ProbePrograms) Close() error {
 	return _ProbeClose(
+		p.BtfSendReset,
 		p.FentryActiveReset,
 		p.FentryV4SendReset,
 		p.FentryV6SendReset,

@@ -7,10 +7,12 @@
  * and with Service VIPs), per (address, direction, reset reason), and emits
  * rate-limited events to a ring buffer.
  *
- * Two attachment modes share one handler:
+ * Three attachment modes share one handler:
  *  - tracepoint tcp/tcp_send_reset (kernels >= 6.10 fire it for every reset,
  *    including those sent with no socket; addresses are 28-byte sockaddrs,
  *    saddr is always the reset's sender);
+ *  - the same tracepoint as a BTF tracepoint (tp_btf: no tracefs needed),
+ *    reading the skb / socket arguments like the fentry programs;
  *  - fentry on tcp_v4_send_reset / tcp_v6_send_reset (replies to a received
  *    segment, read from the skb's headers) plus tcp_send_active_reset (resets
  *    a local socket sends on its own), for older kernels.
@@ -306,44 +308,87 @@ static __always_inline __u16 reason_arg(void *ctx, int has_sock)
 	return has_sock ? REASON_UNKNOWN : REASON_NO_SOCKET;
 }
 
-/* A reply reset: the sender is the received segment's destination. */
-static __always_inline int from_skb(void *ctx, const struct sock *sk, struct sk_buff *skb, int v6)
+/* A reply reset: the sender is the received segment's destination.
+ * v6 < 0: tell the family from the IP header's version nibble.
+ * Returns 1 when ri is filled, 0 to ignore the segment, -1 when unreadable. */
+static __always_inline int skb_info(struct rst_info *ri, const struct sk_buff *skb, int v6)
 {
-	struct rst_info ri = {};
 	unsigned char *head = BPF_CORE_READ(skb, head);
 	__u16 nh = BPF_CORE_READ(skb, network_header);
 	__u16 th = BPF_CORE_READ(skb, transport_header);
 	__u8 tcp[14];
 
-	if (bpf_probe_read_kernel(tcp, sizeof(tcp), head + th)) {
+	if (bpf_probe_read_kernel(tcp, sizeof(tcp), head + th))
+		return -1;
+	if (tcp[13] & 0x04) /* never a reset in reply to a reset */
+		return 0;
+	ri->peer_port = (tcp[0] << 8) | tcp[1];
+	ri->sender_port = (tcp[2] << 8) | tcp[3];
+	if (v6 < 0) {
+		__u8 ver;
+		if (bpf_probe_read_kernel(&ver, 1, head + nh))
+			return -1;
+		v6 = (ver >> 4) == 6;
+	}
+	if (v6) {
+		__u8 ip6[40];
+		if (bpf_probe_read_kernel(ip6, sizeof(ip6), head + nh))
+			return -1;
+		__builtin_memcpy(ri->peer, ip6 + 8, 16);
+		__builtin_memcpy(ri->sender, ip6 + 24, 16);
+		ri->source = SRC_V6_REPLY;
+	} else {
+		__be32 ip4[5];
+		if (bpf_probe_read_kernel(ip4, sizeof(ip4), head + nh))
+			return -1;
+		v4mapped(ri->peer, ip4[3]);
+		v4mapped(ri->sender, ip4[4]);
+		ri->source = SRC_V4_REPLY;
+	}
+	return 1;
+}
+
+/* An active reset (abort, close with unread data, ...): the socket's own
+ * addresses. Returns 1 when ri is filled, -1 for another family. */
+static __always_inline int sock_info(struct rst_info *ri, const struct sock *sk)
+{
+	unsigned short family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 dport;
+
+	if (family == AF_INET) {
+		v4mapped(ri->sender, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
+		v4mapped(ri->peer, BPF_CORE_READ(sk, __sk_common.skc_daddr));
+	} else if (family == AF_INET6) {
+		BPF_CORE_READ_INTO(&ri->sender, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&ri->peer, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		return -1;
+	}
+	ri->sender_port = BPF_CORE_READ(sk, __sk_common.skc_num);
+	dport = BPF_CORE_READ(sk, __sk_common.skc_dport); /* network order */
+	ri->peer_port = (__u16)((dport >> 8) | (dport << 8));
+	ri->source = SRC_ACTIVE;
+	return 1;
+}
+
+static __always_inline int finish(struct rst_info *ri, int ok, __u16 reason)
+{
+	if (ok < 0) {
 		stat_inc(STAT_UNPARSED);
 		return 0;
 	}
-	if (tcp[13] & 0x04) /* never a reset in reply to a reset */
+	if (ok == 0)
 		return 0;
-	ri.peer_port = (tcp[0] << 8) | tcp[1];
-	ri.sender_port = (tcp[2] << 8) | tcp[3];
-	if (v6) {
-		__u8 ip6[40];
-		if (bpf_probe_read_kernel(ip6, sizeof(ip6), head + nh)) {
-			stat_inc(STAT_UNPARSED);
-			return 0;
-		}
-		__builtin_memcpy(ri.peer, ip6 + 8, 16);
-		__builtin_memcpy(ri.sender, ip6 + 24, 16);
-		ri.source = SRC_V6_REPLY;
-	} else {
-		__be32 ip4[5];
-		if (bpf_probe_read_kernel(ip4, sizeof(ip4), head + nh)) {
-			stat_inc(STAT_UNPARSED);
-			return 0;
-		}
-		v4mapped(ri.peer, ip4[3]);
-		v4mapped(ri.sender, ip4[4]);
-		ri.source = SRC_V4_REPLY;
-	}
-	ri.reason = reason_arg(ctx, sk != 0);
-	return handle(&ri);
+	ri->reason = reason;
+	return handle(ri);
+}
+
+static __always_inline int from_skb(void *ctx, const struct sock *sk, struct sk_buff *skb, int v6)
+{
+	struct rst_info ri = {};
+	int ok = skb_info(&ri, skb, v6);
+
+	return finish(&ri, ok, reason_arg(ctx, sk != 0));
 }
 
 SEC("fentry/tcp_v4_send_reset")
@@ -358,28 +403,28 @@ int BPF_PROG(fentry_v6_send_reset, const struct sock *sk, struct sk_buff *skb)
 	return from_skb(ctx, sk, skb, 1);
 }
 
-/* An active reset (abort, close with unread data, ...): read the socket. */
 SEC("fentry/tcp_send_active_reset")
 int BPF_PROG(fentry_active_reset, struct sock *sk)
 {
 	struct rst_info ri = {};
-	unsigned short family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	__u16 dport;
+	int ok = sock_info(&ri, sk);
 
-	if (family == AF_INET) {
-		v4mapped(ri.sender, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
-		v4mapped(ri.peer, BPF_CORE_READ(sk, __sk_common.skc_daddr));
-	} else if (family == AF_INET6) {
-		BPF_CORE_READ_INTO(&ri.sender, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(&ri.peer, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
-	} else {
-		stat_inc(STAT_UNPARSED);
-		return 0;
-	}
-	ri.sender_port = BPF_CORE_READ(sk, __sk_common.skc_num);
-	dport = BPF_CORE_READ(sk, __sk_common.skc_dport); /* network order */
-	ri.peer_port = (__u16)((dport >> 8) | (dport << 8));
-	ri.reason = reason_arg(ctx, 1);
-	ri.source = SRC_ACTIVE;
-	return handle(&ri);
+	return finish(&ri, ok, reason_arg(ctx, 1));
+}
+
+/* ---- BTF tracepoint mode (tp_btf, kernels >= 6.10) -------------------------
+ * The same tracepoint as tracepoint mode, attached without tracefs; the
+ * arguments are (sk, skb, reason): the skb (the segment being answered) when
+ * there is one, else the socket (an active reset). */
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(btf_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
+{
+	struct rst_info ri = {};
+	int ok = -1;
+
+	if (skb)
+		ok = skb_info(&ri, skb, -1);
+	else if (sk)
+		ok = sock_info(&ri, sk);
+	return finish(&ri, ok, (__u16)reason);
 }

@@ -12,8 +12,10 @@ import (
 type Features struct {
 	// Tracepoint: tcp/tcp_send_reset exists with the >= 6.10 layout.
 	Tracepoint error
-	// BTF: kernel BTF is readable (needed by fentry and CO-RE).
+	// BTF: kernel BTF is readable (needed by tp_btf, fentry and CO-RE).
 	BTF error
+	// BTFTracepoint: tcp_send_reset has the >= 6.10 arguments in BTF.
+	BTFTracepoint error
 	// Fentry: a minimal fentry program on tcp_v4_send_reset loads.
 	Fentry error
 }
@@ -27,11 +29,13 @@ func ProbeFeatures(cfg Config) Features {
 	} else {
 		f.Tracepoint = CheckSendResetLayout(fm)
 	}
-	if _, err := btf.LoadKernelSpec(); err != nil {
+	kspec, err := btf.LoadKernelSpec()
+	if err != nil {
 		f.BTF = fmt.Errorf("kernel BTF: %w", err)
-		f.Fentry = f.BTF
+		f.BTFTracepoint, f.Fentry = f.BTF, f.BTF
 		return f
 	}
+	f.BTFTracepoint = checkBTFTracepoint(kspec)
 	f.Fentry = probeFentry()
 	return f
 }

@@ -130,6 +130,59 @@ func attachTracepoint(cfg Config) (*objects, reasonTable, string, error) {
 	return objs, newReasonTable(f.Reasons), "tracepoint tcp/tcp_send_reset has the >= 6.10 layout (fires for resets sent without a socket)", nil
 }
 
+// attachBTF loads the tp_btf program (the tracepoint through BTF, no
+// tracefs) and attaches it, when the kernel's tracepoint has the >= 6.10
+// arguments (sk, skb, reason).
+func attachBTF(cfg Config) (*objects, reasonTable, string, error) {
+	kspec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("tp_btf needs kernel BTF: %w", err)
+	}
+	if err := checkBTFTracepoint(kspec); err != nil {
+		return nil, nil, "", err
+	}
+	spec, err := loadSpec(cfg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var o struct {
+		bpf.ProbeMaps
+		Prog *ebpf.Program `ebpf:"btf_send_reset"`
+	}
+	if err := spec.LoadAndAssign(&o, nil); err != nil {
+		return nil, nil, "", fmt.Errorf("load tp_btf program: %w", explainLoad(err))
+	}
+	objs := &objects{maps: o.ProbeMaps, progs: []*ebpf.Program{o.Prog}}
+	l, err := link.AttachTracing(link.TracingOptions{Program: o.Prog})
+	if err != nil {
+		objs.close()
+		return nil, nil, "", fmt.Errorf("attach tp_btf tcp_send_reset: %w", explainLoad(err))
+	}
+	objs.links = append(objs.links, l)
+	return objs, newReasonTable(kernelReasons()), "BTF tracepoint tcp_send_reset with (sk, skb, reason) arguments (>= 6.10)", nil
+}
+
+// checkBTFTracepoint requires tcp_send_reset's >= 6.10 prototype in BTF:
+// typedef btf_trace_tcp_send_reset = void (*)(void *, sk, skb, enum sk_rst_reason).
+func checkBTFTracepoint(kspec *btf.Spec) error {
+	var td *btf.Typedef
+	if err := kspec.TypeByName("btf_trace_tcp_send_reset", &td); err != nil {
+		return fmt.Errorf("no tcp_send_reset tracepoint in kernel BTF: %w", err)
+	}
+	ptr, ok := td.Type.(*btf.Pointer)
+	if !ok {
+		return fmt.Errorf("btf_trace_tcp_send_reset is %T, want a function pointer", td.Type)
+	}
+	proto, ok := ptr.Target.(*btf.FuncProto)
+	if !ok {
+		return fmt.Errorf("btf_trace_tcp_send_reset points to %T, want a function prototype", ptr.Target)
+	}
+	if len(proto.Params) != 4 {
+		return fmt.Errorf("tcp_send_reset has %d arguments, want 3 (sk, skb, reason): kernel older than 6.10, the tracepoint does not fire for resets sent without a socket", len(proto.Params)-1)
+	}
+	return nil
+}
+
 // attachFentry loads the fentry programs and attaches them.
 func attachFentry(cfg Config) (*objects, reasonTable, string, error) {
 	if _, err := btf.LoadKernelSpec(); err != nil {

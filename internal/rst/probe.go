@@ -40,7 +40,7 @@ type Probe struct {
 func Load(cfg Config) (*Probe, error) {
 	cfg = cfg.withDefaults()
 	memlockErr := rlimit.RemoveMemlock()
-	modes := []Mode{ModeTracepoint, ModeFentry}
+	modes := []Mode{ModeTracepoint, ModeBTF, ModeFentry}
 	if cfg.Mode != "" {
 		modes = []Mode{cfg.Mode}
 	}
@@ -80,6 +80,8 @@ func attach(m Mode, cfg Config) (*objects, reasonTable, string, error) {
 	switch m {
 	case ModeTracepoint:
 		return attachTracepoint(cfg)
+	case ModeBTF:
+		return attachBTF(cfg)
 	case ModeFentry:
 		return attachFentry(cfg)
 	}

@@ -88,6 +88,31 @@ func exactCounts(t *testing.T, mode Mode) {
 
 func TestExactCountsTracepoint(t *testing.T) { exactCounts(t, ModeTracepoint) }
 
+// TestExactCountsBTF forces tp_btf (kernels >= 6.10): it shares the skb and
+// socket parsing with the fentry fallback, so this also checks that code here.
+func TestExactCountsBTF(t *testing.T) {
+	requireBTFTracepoint(t)
+	exactCounts(t, ModeBTF)
+}
+
+func TestSentToWatchedBTF(t *testing.T) {
+	requireBTFTracepoint(t)
+	sentToWatched(t, ModeBTF)
+}
+
+func TestActiveResetBTF(t *testing.T) {
+	requireBTFTracepoint(t)
+	activeReset(t, ModeBTF)
+}
+
+func requireBTFTracepoint(t *testing.T) {
+	t.Helper()
+	requireRoot(t)
+	if f := ProbeFeatures(Config{}); f.BTFTracepoint != nil {
+		t.Skipf("kernel lacks the >= 6.10 tcp_send_reset BTF tracepoint: %v", f.BTFTracepoint)
+	}
+}
+
 // TestExactCountsFentry forces the fallback mode. It skips only when the
 // kernel refuses every fentry program (checked with a minimal one), which is
 // the case on kernels without trampolines or under a policy forbidding them.
@@ -277,8 +302,15 @@ func TestNoFDLeak(t *testing.T) {
 // TestActiveReset: a pod's socket aborts an established connection
 // (SO_LINGER 0, then close): an "active" reset, not a reply to a segment.
 // Watching both sides counts it once in each direction.
-func TestActiveReset(t *testing.T) {
-	p := loadProbe(t, "")
+func TestActiveReset(t *testing.T) { activeReset(t, "") }
+
+func TestActiveResetFentry(t *testing.T) {
+	requireFentry(t)
+	activeReset(t, ModeFentry)
+}
+
+func activeReset(t *testing.T, mode Mode) {
+	p := loadProbe(t, mode)
 	pr := newPair(t)
 	mustWatch(t, p, pr.pod4, pr.client6)
 	const n = 3

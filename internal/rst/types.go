@@ -12,6 +12,7 @@ type Mode string
 const (
 	ModeNone       Mode = "none"       // not loaded; Status.Reason says why
 	ModeTracepoint Mode = "tracepoint" // tcp/tcp_send_reset, kernels >= 6.10
+	ModeBTF        Mode = "tp_btf"     // the same tracepoint via BTF (no tracefs needed), >= 6.10
 	ModeFentry     Mode = "fentry"     // tcp_v{4,6}_send_reset + tcp_send_active_reset
 )
 
@@ -20,10 +21,10 @@ func ParseMode(s string) (Mode, error) {
 	switch s {
 	case "", "auto":
 		return "", nil
-	case string(ModeTracepoint), string(ModeFentry):
+	case string(ModeTracepoint), string(ModeBTF), string(ModeFentry):
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("unknown rst probe mode %q (want auto, tracepoint or fentry)", s)
+	return "", fmt.Errorf("unknown rst probe mode %q (want auto, tracepoint, tp_btf or fentry)", s)
 }
 
 // Status says whether the probe runs, in which mode, and why.

@@ -17,7 +17,7 @@ func TestFallbackInVM(t *testing.T) {
 	}
 	bin := vmtest.BuildTest(t, ".")
 	tests := []string{"TestOldKernelPicksFentry", "TestExactCountsFentry", "TestSentToWatchedFentry",
-		"TestSentToWatched", "TestPortFilterAndUnwatch", "TestEvents", "TestRunTrace", "TestLoadWithoutPrivileges", "TestActiveReset", "TestNoFDLeak"}
+		"TestSentToWatched", "TestPortFilterAndUnwatch", "TestEvents", "TestRunTrace", "TestLoadWithoutPrivileges", "TestActiveReset", "TestActiveResetFentry", "TestNoFDLeak"}
 	res, err := vmtest.Run(t, vmtest.Config{
 		TestBinaries: map[string]string{"rst": bin},
 		Args:         []string{"-test.run=^(" + strings.Join(tests, "|") + ")$", "-test.count=1"},
@@ -36,7 +36,7 @@ func TestOldKernelPicksFentry(t *testing.T) {
 	}
 	p := loadProbe(t, "")
 	st := p.Status()
-	if st.Mode != ModeFentry || !strings.Contains(st.Reason, "older than 6.10") {
-		t.Errorf("status %+v, want fentry chosen because the tracepoint is older than 6.10", st)
+	if st.Mode != ModeFentry || strings.Count(st.Reason, "older than 6.10") != 2 {
+		t.Errorf("status %+v, want fentry chosen because the tracepoint and its BTF form are older than 6.10", st)
 	}
 }
