@@ -2,34 +2,45 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
-export CGO_ENABLED ?= 0
-DEB_PKGS := iptables nftables iproute2 conntrack kmod
+export PATH := $(PATH):/usr/local/go/bin:/usr/sbin:/sbin
+DEB_PKGS := iptables nftables iproute2 conntrack kmod clang llvm libbpf-dev prometheus \
+	qemu-system-x86 busybox-static xz-utils ipvsadm ipset
 
-.PHONY: all build test test-unit lint deps generate demo demo-down test-lab test-vm bench image clean
+.PHONY: all build test test-go test-unit lint deps demo demo-down bench clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/netdrift ./cmd/agent
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN)/netdrift ./cmd/agent
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	$(GO) mod download
 
-# All tests: unit, golden, fuzz seeds, real-kernel (root, in throwaway netns).
-test: deps build
-	$(GO) vet ./...
-	@test -z "$$(gofmt -l cmd internal bpf 2>/dev/null)" || { gofmt -l cmd internal bpf; echo "gofmt needed"; exit 1; }
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./...
-
-test-unit:
-	$(GO) test -count=1 ./...
-
 lint:
 	$(GO) vet ./...
-	@test -z "$$(gofmt -l cmd internal bpf 2>/dev/null)" || { gofmt -l cmd internal bpf; exit 1; }
+	@test -z "$$(gofmt -l cmd internal bpf deploy 2>/dev/null)" || { gofmt -l cmd internal bpf deploy; echo "gofmt needed"; exit 1; }
+
+# Everything: lint, generated-code check, unit/golden/fuzz-seed tests, real-kernel
+# tests (root, throwaway network namespaces), the VM (Debian 6.1 kernel) tests,
+# promtool rule tests and the lab scenarios (real control plane + kube-proxy).
+test: deps build lint check-generate vm-kernel test-go test-deploy-rules test-lab
+
+# The product module under the race detector (includes the VM tests when the
+# kernel is cached: `make vm-kernel`).
+test-go:
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 45m ./...
+
+test-unit:
+	$(GO) test -count=1 -short ./...
+
+test-deploy-rules:
+	promtool check rules deploy/prometheus/netdrift.rules.yml
+	promtool test rules deploy/tests/*.test.yml
 
 clean:
 	rm -rf $(BIN)
+
+include mk/bpf.mk mk/vm.mk mk/deploy.mk mk/lab.mk

@@ -158,25 +158,26 @@ func parseOptionsFor(d model.Desired) datapath.ParseOptions {
 
 func printFindingsTable(w io.Writer, node, dp string, fs []api.Finding, warnings []string) {
 	fmt.Fprintf(w, "node %s  datapath %s  findings %d\n", node, dp, len(fs))
-	if len(fs) > 0 {
-		t := newTable("KIND", "SERVICE", "PORT", "FRONTEND", "BACKEND", "DETAIL").limit(16, 22, 8, 22, 22, 60)
-		for _, f := range fs {
-			svc := f.Service
-			if svc == "" {
-				svc = "-"
-			}
-			fe, be := f.Frontend, f.Backend
-			if fe == "" {
-				fe = f.Subject
-			}
-			if be == "" {
-				be = "-"
-			}
-			t.add(f.Kind, svc, f.Port, fe, be, f.Detail)
-		}
-		t.write(w)
-	}
+	writeFindings(w, "KIND", fs)
 	for _, wn := range warnings {
 		fmt.Fprintln(w, "warning:", wn)
 	}
+}
+
+// writeFindings prints findings as a table that fits 100 columns, with each
+// finding's detail on the line below it.
+func writeFindings(w io.Writer, title string, fs []api.Finding) {
+	if len(fs) == 0 {
+		return
+	}
+	t := newTable(title, "SERVICE", "FRONTEND", "BACKEND", "AGE").limit(15, 26, 24, 22, 7)
+	for _, f := range fs {
+		fe := f.Frontend
+		if fe == "" {
+			fe = f.Subject
+		}
+		t.add(f.Kind, dash(strings.TrimSuffix(f.Service+":"+f.Port, ":")), dash(fe), dash(f.Backend), age(f.AgeSeconds))
+		t.add("  ↳ " + f.Detail)
+	}
+	t.writeSpanning(w)
 }

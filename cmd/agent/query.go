@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/api"
@@ -142,23 +141,8 @@ func runDrift(args []string, stdout, stderr io.Writer) int {
 
 func printDrift(w io.Writer, d api.Drift) {
 	fmt.Fprintf(w, "node %s  datapath %s  findings %d  pending %d\n", d.Node, d.Datapath, len(d.Findings), len(d.Pending))
-	for _, group := range []struct {
-		name string
-		fs   []api.Finding
-	}{{"STALE", d.Findings}, {"PENDING", d.Pending}} {
-		if len(group.fs) == 0 {
-			continue
-		}
-		t := newTable(group.name, "SERVICE", "FRONTEND", "BACKEND", "AGE", "DETAIL").limit(16, 22, 22, 22, 7, 50)
-		for _, f := range group.fs {
-			fe := f.Frontend
-			if fe == "" {
-				fe = f.Subject
-			}
-			t.add(f.Kind, dash(strings.TrimSuffix(f.Service+":"+f.Port, ":")), fe, dash(f.Backend), age(f.AgeSeconds), f.Detail)
-		}
-		t.write(w)
-	}
+	writeFindings(w, "STALE", d.Findings)
+	writeFindings(w, "PENDING", d.Pending)
 }
 
 func dash(s string) string {

@@ -48,3 +48,51 @@ func checkOutput(o string) error {
 	}
 	return nil
 }
+
+// writeSpanning is write, but a row with a single cell is printed as is,
+// outside the columns (for a detail line under a row).
+func (t *table) writeSpanning(w io.Writer) {
+	// Align all multi-cell rows together: compute widths once.
+	widths := make([]int, len(t.rows[0]))
+	for _, r := range t.rows {
+		if len(r) == 1 {
+			continue
+		}
+		for i, c := range t.cut(r) {
+			if n := len([]rune(c)); i < len(widths) && n > widths[i] {
+				widths[i] = n
+			}
+		}
+	}
+	for _, r := range t.rows {
+		if len(r) == 1 {
+			line := r[0]
+			if len([]rune(line)) > 99 {
+				line = string([]rune(line)[:98]) + "…"
+			}
+			fmt.Fprintln(w, line)
+			continue
+		}
+		cells := t.cut(r)
+		var b strings.Builder
+		for i, c := range cells {
+			if i == len(cells)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c + strings.Repeat(" ", widths[i]-len([]rune(c))+2))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+func (t *table) cut(r []string) []string {
+	out := make([]string, len(r))
+	for i, c := range r {
+		if i < len(t.max) && t.max[i] > 0 && len([]rune(c)) > t.max[i] {
+			c = string([]rune(c)[:t.max[i]-1]) + "…"
+		}
+		out[i] = c
+	}
+	return out
+}
