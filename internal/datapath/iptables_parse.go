@@ -31,6 +31,17 @@ type ParseOptions struct {
 
 // ParseIPTables maps kube-proxy's iptables rules to the observed state.
 // It is pure: no kernel access. Malformed text is an error naming the line.
+//
+// Frontends come from nat KUBE-SERVICES (cluster, external and load-balancer
+// IPs) and nat KUBE-NODEPORTS (node ports; the 127.0.0.0/8 duplicates add
+// evidence only), followed through KUBE-FW (allowed sources), KUBE-EXT (the
+// verdict for traffic from outside: source-conditional short-circuits to
+// KUBE-SVC are skipped), KUBE-SVC/KUBE-SVL and KUBE-SEP to their DNAT
+// targets. Filter-table REJECT/DROP rules (KUBE-SERVICES,
+// KUBE-EXTERNAL-SERVICES, KUBE-NODEPORTS) give reject or drop where no DNAT
+// applies. Chains nothing reachable jumps to are ignored. Evidence holds the
+// rule text (nat rules as written, others prefixed with their table; "ip6"
+// for IPv6) and shares memory with the dump.
 func ParseIPTables(dumps IPTablesDumps, opts ParseOptions) (model.Observed, error) {
 	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: map[model.Frontend]model.Verdict{}}
 	idx := newParseIndex(opts)
