@@ -342,4 +342,3 @@ func (r *liveRig) staleAndFix(t *testing.T) {
 	})
 	checkLag(t, r.sampleAfter(n), drift.ChangeRemove, fix.Sub(t1), took)
 }
-
