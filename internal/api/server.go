@@ -54,9 +54,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+func writeJSON(w http.ResponseWriter, v any) { writeJSONStatus(w, http.StatusOK, v) }
+
+// writeJSONStatus sets the content type before the status: headers set
+// after WriteHeader are ignored.
+func writeJSONStatus(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // evidence holds "->" and "<"; keep it readable
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
@@ -125,8 +131,7 @@ func (h *Handler) lag(w http.ResponseWriter, _ *http.Request) {
 
 func (h *Handler) rsts(w http.ResponseWriter, _ *http.Request) {
 	if h.extras.RSTs == nil {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		writeJSON(w, map[string]string{"error": "RST probe not running"})
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]string{"error": "RST probe not running"})
 		return
 	}
 	writeJSON(w, h.extras.RSTs())
@@ -139,8 +144,9 @@ func (h *Handler) service(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := ServiceViewOf(h.state(), key, h.extras)
+	code := http.StatusOK
 	if !v.Exists && len(v.Frontends) == 0 {
-		w.WriteHeader(http.StatusNotFound)
+		code = http.StatusNotFound
 	}
-	writeJSON(w, v)
+	writeJSONStatus(w, code, v)
 }
