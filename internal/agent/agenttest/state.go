@@ -1,0 +1,143 @@
+// Package agenttest holds a fixed agent state for golden tests of the HTTP
+// API, the metrics and the CLI: every time in it is fixed, so their output
+// is byte-for-byte stable. Test support only; nothing in the agent uses it.
+package agenttest
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// Now is the state's clock.
+var Now = time.Date(2026, 11, 29, 14, 30, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return Now.Add(d) }
+
+func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+var (
+	web  = model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}
+	cart = model.ServicePort{Namespace: "shop", Name: "cart", Port: "grpc", Protocol: model.TCP}
+	dns  = model.ServicePort{Namespace: "kube-system", Name: "kube-dns", Port: "dns", Protocol: model.UDP}
+
+	webVIP  = model.NewFrontend(netip.MustParseAddr("10.96.0.10"), 80, model.TCP, model.ClusterIP)
+	webNP   = model.NewNodePort(30080, model.TCP, model.IPv4)
+	cartVIP = model.NewFrontend(netip.MustParseAddr("10.96.0.20"), 9090, model.TCP, model.ClusterIP)
+	dnsVIP  = model.NewFrontend(netip.MustParseAddr("10.96.0.53"), 53, model.UDP, model.ClusterIP)
+)
+
+// State is a node with one stale backend (shop/web), one pending missing
+// backend (shop/cart), one pending change, lag samples of every kind, a
+// healthy watch and a degraded node source.
+func State() agent.State {
+	return agent.State{
+		Node: "node-a", Datapath: model.ModeIPTables, DatapathReason: "KUBE-SERVICES found in the nft backend",
+		Ready: true, Now: Now, LastAudit: at(-80 * time.Millisecond),
+		Watch: agent.WatchStatus{Synced: true, Healthy: true, HealthReason: "Lease renewals arrive", LeaseSeen: true,
+			LastLeaseRenew: at(-4 * time.Second), LastLeaseDelivery: at(-4*time.Second + 35*time.Millisecond),
+			LeaseDelay: 35 * time.Millisecond, LastDelivery: at(-1200 * time.Millisecond)},
+		Sources: []agent.SourceStatus{
+			{Name: model.ModeIPTables, Up: true, LastAttempt: at(-80 * time.Millisecond), LastSuccess: at(-80 * time.Millisecond),
+				Duration: 42 * time.Millisecond},
+			{Name: "node", Up: false, Error: "conntrack: netlink dump: operation not permitted",
+				LastAttempt: at(-6 * time.Second), LastSuccess: at(-66 * time.Second), Duration: 3 * time.Millisecond},
+		},
+		Stale:          []drift.Tracked{staleWeb()},
+		Pending:        []drift.Tracked{pendingCart()},
+		PendingChanges: []drift.PendingChange{{Service: "shop/cart", Kind: drift.ChangeAdd, T0: at(-2 * time.Second), T1: at(-1200 * time.Millisecond)}},
+		Recent:         Samples(),
+		Desired:        model.Desired{Node: "node-a", Frontends: desired()},
+		Observed:       model.Observed{Datapath: model.ModeIPTables, Frontends: observed()},
+		Notes:          []string{"source node degraded: conntrack: netlink dump: operation not permitted"},
+	}
+}
+
+// Samples are converged changes: add, remove (one superseding another) and update.
+func Samples() []drift.LagSample {
+	return []drift.LagSample{
+		{Service: "shop/web", Kind: drift.ChangeAdd, T0: at(-5 * time.Minute), T1: at(-5*time.Minute + 180*time.Millisecond),
+			T2: at(-5*time.Minute + 420*time.Millisecond)},
+		{Service: "shop/web", Kind: drift.ChangeRemove, T0: at(-3 * time.Minute), T1: at(-3*time.Minute + 150*time.Millisecond),
+			T2: at(-3*time.Minute + 1350*time.Millisecond), Superseded: 1},
+		{Service: "kube-system/kube-dns", Kind: drift.ChangeUpdate, T1: at(-2 * time.Minute),
+			T2: at(-2*time.Minute + 90*time.Millisecond)},
+		{Service: "shop/cart", Kind: drift.ChangeRemove, T0: at(-90 * time.Second), T1: at(-90*time.Second + 200*time.Millisecond),
+			T2: at(-90*time.Second + 700*time.Millisecond)},
+	}
+}
+
+func staleWeb() drift.Tracked {
+	fe := webVIP
+	return drift.Tracked{Proven: true, Stale: true, Finding: model.Finding{
+		Kind: model.StaleBackend, Service: web, Frontend: &fe, Backend: ap("10.244.1.13:8080"),
+		Detail:    "cluster ip 10.96.0.10:80 still forwards to 10.244.1.13:8080, which is not an endpoint (deleted)",
+		Evidence:  []string{"KUBE-SVC-AAAAAAAAAAAAAAAA -> KUBE-SEP-BBBBBBBBBBBBBBBB: -j DNAT --to-destination 10.244.1.13:8080"},
+		FirstSeen: at(-7500 * time.Millisecond),
+	}}
+}
+
+func pendingCart() drift.Tracked {
+	fe := cartVIP
+	return drift.Tracked{Proven: true, Finding: model.Finding{
+		Kind: model.MissingBackend, Service: cart, Frontend: &fe, Backend: ap("10.244.2.21:50051"),
+		Detail:    "cluster ip 10.96.0.20:9090 should forward to 10.244.2.21:50051 (ready) but the node does not",
+		FirstSeen: at(-1100 * time.Millisecond),
+	}}
+}
+
+func webEndpoints() []model.Endpoint {
+	return []model.Endpoint{
+		{Addr: ap("10.244.1.10:8080"), NodeName: "node-a", Ready: true, Serving: true, Included: true, Reason: "ready"},
+		{Addr: ap("10.244.2.11:8080"), NodeName: "node-b", Ready: true, Serving: true, Included: true, Reason: "ready"},
+		{Addr: ap("10.244.2.12:8080"), NodeName: "node-b", Serving: true, Terminating: true, Reason: "terminating (ready endpoints exist)"},
+	}
+}
+
+func desired() map[model.Frontend]model.Verdict {
+	fwd := model.Verdict{Service: web, Action: model.Forward,
+		Backends: []netip.AddrPort{ap("10.244.1.10:8080"), ap("10.244.2.11:8080")}, Endpoints: webEndpoints()}
+	return map[model.Frontend]model.Verdict{
+		webVIP:  fwd,
+		webNP:   fwd,
+		cartVIP: {Service: cart, Action: model.Forward, Backends: []netip.AddrPort{ap("10.244.2.20:50051"), ap("10.244.2.21:50051")}},
+		dnsVIP:  {Service: dns, Action: model.Forward, Backends: []netip.AddrPort{ap("10.244.0.5:53")}},
+	}
+}
+
+func observed() map[model.Frontend]model.Verdict {
+	ev := []string{"KUBE-SERVICES -> KUBE-SVC-AAAAAAAAAAAAAAAA"}
+	return map[model.Frontend]model.Verdict{
+		webVIP: {Service: web, Action: model.Forward, Evidence: ev,
+			Backends: []netip.AddrPort{ap("10.244.1.10:8080"), ap("10.244.1.13:8080"), ap("10.244.2.11:8080")}},
+		webNP: {Service: web, Action: model.Forward,
+			Backends: []netip.AddrPort{ap("10.244.1.10:8080"), ap("10.244.2.11:8080")}},
+		cartVIP: {Service: cart, Action: model.Forward, Backends: []netip.AddrPort{ap("10.244.2.20:50051")}},
+		dnsVIP:  {Service: dns, Action: model.Forward, Backends: []netip.AddrPort{ap("10.244.0.5:53")}},
+	}
+}
+
+// ManyStale returns n stale_backend findings spread over services: service
+// i (svc-000, svc-001, ...) has i%3+1 of them, for label-cap tests.
+func ManyStale(services int) []drift.Tracked {
+	var out []drift.Tracked
+	for i := 0; i < services; i++ {
+		sp := model.ServicePort{Namespace: "ns", Name: svcName(i), Port: "http", Protocol: model.TCP}
+		for j := 0; j <= i%3; j++ {
+			out = append(out, drift.Tracked{Proven: true, Stale: true, Finding: model.Finding{
+				Kind: model.StaleBackend, Service: sp,
+				Backend:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 244, byte(i), byte(j + 1)}), 8080),
+				FirstSeen: at(-time.Minute),
+			}})
+		}
+	}
+	return out
+}
+
+func svcName(i int) string {
+	const digits = "0123456789"
+	return "svc-" + string(digits[i/100%10]) + string(digits[i/10%10]) + string(digits[i%10])
+}

@@ -1,0 +1,152 @@
+package api_test
+
+import (
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/agent/agenttest"
+	"github.com/netdrift/netdrift/internal/api"
+	"github.com/netdrift/netdrift/internal/metrics"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// extras are fixed providers: an RST probe, a preStop advice and 3 RSTs for shop/web.
+func extras() api.Extras {
+	return api.Extras{
+		Probe:   func() *api.Probe { return &api.Probe{Up: true, Mode: "tracepoint", Reason: "tcp/tcp_send_reset with reason (kernel 6.12)"} },
+		PreStop: func() (float64, bool) { return 3, true },
+		ServiceRSTs: func(svc string) int {
+			if svc == "shop/web" {
+				return 3
+			}
+			return 0
+		},
+		RSTs: func() any {
+			since := 1.25
+			return map[string]any{
+				"probe":   api.Probe{Up: true, Mode: "tracepoint"},
+				"watched": []string{"10.244.1.13"},
+				"totals":  map[string]int{"shop/web": 3},
+				"events": []map[string]any{{"time": agenttest.Now.Add(-9 * time.Second), "direction": "sent_by_watched",
+					"reason": "NO_SOCKET", "watched": "10.244.1.13:8080", "client": "10.244.2.7:40312",
+					"namespace": "shop", "pod": "web-7d9c-x2k4p", "service": "shop/web", "seconds_since_deletion": since}},
+			}
+		},
+	}
+}
+
+// registry holds the metrics a running agent exports, over a fixed state:
+// the Recorder fed the state's lag samples and two watch delays, and the
+// Collector. No go_/process_ collectors: they vary by machine.
+func registry(state func() agent.State, maxSeries int) *prometheus.Registry {
+	rec := metrics.NewRecorder()
+	for _, s := range agenttest.Samples() {
+		rec.ObserveLag(s)
+	}
+	rec.ObserveWatchDelay("lease", 35*time.Millisecond)
+	rec.ObserveWatchDelay("endpointslice", 800*time.Millisecond)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(rec.Collectors()...)
+	reg.MustRegister(metrics.NewCollector(state, "v0.1.0-test", maxSeries))
+	return reg
+}
+
+func get(t *testing.T, h http.Handler, method, path string) (int, string, []byte) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, err := http.NewRequest(method, srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body
+}
+
+// TestHandlerGolden serves every endpoint over the fixed state through
+// httptest and compares status, content type and body with golden files.
+func TestHandlerGolden(t *testing.T) {
+	ready := agenttest.State()
+	starting := agent.State{Node: "node-a", Datapath: "iptables", Now: agenttest.Now,
+		ReadyReason: "waiting for caches to sync: endpointslice, lease",
+		Watch:       agent.WatchStatus{SyncReason: "waiting for caches to sync: endpointslice, lease", HealthReason: "waiting for caches to sync: endpointslice, lease"}}
+	full := api.NewHandler(func() agent.State { return ready }, registry(func() agent.State { return ready }, 100), extras())
+	bare := api.NewHandler(func() agent.State { return ready }, prometheus.NewRegistry(), api.Extras{})
+	notReady := api.NewHandler(func() agent.State { return starting }, prometheus.NewRegistry(), api.Extras{})
+	cases := []struct {
+		golden string
+		h      http.Handler
+		method string
+		path   string
+		code   int
+		ctype  string
+	}{
+		{"healthz.golden", full, "GET", "/healthz", 200, "text/plain"},
+		{"readyz.golden", full, "GET", "/readyz", 200, "text/plain"},
+		{"readyz-starting.golden", notReady, "GET", "/readyz", 503, "text/plain"},
+		{"status.json.golden", full, "GET", "/v1/status", 200, "application/json"},
+		{"status-starting.json.golden", notReady, "GET", "/v1/status", 200, "application/json"},
+		{"drift.json.golden", full, "GET", "/v1/drift", 200, "application/json"},
+		{"lag.json.golden", full, "GET", "/v1/lag", 200, "application/json"},
+		{"service-web.json.golden", full, "GET", "/v1/services/shop/web", 200, "application/json"},
+		{"service-cart.json.golden", full, "GET", "/v1/services/shop/cart", 200, "application/json"},
+		{"service-unknown.json.golden", full, "GET", "/v1/services/shop/nope", 404, "application/json"},
+		{"rsts.json.golden", full, "GET", "/v1/rsts", 200, "application/json"},
+		{"rsts-absent.json.golden", bare, "GET", "/v1/rsts", 503, "application/json"},
+		{"metrics.golden", full, "GET", "/metrics", 200, "text/plain"},
+		{"post-refused.golden", full, "POST", "/v1/status", 405, "text/plain"},
+	}
+	for _, c := range cases {
+		t.Run(c.golden, func(t *testing.T) {
+			code, ctype, body := get(t, c.h, c.method, c.path)
+			if code != c.code {
+				t.Errorf("%s %s: status %d, want %d", c.method, c.path, code, c.code)
+			}
+			if !strings.HasPrefix(ctype, c.ctype) {
+				t.Errorf("%s %s: content type %q, want %s", c.method, c.path, ctype, c.ctype)
+			}
+			golden(t, c.golden, body)
+		})
+	}
+}
