@@ -46,7 +46,9 @@ func golden(t *testing.T, name string, got []byte) {
 // extras are fixed providers: an RST probe, a preStop advice and 3 RSTs for shop/web.
 func extras() api.Extras {
 	return api.Extras{
-		Probe:   func() *api.Probe { return &api.Probe{Up: true, Mode: "tracepoint", Reason: "tcp/tcp_send_reset with reason (kernel 6.12)"} },
+		Probe: func() *api.Probe {
+			return &api.Probe{Up: true, Mode: "tracepoint", Reason: "tcp/tcp_send_reset with reason (kernel 6.12)"}
+		},
 		PreStop: func() (float64, bool) { return 3, true },
 		ServiceRSTs: func(svc string) int {
 			if svc == "shop/web" {
