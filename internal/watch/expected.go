@@ -30,6 +30,17 @@ type ClusterState struct {
 
 // Expected computes what kube-proxy must program on node from cs. It is pure:
 // the same input always gives the same output.
+//
+// A verdict is marked Uncertain (and must never be reported stale) when
+// kube-proxy's result cannot be told from the API objects:
+//   - an endpoint whose addresses[0] is not an IP, or is of the other family
+//     than its slice's addressType (kube-proxy would emit rules that fail);
+//   - the same ip:port in two slices, both terminating or both not, with
+//     different conditions, node or hints (kube-proxy keeps whichever its map
+//     iteration meets last);
+//   - a service port protocol other than TCP, UDP or SCTP;
+//   - one frontend (ip, port, protocol, kind) claimed by two services (both
+//     rules are written; which matches first is not defined).
 func Expected(node string, cs *ClusterState) model.Desired {
 	d := model.Desired{Node: node, Frontends: map[model.Frontend]model.Verdict{}}
 	if cs == nil {

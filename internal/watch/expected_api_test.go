@@ -91,7 +91,7 @@ func TestExpectedEvidence(t *testing.T) {
 		{"shop/payments:https", model.ClusterIP, []string{"no ready or serving-terminating endpoints", "reject"}},
 		{"shop/cache:memcache", model.ClusterIP, []string{"no ready endpoints anywhere", "2 serving-terminating"}},
 		{"shop/search:http", model.ClusterIP, []string{"internalTrafficPolicy Local", "1 ready endpoint(s) on node worker-a"}},
-		{"shop/frontend:web", model.LoadBalancer, []string{"externalTrafficPolicy Local", "outside the cluster", "load-balancer IP 192.0.2.100:80/TCP"}},
+		{"shop/frontend:web", model.LoadBalancer, []string{"externalTrafficPolicy Local", "outside the cluster", "load-balancer IP 192.0.2.100:80/TCP", "loadBalancerSourceRanges 192.0.2.0/24"}},
 		{"shop/cart:grpc", model.ClusterIP, []string{"policy Cluster: 2 ready endpoint(s)"}},
 	}
 	for _, c := range cases {

@@ -19,6 +19,7 @@ type portVerdicts struct {
 	usable        bool
 	internalLocal bool
 	externalLocal bool
+	sourceRanges  []string
 	nodeName      string
 	zone          string
 	cluster       *selection
@@ -35,6 +36,7 @@ func newPortVerdicts(svc *corev1.Service, sp *corev1.ServicePort, fam model.IPFa
 		usable:        hasUsable(pe.eps),
 		internalLocal: internalPolicyLocal(svc),
 		externalLocal: externalPolicyLocal(svc),
+		sourceRanges:  svc.Spec.LoadBalancerSourceRanges,
 		nodeName:      nodeName,
 		zone:          zone,
 	}
@@ -69,6 +71,10 @@ func (p *portVerdicts) verdict(f frontendSpec) model.Verdict {
 	v.Backends = append([]netip.AddrPort(nil), sel.backends...)
 	v.Endpoints = append([]model.Endpoint(nil), sel.endpoints...)
 	v.Evidence = append(v.Evidence, sel.evidence...)
+	if f.fe.Kind == model.LoadBalancer && len(p.sourceRanges) > 0 && v.Action == model.Forward {
+		v.Evidence = append(v.Evidence, "loadBalancerSourceRanges "+strings.Join(p.sourceRanges, ",")+
+			": other sources are dropped by kube-proxy's firewall; the backend set is unchanged")
+	}
 	if f.external && p.externalLocal && p.usable {
 		v.Evidence = append(v.Evidence, "externalTrafficPolicy Local: this verdict is for traffic from outside the cluster; "+
 			"kube-proxy sends pod and node-local sources to the Cluster set")
