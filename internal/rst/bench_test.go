@@ -222,17 +222,25 @@ func outRsts(b *testing.B, ns string) uint64 {
 // attached and watched), so all three see the same background load; it
 // reports each state's thread CPU per RST and the ratios to "none".
 //
+// One sub-benchmark per mode this kernel supports.
+//
 //	go test -run '^$' -bench BenchmarkRSTFloodPaired -benchtime 300000x -count 5 ./internal/rst/
 func BenchmarkRSTFloodPaired(b *testing.B) {
 	requireRoot(b)
 	ensureTracefs(b)
 	pr := newPair(b)
 	fd := rawSender(b, pr.clientNs)
+	for _, mode := range []Mode{ModeTracepoint, ModeBTF, ModeFentry} {
+		b.Run("mode="+string(mode), func(b *testing.B) { floodPaired(b, pr, fd, mode) })
+	}
+}
+
+func floodPaired(b *testing.B, pr *pair, fd int, mode Mode) {
 	syn := synPacket(pr.client4, netip.AddrPortFrom(pr.pod4, 9))
 	dst := &unix.SockaddrInet4{Addr: pr.pod4.As4()}
-	p, err := Load(Config{})
+	p, err := Load(Config{Mode: mode})
 	if err != nil {
-		b.Fatal(err)
+		b.Skipf("mode %s unavailable: %v", mode, err)
 	}
 	defer p.Close()
 	ctx, cancel := context.WithCancel(context.Background())

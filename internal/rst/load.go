@@ -21,7 +21,9 @@ var ErrUnsupported = errors.New("rst probe unsupported")
 type Config struct {
 	// Mode forces a mode (ModeTracepoint or ModeFentry); "" selects the best.
 	Mode Mode
-	// MaxWatched bounds the watched-address map (default 16384).
+	// MaxWatched bounds the watched-address map (default 1024). The
+	// preallocated per-CPU counter map holds 4 entries per watched address:
+	// 4*MaxWatched*(8 bytes * CPUs), e.g. 2 MiB at 1024 and 64 CPUs.
 	MaxWatched int
 	// EventsPerSecond is the per-CPU event rate limit (default 100).
 	EventsPerSecond int
@@ -34,7 +36,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.MaxWatched <= 0 {
-		c.MaxWatched = 16384
+		c.MaxWatched = 1024
 	}
 	if c.EventsPerSecond <= 0 {
 		c.EventsPerSecond = 100
@@ -93,7 +95,7 @@ func loadSpec(cfg Config) (*ebpf.CollectionSpec, error) {
 		return nil, err
 	}
 	spec.Maps[bpf.ProbeMapWatched].MaxEntries = uint32(cfg.MaxWatched)
-	spec.Maps[bpf.ProbeMapCounters].MaxEntries = uint32(cfg.MaxWatched * 8)
+	spec.Maps[bpf.ProbeMapCounters].MaxEntries = uint32(cfg.MaxWatched * 4)
 	if err := spec.Variables[bpf.ProbeVarEventsPerSec].Set(uint32(cfg.EventsPerSecond)); err != nil {
 		return nil, fmt.Errorf("set events_per_sec: %w", err)
 	}
