@@ -154,8 +154,9 @@ func decideRouteModes(w *world, routes []Route) []RouteDecision {
 		d := RouteDecision{Family: fam}
 		remote := remoteCIDRs(w, fam)
 		exact := 0
+		dsts := unicastDsts(routes)
 		for _, o := range remote {
-			if hasExactRoute(routes, o.Prefix) {
+			if dsts[o.Prefix] {
 				exact++
 			}
 		}
@@ -179,21 +180,22 @@ func decideRouteModes(w *world, routes []Route) []RouteDecision {
 	return out
 }
 
-func hasExactRoute(routes []Route, p netip.Prefix) bool {
+// unicastDsts returns the destinations of unicast main-table routes.
+func unicastDsts(routes []Route) map[netip.Prefix]bool {
+	m := make(map[netip.Prefix]bool, len(routes))
 	for _, r := range routes {
-		if mainTable(r) && r.Type == RouteUnicast && r.Dst.Masked() == p {
-			return true
+		if mainTable(r) && r.Type == RouteUnicast && r.Dst.IsValid() {
+			m[r.Dst.Masked()] = true
 		}
 	}
-	return false
+	return m
 }
 
 // covered reports whether a unicast main-table route other than the default
-// route reaches all of p.
-func covered(routes []Route, p netip.Prefix) bool {
-	for _, r := range routes {
-		if mainTable(r) && r.Type == RouteUnicast && r.Dst.Bits() > 0 &&
-			r.Dst.Bits() <= p.Bits() && r.Dst.Contains(p.Addr()) {
+// route reaches all of p: one for p itself or for a prefix containing it.
+func covered(dsts map[netip.Prefix]bool, p netip.Prefix) bool {
+	for k := p.Bits(); k > 0; k-- {
+		if dsts[netip.PrefixFrom(p.Addr(), k).Masked()] {
 			return true
 		}
 	}
@@ -202,12 +204,13 @@ func covered(routes []Route, p netip.Prefix) bool {
 
 func missingRoutes(w *world, routes []Route, mode map[model.IPFamily]RouteMode) []model.Finding {
 	var out []model.Finding
+	dsts := unicastDsts(routes)
 	for _, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
 		if mode[fam] != RouteModePerNode {
 			continue
 		}
 		for _, o := range remoteCIDRs(w, fam) {
-			if covered(routes, o.Prefix) {
+			if covered(dsts, o.Prefix) {
 				continue
 			}
 			out = append(out, model.Finding{

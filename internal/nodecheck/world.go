@@ -2,6 +2,7 @@ package nodecheck
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"time"
 
@@ -28,6 +29,12 @@ type world struct {
 	extraGW    map[netip.Addr]bool
 	podNet     []netip.Prefix
 	podNetSrc  string
+
+	// indexes, so rules stay linear in routes at thousands of nodes
+	cidrOwners   map[netip.Prefix][]string // podCIDR -> owning nodes
+	supernets    map[netip.Prefix]bool     // every strict supernet of a podCIDR
+	sortedNodeIP []netip.Addr
+	sortedPodIP  []netip.Addr
 }
 
 func newWorld(in Inputs, cfg Config, now time.Time) *world {
@@ -68,7 +75,37 @@ func newWorld(in Inputs, cfg Config, now time.Time) *world {
 		w.extraGW[g.Unmap()] = true
 	}
 	w.podNet, w.podNetSrc = podNetwork(cfg.ClusterCIDRs, w.podCIDRs, w.localPods)
+	w.buildIndexes()
 	return w
+}
+
+func (w *world) buildIndexes() {
+	w.cidrOwners = map[netip.Prefix][]string{}
+	w.supernets = map[netip.Prefix]bool{}
+	for _, o := range w.podCIDRs {
+		w.cidrOwners[o.Prefix] = append(w.cidrOwners[o.Prefix], o.Node)
+		for k := o.Prefix.Bits() - 1; k >= 0; k-- {
+			sup := netip.PrefixFrom(o.Prefix.Addr(), k).Masked()
+			if w.supernets[sup] {
+				break // shorter ones were added with it
+			}
+			w.supernets[sup] = true
+		}
+	}
+	for a := range w.nodeAddrs {
+		w.sortedNodeIP = append(w.sortedNodeIP, a)
+	}
+	for a := range w.localPods {
+		w.sortedPodIP = append(w.sortedPodIP, a)
+	}
+	slices.SortFunc(w.sortedNodeIP, netip.Addr.Compare)
+	slices.SortFunc(w.sortedPodIP, netip.Addr.Compare)
+}
+
+// anyIn reports whether a sorted address list holds an address inside p.
+func anyIn(sorted []netip.Addr, p netip.Prefix) bool {
+	i, _ := slices.BinarySearchFunc(sorted, p.Masked().Addr(), netip.Addr.Compare)
+	return i < len(sorted) && p.Contains(sorted[i])
 }
 
 // podNetwork returns the cluster pod network and where it came from.
@@ -144,46 +181,30 @@ func (w *world) inPodNetwork(dst netip.Prefix) bool {
 
 // containsNodeAddr reports whether dst holds a node's own address (a node
 // network route, not a pod route).
-func (w *world) containsNodeAddr(dst netip.Prefix) bool {
-	for a := range w.nodeAddrs {
-		if dst.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
+func (w *world) containsNodeAddr(dst netip.Prefix) bool { return anyIn(w.sortedNodeIP, dst) }
 
 // overlapNodes returns the nodes whose podCIDR overlaps dst, sorted.
 func (w *world) overlapNodes(dst netip.Prefix) []string {
 	var out []string
-	for _, o := range w.podCIDRs {
-		if o.Prefix.Overlaps(dst) {
-			out = append(out, o.Node)
+	for k := dst.Bits(); k >= 0; k-- { // podCIDRs equal to or containing dst
+		out = append(out, w.cidrOwners[netip.PrefixFrom(dst.Addr(), k).Masked()]...)
+	}
+	if w.aggregate(dst) { // podCIDRs inside dst: rare, scan
+		for _, o := range w.podCIDRs {
+			if o.Prefix.Bits() > dst.Bits() && dst.Contains(o.Prefix.Addr()) {
+				out = append(out, o.Node)
+			}
 		}
 	}
 	sort.Strings(out)
-	return out
+	return slices.Compact(out)
 }
 
 // aggregate reports whether dst strictly contains a node podCIDR.
-func (w *world) aggregate(dst netip.Prefix) bool {
-	for _, o := range w.podCIDRs {
-		if dst.Bits() < o.Prefix.Bits() && dst.Contains(o.Prefix.Addr()) {
-			return true
-		}
-	}
-	return false
-}
+func (w *world) aggregate(dst netip.Prefix) bool { return w.supernets[dst.Masked()] }
 
 // localPodIn reports whether a pod of this node has an address inside dst.
-func (w *world) localPodIn(dst netip.Prefix) bool {
-	for a := range w.localPods {
-		if dst.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
+func (w *world) localPodIn(dst netip.Prefix) bool { return anyIn(w.sortedPodIP, dst) }
 
 // knownGateway says why a gateway is legitimate, or "" when it is not.
 func (w *world) knownGateway(g netip.Addr) string {
