@@ -1,0 +1,196 @@
+package metrics_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/agent/agenttest"
+	"github.com/netdrift/netdrift/internal/metrics"
+)
+
+func fixed() agent.State { return agenttest.State() }
+
+// TestLint runs the Prometheus linter over every collector the agent registers.
+func TestLint(t *testing.T) {
+	rec := metrics.NewRecorder()
+	for _, s := range agenttest.Samples() {
+		rec.ObserveLag(s)
+	}
+	rec.ObserveWatchDelay("lease", 30*time.Millisecond)
+	cs := append(rec.Collectors(), metrics.NewCollector(fixed, "v0.1.0-test", 100))
+	for i, c := range cs {
+		problems, err := testutil.CollectAndLint(c)
+		if err != nil {
+			t.Fatalf("collector %d: %v", i, err)
+		}
+		for _, p := range problems {
+			t.Errorf("collector %d: %s: %s", i, p.Metric, p.Text)
+		}
+	}
+}
+
+// TestRequiredMetrics: every metric name the issue requires is exported,
+// with its labels, from a fresh registry.
+func TestRequiredMetrics(t *testing.T) {
+	rec := metrics.NewRecorder()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(rec.Collectors()...)
+	reg.MustRegister(metrics.NewCollector(fixed, "v0.1.0-test", 100))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, l := range m.GetLabel() {
+				ls = append(ls, l.GetName())
+			}
+			got[mf.GetName()] = ls
+		}
+	}
+	want := map[string][]string{
+		"netdrift_build_info":                          {"version"},
+		"netdrift_node_info":                           {"datapath", "node"},
+		"netdrift_source_up":                           {"source"},
+		"netdrift_source_scrape_duration_seconds":      {"source"},
+		"netdrift_findings":                            {"kind"},
+		"netdrift_oldest_finding_age_seconds":          nil,
+		"netdrift_pending_changes":                     nil,
+		"netdrift_oldest_pending_change_seconds":       nil,
+		"netdrift_node_programming_lag_seconds":        {"change"},
+		"netdrift_network_programming_latency_seconds": {"change"},
+		"netdrift_watch_delay_seconds":                 {"source"},
+		"netdrift_watch_healthy":                       nil,
+		"netdrift_stale_backends":                      {"namespace", "service"},
+	}
+	for name, labels := range want {
+		ls, ok := got[name]
+		if !ok {
+			t.Errorf("missing metric %s", name)
+			continue
+		}
+		if !slices.Equal(ls, labels) {
+			t.Errorf("%s: labels %v, want %v", name, ls, labels)
+		}
+	}
+}
+
+// TestNetworkProgrammingBuckets: the same buckets as kube-proxy's
+// network programming duration, so the two histograms compare directly.
+func TestNetworkProgrammingBuckets(t *testing.T) {
+	b := metrics.NetworkProgrammingBuckets()
+	if len(b) != 80 || b[0] != 0.25 || b[1] != 0.5 || b[2] != 1 || b[60] != 59 || b[61] != 60 || b[72] != 115 ||
+		b[73] != 120 || b[79] != 300 {
+		t.Fatalf("buckets %v", b)
+	}
+}
+
+// staleSeries gathers netdrift_stale_backends as "namespace/service" -> value.
+func staleSeries(t *testing.T, st agent.State, max int) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(func() agent.State { return st }, "test", max))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "netdrift_stale_backends" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var ns, svc string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "namespace":
+					ns = l.GetValue()
+				case "service":
+					svc = l.GetValue()
+				}
+			}
+			out[ns+"/"+svc] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// TestStaleBackendsCap: more services than --max-service-series gives
+// exactly max series, the largest kept, the rest summed under "_other".
+func TestStaleBackendsCap(t *testing.T) {
+	st := agenttest.State()
+	st.Stale = agenttest.ManyStale(10) // services svc-000..svc-009 with 1,2,3,1,2,3,1,2,3,1 findings: 19
+	for _, tc := range []struct {
+		max        int
+		series     int
+		other      float64
+		mustExist  []string
+		mustBeGone []string
+	}{
+		{max: 4, series: 4, other: 19 - 9, mustExist: []string{"ns/svc-002", "ns/svc-005", "ns/svc-008"},
+			mustBeGone: []string{"ns/svc-000", "ns/svc-001"}},
+		{max: 1, series: 1, other: 19},
+		{max: 10, series: 10, other: 0, mustExist: []string{"ns/svc-000", "ns/svc-009"}},
+		{max: 100, series: 10, other: 0},
+	} {
+		t.Run(fmt.Sprint("max=", tc.max), func(t *testing.T) {
+			got := staleSeries(t, st, tc.max)
+			if len(got) != tc.series {
+				t.Errorf("%d series, want %d: %v", len(got), tc.series, got)
+			}
+			var sum float64
+			for _, v := range got {
+				sum += v
+			}
+			if sum != 19 {
+				t.Errorf("series sum to %v, want all 19 stale backends", sum)
+			}
+			if o := got["_other/_other"]; o != tc.other {
+				t.Errorf(`service="_other" holds %v, want %v (%v)`, o, tc.other, got)
+			}
+			for _, k := range tc.mustExist {
+				if _, ok := got[k]; !ok {
+					t.Errorf("series %s missing: %v", k, got)
+				}
+			}
+			for _, k := range tc.mustBeGone {
+				if _, ok := got[k]; ok {
+					t.Errorf("series %s should be under _other: %v", k, got)
+				}
+			}
+		})
+	}
+}
+
+// TestWatchHealthyGauge follows the state's watch health.
+func TestWatchHealthyGauge(t *testing.T) {
+	st := agenttest.State()
+	for _, healthy := range []bool{true, false} {
+		st.Watch.Healthy = healthy
+		reg := prometheus.NewRegistry()
+		s := st
+		reg.MustRegister(metrics.NewCollector(func() agent.State { return s }, "test", 100))
+		want := 0.0
+		if healthy {
+			want = 1
+		}
+		n, err := testutil.GatherAndCount(reg, "netdrift_watch_healthy")
+		if err != nil || n != 1 {
+			t.Fatalf("netdrift_watch_healthy series %d, %v", n, err)
+		}
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "netdrift_watch_healthy" && mf.GetMetric()[0].GetGauge().GetValue() != want {
+				t.Errorf("healthy=%v: gauge %v", healthy, mf.GetMetric()[0].GetGauge().GetValue())
+			}
+		}
+	}
+}
