@@ -293,3 +293,43 @@ func liveLink(t *testing.T, s *nodecheck.NodeSnapshot, name string) nodecheck.Li
 	t.Fatalf("no link %s in %+v", name, s.Links)
 	return nodecheck.Link{}
 }
+
+func TestNodeStateLiveRoutesIPv6(t *testing.T) {
+	l := newNodeLab(t)
+	lan := l.netns("lan")
+	l.ip(lan, "link", "add", "br0", "type", "bridge")
+	l.ip(lan, "link", "set", "br0", "up")
+	a := l.netns("a")
+	nodes := []nodecheck.NodeInfo{}
+	for i, name := range []string{"a", "b", "c"} {
+		ns := a
+		if i > 0 {
+			ns = l.netns(name)
+		}
+		l.ip(lan, "link", "add", "p"+name, "type", "veth", "peer", "name", "eth0", "netns", ns)
+		l.ip(lan, "link", "set", "p"+name, "master", "br0", "up")
+		l.ip(ns, "addr", "add", fmt.Sprintf("fd00:192:77::%d/64", 10+i), "dev", "eth0", "nodad")
+		l.ip(ns, "link", "set", "eth0", "up")
+		nodes = append(nodes, liveNode(name, fmt.Sprintf("fd00:77:0:%d::/64", i), fmt.Sprintf("fd00:192:77::%d", 10+i)))
+	}
+	l.ip(a, "-6", "route", "add", "blackhole", "fd00:77:0:0::/64")
+	l.ip(a, "-6", "route", "add", "fd00:77:0:1::/64", "via", "fd00:192:77::11")
+	// a next hop given by its link-local address, as BGP unnumbered setups do
+	l.ip(a, "-6", "route", "add", "fd00:77:0:2::/64", "via", "fe80::c", "dev", "eth0")
+	in := nodecheck.Inputs{NodeName: "a", Nodes: nodes}
+
+	in.Snapshot = liveSnapshot(t, a)
+	fs, info := nodecheck.Check(in, nodecheck.Config{}, time.Now())
+	wantLive(t, fs)
+	if len(info.RouteModes) != 1 || info.RouteModes[0].Family != model.IPv6 || info.RouteModes[0].Mode != nodecheck.RouteModePerNode {
+		t.Errorf("route modes %+v", info.RouteModes)
+	}
+
+	// node b and node c are deleted; b's route is judged by its gateway,
+	// c's (link-local next hop) by its destination
+	in.Nodes = nodes[:1]
+	cfg := nodecheck.Config{RouteMode: nodecheck.RouteModePerNode}
+	fs, _ = nodecheck.Check(in, cfg, time.Now())
+	wantLive(t, fs, "stale_route fd00:77:0:1::/64 via fd00:192:77::11 dev eth0",
+		"stale_route fd00:77:0:2::/64 via fe80::c dev eth0")
+}
