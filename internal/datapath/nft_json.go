@@ -214,15 +214,21 @@ func nftJSONKeyParts(raw json.RawMessage) ([]string, error) {
 	return parts, nil
 }
 
-// nftJSONScalar renders a JSON string or number as nft prints it.
+// nftJSONScalar renders a JSON string or number as nft prints it. Plain
+// strings and numbers (all nft -j prints in keys) are read without a decoder.
 func nftJSONScalar(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 && bytes.IndexByte(raw[1:n-1], '"') < 0 {
+		return string(raw[1 : n-1]), nil
+	}
+	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			return string(raw), nil
+		}
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return s, nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(raw, &n); err == nil {
-		return n.String(), nil
 	}
 	return "", fmt.Errorf("unsupported value %s", raw)
 }
@@ -272,13 +278,16 @@ type nftJSONMatch struct {
 	Right json.RawMessage `json:"right"`
 }
 
+// nftJSONDNAT: Addr is a string or {"map": ...}, decoded generically in the
+// one pass over the document (sub-documents are never scanned twice).
 type nftJSONDNAT struct {
-	Addr json.RawMessage `json:"addr"`
-	Port *uint16         `json:"port"`
+	Addr any     `json:"addr"`
+	Port *uint16 `json:"port"`
 }
 
+// nftJSONVMap: Data is "@mapname" or {"set": [[key, verdict], ...]}.
 type nftJSONVMap struct {
-	Data json.RawMessage `json:"data"`
+	Data any `json:"data"`
 }
 
 type nftJSONTarget struct {
@@ -358,9 +367,9 @@ func (r *nftRule) addJSONMatch(m *nftJSONMatch) {
 }
 
 func (r *nftRule) addJSONDNAT(d *nftJSONDNAT) error {
-	var s string
-	if json.Unmarshal(d.Addr, &s) == nil {
-		a, err := netip.ParseAddr(s)
+	switch a := d.Addr.(type) {
+	case string:
+		ip, err := netip.ParseAddr(a)
 		if err != nil {
 			return err
 		}
@@ -368,39 +377,84 @@ func (r *nftRule) addJSONDNAT(d *nftJSONDNAT) error {
 		if d.Port != nil {
 			port = *d.Port
 		}
-		r.DNAT = append(r.DNAT, netip.AddrPortFrom(a.Unmap(), port))
+		r.DNAT = append(r.DNAT, netip.AddrPortFrom(ip.Unmap(), port))
+		return nil
+	case map[string]any:
+		m, _ := a["map"].(map[string]any)
+		data, _ := m["data"].(map[string]any)
+		set, ok := data["set"].([]any)
+		if !ok {
+			break
+		}
+		for _, kv := range set {
+			pair, ok := kv.([]any)
+			if !ok || len(pair) != 2 {
+				return errors.New("dnat map element is not a pair")
+			}
+			parts, err := nftAnyParts(pair[1])
+			if err != nil {
+				return err
+			}
+			ap, err := nftAddrPortFromParts(parts)
+			if err != nil {
+				return err
+			}
+			r.DNAT = append(r.DNAT, ap)
+		}
 		return nil
 	}
-	var m struct {
-		Map *struct {
-			Data struct {
-				Set [][2]nftJSONConcat `json:"set"`
-			} `json:"data"`
-		} `json:"map"`
-	}
-	if err := json.Unmarshal(d.Addr, &m); err != nil || m.Map == nil {
-		return fmt.Errorf("unsupported dnat address %s", d.Addr)
-	}
-	for _, kv := range m.Map.Data.Set {
-		ap, err := nftAddrPortFromParts(kv[1].Concat)
-		if err != nil {
-			return err
+	return fmt.Errorf("unsupported dnat address %v", d.Addr)
+}
+
+// nftAnyParts turns a generically decoded key ({"concat": [...]} or a
+// scalar) into its parts as strings.
+func nftAnyParts(v any) ([]string, error) {
+	if m, ok := v.(map[string]any); ok {
+		c, ok := m["concat"].([]any)
+		if !ok {
+			return nil, fmt.Errorf("unsupported key %v", v)
 		}
-		r.DNAT = append(r.DNAT, ap)
+		parts := make([]string, len(c))
+		for i, p := range c {
+			s, err := nftAnyScalar(p)
+			if err != nil {
+				return nil, err
+			}
+			parts[i] = s
+		}
+		return parts, nil
 	}
-	return nil
+	s, err := nftAnyScalar(v)
+	return []string{s}, err
 }
 
-// nftJSONConcat decodes {"concat": ["10.0.0.1", 80]} (or a bare key) into
-// its parts as strings.
-type nftJSONConcat struct {
-	Concat []string
+func nftAnyScalar(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), nil
+	}
+	return "", fmt.Errorf("unsupported value %v", v)
 }
 
-func (c *nftJSONConcat) UnmarshalJSON(b []byte) error {
-	parts, err := nftJSONKeyParts(b)
-	c.Concat = parts
-	return err
+// nftAnyVerdict decodes {"goto": {"target": X}}, {"drop": null}, ...
+func nftAnyVerdict(v any) (nftVerdict, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return nftVerdict{}, false
+	}
+	for k, arg := range m {
+		switch k {
+		case nftVerdictGoto, nftVerdictJump:
+			t, _ := arg.(map[string]any)
+			target, _ := t["target"].(string)
+			return nftVerdict{Kind: k, Target: target}, target != ""
+		case nftVerdictDrop, nftVerdictAccept, nftVerdictReturn, nftVerdictContinue, nftVerdictReject:
+			return nftVerdict{Kind: k}, true
+		}
+	}
+	return nftVerdict{}, false
 }
 
 func nftAddrPortFromParts(parts []string) (netip.AddrPort, error) {
@@ -419,30 +473,31 @@ func nftAddrPortFromParts(parts []string) (netip.AddrPort, error) {
 }
 
 func (r *nftRule) addJSONVMap(vm *nftJSONVMap) error {
-	var named string
-	if json.Unmarshal(vm.Data, &named) == nil {
-		if len(named) > 1 && named[0] == '@' {
-			r.MapRef = named[1:]
+	switch d := vm.Data.(type) {
+	case string:
+		if len(d) > 1 && d[0] == '@' {
+			r.MapRef = d[1:]
+		}
+		return nil
+	case map[string]any:
+		set, ok := d["set"].([]any)
+		if !ok {
+			break
+		}
+		for _, kv := range set {
+			pair, ok := kv.([]any)
+			if !ok || len(pair) != 2 {
+				return errors.New("vmap element is not a pair")
+			}
+			v, ok := nftAnyVerdict(pair[1])
+			if !ok {
+				return fmt.Errorf("vmap value is not a verdict: %v", pair[1])
+			}
+			r.VMap = append(r.VMap, v)
 		}
 		return nil
 	}
-	var anon struct {
-		Set [][]json.RawMessage `json:"set"`
-	}
-	if err := json.Unmarshal(vm.Data, &anon); err != nil {
-		return fmt.Errorf("unsupported vmap data %s", vm.Data)
-	}
-	for _, kv := range anon.Set {
-		if len(kv) != 2 {
-			return errors.New("vmap element is not a pair")
-		}
-		vd, ok, err := parseNFTJSONVerdict(kv[1])
-		if err != nil || !ok {
-			return fmt.Errorf("vmap value is not a verdict: %s", kv[1])
-		}
-		r.VMap = append(r.VMap, vd)
-	}
-	return nil
+	return fmt.Errorf("unsupported vmap data %v", vm.Data)
 }
 
 // nftJSONError names the line and column of a JSON syntax error.
