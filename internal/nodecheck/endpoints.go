@@ -62,14 +62,18 @@ func endpointFinding(k epGroupKey, es []EndpointInfo, why string) model.Finding 
 			ready++
 		}
 	}
-	noun := "endpoint"
+	noun, verb := "endpoint", "is"
 	if len(addrs) > 1 {
-		noun = "endpoints"
+		noun, verb = "endpoints", "are"
 	}
 	detail := strconv.Itoa(len(addrs)) + " " + noun + " of " + k.svc.Service() + " (" + strings.Join(addrs, ", ") +
-		") are on node " + k.node + ", which " + why
+		") " + verb + " on node " + k.node + ", which " + why
 	if ready > 0 {
-		detail += "; " + strconv.Itoa(ready) + " still ready or serving, so clients are sent to them"
+		them := "them"
+		if ready == 1 {
+			them = "it"
+		}
+		detail += "; " + strconv.Itoa(ready) + " still ready or serving, so clients are sent to " + them
 	}
 	return model.Finding{
 		Kind:     model.EndpointOnMissingNode,

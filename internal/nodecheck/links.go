@@ -13,10 +13,13 @@ import (
 // linkRules produces orphan_link, link_down and (IPVS) stale_frontend findings.
 func linkRules(w *world, in Inputs, s *NodeSnapshot, info *Info) []model.Finding {
 	hostRoutes, podRoutes := routesByDev(w, s.Routes)
+	if len(w.nodes) == 0 {
+		info.Skipped = append(info.Skipped, "orphan_link: no Node objects known (cluster state not synced)")
+	}
 	var out []model.Finding
 	for _, l := range s.Links {
 		info.LinksChecked++
-		if isPodLinkKind(l.Kind) && l.PeerNetnsID >= 0 {
+		if isPodLinkKind(l.Kind) && l.PeerNetnsID >= 0 && len(w.nodes) > 0 {
 			f, attributed := orphanLink(w, l, hostRoutes[l.Name])
 			if !attributed {
 				info.LinksUnattributed++

@@ -279,7 +279,8 @@ type Inputs struct {
 	NodeName string
 	// Nodes are all Node objects. Empty: node rules are skipped (RBAC, not synced).
 	Nodes []NodeInfo
-	// Pods are the pods of NodeName (pods of other nodes are ignored).
+	// Pods are the pods of NodeName (pods of other nodes are ignored), from
+	// a synced cache: a missing pod makes its interface an orphan.
 	Pods []PodInfo
 	// Endpoints are all EndpointSlice endpoints of the cluster.
 	Endpoints []EndpointInfo
