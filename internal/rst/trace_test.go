@@ -79,3 +79,14 @@ func TestRunTraceBadOptions(t *testing.T) {
 		t.Errorf("no duration: %v", err)
 	}
 }
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]Mode{"": "", "auto": "", "tracepoint": ModeTracepoint, "tp_btf": ModeBTF, "fentry": ModeFentry} {
+		if got, err := ParseMode(in); err != nil || got != want {
+			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := ParseMode("kprobe"); err == nil || !strings.Contains(err.Error(), `"kprobe"`) {
+		t.Errorf("ParseMode(kprobe): %v", err)
+	}
+}
