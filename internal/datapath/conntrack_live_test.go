@@ -74,7 +74,7 @@ func serviceNode(t *testing.T) (a, client, be1 string) {
 	l := newNodeLab(t)
 	a, client, be1 = l.netns("a"), l.netns("client"), l.netns("be1")
 	be2 := l.netns("be2")
-	l.in(a, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	l.forward(a)
 	l.ip(a, "route", "add", "blackhole", "10.77.0.0/24")
 	l.pod(a, client, "vcl", "10.77.0.2", "10.77.0.1")
 	l.pod(a, be1, "vbe1", "10.77.0.11", "10.77.0.1")

@@ -68,12 +68,6 @@ func (l *nodeLab) ip(ns string, args ...string) string {
 	return l.run(append([]string{"ip", "-n", ns}, args...)...)
 }
 
-// in runs a command inside ns.
-func (l *nodeLab) in(ns string, args ...string) string {
-	l.t.Helper()
-	return l.run(append([]string{"ip", "netns", "exec", ns}, args...)...)
-}
-
 // pod creates pod namespace podNS with address ip/32 on eth0, reachable from
 // node over host interface hostIf (gateway gw on the host side), and the
 // node's /32 route to it, as Calico or Cilium native routing do.
@@ -96,7 +90,16 @@ func (l *nodeLab) lanNode(lan, node, port, addr string) {
 	l.ip(lan, "link", "set", port, "master", "br0", "up")
 	l.ip(node, "addr", "add", addr+"/24", "dev", "eth0")
 	l.ip(node, "link", "set", "eth0", "up")
-	l.in(node, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	l.forward(node)
+}
+
+// forward enables IPv4 forwarding in ns (the namespace's own sysctl).
+func (l *nodeLab) forward(ns string) {
+	l.t.Helper()
+	err := inNetns(ns, func() error { return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644) })
+	if err != nil {
+		l.t.Fatalf("ip_forward in %s: %v", ns, err)
+	}
 }
 
 // inNetns runs fn on a thread switched into the named namespace; sockets fn

@@ -130,3 +130,13 @@ func TestIPVSStaleFrontend(t *testing.T) {
 	fs, _ = Check(in, cfg, now)
 	wantFindings(t, fs)
 }
+
+func TestOrphanLinkNeedsClusterState(t *testing.T) {
+	in, cfg := hostGW()
+	in.Nodes, in.Pods = nil, nil // nothing synced yet: every veth would look orphaned
+	fs, info := Check(in, cfg, now)
+	wantFindings(t, fs)
+	if !strings.Contains(strings.Join(info.Skipped, ";"), "orphan_link: no Node objects known") {
+		t.Errorf("skipped %q", info.Skipped)
+	}
+}
