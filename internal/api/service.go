@@ -12,7 +12,7 @@ import (
 // ServiceViewOf builds the desired-vs-observed view of one service.
 func ServiceViewOf(s agent.State, key string, ex Extras) ServiceView {
 	v := ServiceView{Service: key, Frontends: []FrontendView{}, Endpoints: []Endpoint{}, Findings: []Finding{},
-		Pending: []PendingChange{}, Lag: []LagSample{}}
+		PendingMismatches: []Finding{}, Pending: []PendingChange{}, Lag: []LagSample{}}
 	seen := map[model.Frontend]bool{}
 	eps := map[string]bool{}
 	for _, fe := range model.SortedFrontends(s.Desired.Frontends) {
@@ -43,7 +43,7 @@ func ServiceViewOf(s agent.State, key string, ex Extras) ServiceView {
 	}
 	sort.SliceStable(v.Endpoints, func(i, j int) bool { return v.Endpoints[i].Port < v.Endpoints[j].Port })
 	v.Findings = append(v.Findings, TrackedOf(filterTracked(s.Stale, key), s.Now)...)
-	v.Findings = append(v.Findings, TrackedOf(filterTracked(s.Pending, key), s.Now)...)
+	v.PendingMismatches = append(v.PendingMismatches, TrackedOf(filterTracked(s.Pending, key), s.Now)...)
 	for _, p := range s.PendingChanges {
 		if p.Service == key {
 			v.Pending = append(v.Pending, PendingOf([]drift.PendingChange{p}, s.Now)...)

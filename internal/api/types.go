@@ -159,15 +159,18 @@ type Endpoint struct {
 
 // ServiceView is /v1/services/NS/NAME.
 type ServiceView struct {
-	Service   string          `json:"service"`
-	Exists    bool            `json:"exists"`
-	Frontends []FrontendView  `json:"frontends"`
-	Endpoints []Endpoint      `json:"endpoints"`
-	Findings  []Finding       `json:"findings"`
-	Pending   []PendingChange `json:"pending_changes"`
-	Lag       []LagSample     `json:"lag"`
-	RSTs      *ServiceRSTs    `json:"rsts,omitempty"`
-	Advice    []string        `json:"advice,omitempty"`
+	Service   string         `json:"service"`
+	Exists    bool           `json:"exists"`
+	Frontends []FrontendView `json:"frontends"`
+	Endpoints []Endpoint     `json:"endpoints"`
+	Findings  []Finding      `json:"findings"` // stale findings
+	// PendingMismatches are mismatches younger than --stale-after or not yet
+	// proven against a current watch (as in /v1/drift "pending").
+	PendingMismatches []Finding       `json:"pending_mismatches"`
+	Pending           []PendingChange `json:"pending_changes"`
+	Lag               []LagSample     `json:"lag"`
+	RSTs              *ServiceRSTs    `json:"rsts,omitempty"`
+	Advice            []string        `json:"advice,omitempty"`
 }
 
 // ServiceRSTs summarises RSTs attributed to a service.
