@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/api"
@@ -76,7 +77,7 @@ func printStatus(w io.Writer, s api.Status) {
 	t := newTable("FIELD", "VALUE").limit(0, 80)
 	t.add("node", s.Node)
 	t.add("datapath", s.Datapath+"  ("+s.DatapathReason+")")
-	t.add("ready", yesNo(s.Ready)+" "+s.ReadyReason)
+	t.add("ready", strings.TrimSpace(yesNo(s.Ready)+" "+s.ReadyReason))
 	t.add("converged", yesNo(s.Converged))
 	watch := yesNo(s.Watch.Healthy) + "  " + s.Watch.Reason
 	t.add("watch healthy", watch)
@@ -87,7 +88,7 @@ func printStatus(w io.Writer, s api.Status) {
 	t.add("stale findings", fmt.Sprint(s.Findings))
 	t.add("pending mismatches", fmt.Sprint(s.PendingMismatches))
 	if s.RSTProbe != nil {
-		t.add("rst probe", yesNo(s.RSTProbe.Up)+" "+s.RSTProbe.Mode+"  "+s.RSTProbe.Reason)
+		t.add("rst probe", strings.TrimSpace(yesNo(s.RSTProbe.Up)+" "+s.RSTProbe.Mode+"  "+s.RSTProbe.Reason))
 	}
 	if s.RecommendedPreStopSeconds != nil {
 		t.add("recommended preStop", fmt.Sprintf("%.0fs", *s.RecommendedPreStopSeconds))

@@ -54,9 +54,10 @@ func printExplain(w io.Writer, v api.ServiceView) {
 		}
 		e.write(w)
 	}
-	if len(v.Findings) > 0 {
+	if len(v.Findings)+len(v.PendingMismatches) > 0 {
 		fmt.Fprintln(w)
-		printDrift(w, api.Drift{Node: "", Findings: v.Findings})
+		writeFindings(w, "STALE", v.Findings)
+		writeFindings(w, "PENDING", v.PendingMismatches)
 	}
 	for _, p := range v.Pending {
 		fmt.Fprintf(w, "pending %s change, delivered %.1fs ago, not yet programmed\n", p.Change, p.AgeSeconds)
@@ -107,7 +108,11 @@ func runLag(args []string, stdout, stderr io.Writer) int {
 	t := newTable("CHANGE", "N", "NODE P50", "NODE P99", "NODE MAX", "E2E P50", "E2E P99")
 	for _, k := range kinds {
 		n, e := l.NodeLag[k], l.NetworkLatency[k]
-		t.add(k, fmt.Sprint(n.Count), secs(n.P50), secs(n.P99), secs(n.Max), secs(e.P50), secs(e.P99))
+		e50, e99 := "-", "-" // no trigger times: T2-T0 unknown, not zero
+		if e.Count > 0 {
+			e50, e99 = secs(e.P50), secs(e.P99)
+		}
+		t.add(k, fmt.Sprint(n.Count), secs(n.P50), secs(n.P99), secs(n.Max), e50, e99)
 	}
 	t.write(stdout)
 	if len(l.Samples) > 0 {
