@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/agent/agenttest"
+	"github.com/netdrift/netdrift/internal/api"
+	"github.com/netdrift/netdrift/internal/rst"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// maxColumns is the terminal width the tables must fit.
+const maxColumns = 100
+
+func goldenFile(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "cli", name)
+	if *updateGolden {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// fixedRSTs is what /v1/rsts serves in these tests.
+func fixedRSTs() RSTReport {
+	since, prestop := 1.25, 3.0
+	return RSTReport{
+		Probe:   api.Probe{Up: true, Mode: "tracepoint", Reason: "tcp/tcp_send_reset with reason"},
+		Watched: []string{"10.244.1.13", "10.244.2.12"},
+		Totals:  map[string]uint64{"shop/web": 3, "shop/cart": 1},
+		Events: []rst.Record{
+			{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched", Reason: "NO_SOCKET",
+				Watched: "10.244.1.13:8080", Client: "10.244.2.7:40312", Namespace: "shop", Pod: "web-7d9c8b6f5-x2k4p",
+				Service: "shop/web", SecondsSinceDeletion: &since},
+			{Time: agenttest.Now.Add(-4 * time.Second), Direction: "sent_to_watched", Reason: "NOT_SPECIFIED",
+				Watched: "10.244.2.12:8080", Client: "10.244.0.9:51000", Namespace: "shop", Pod: "cart-5f6d-q8w2z"},
+		},
+		RecommendedPreStopSeconds: &prestop,
+	}
+}
+
+// fixedAgent serves the real API handler over the fixed state.
+func fixedAgent(t *testing.T) string {
+	t.Helper()
+	st := agenttest.State()
+	ex := api.Extras{
+		Probe:   func() *api.Probe { return &api.Probe{Up: true, Mode: "tracepoint"} },
+		PreStop: func() (float64, bool) { return 3, true },
+		ServiceRSTs: func(svc string) int {
+			return int(fixedRSTs().Totals[svc])
+		},
+		RSTs: func() any { return fixedRSTs() },
+	}
+	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(), ex))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestQueryCommandsGolden runs the responder commands against the real
+// handler over a fixed state: output, exit status, and every table line
+// within 100 columns.
+func TestQueryCommandsGolden(t *testing.T) {
+	url := fixedAgent(t)
+	cases := []struct {
+		golden string
+		args   []string
+		code   int
+	}{
+		{"status.txt", []string{"status"}, exitOK},
+		{"status.json", []string{"status", "-o", "json"}, exitOK},
+		{"drift.txt", []string{"drift"}, exitFindings},
+		{"drift.json", []string{"drift", "-o", "json"}, exitFindings},
+		{"explain-web.txt", []string{"explain", "shop/web"}, exitOK},
+		{"explain-web.json", []string{"explain", "shop/web", "-o", "json"}, exitOK},
+		{"explain-cart.txt", []string{"explain", "shop/cart"}, exitOK},
+		{"explain-unknown.txt", []string{"explain", "shop/nope"}, exitError},
+		{"lag.txt", []string{"lag"}, exitOK},
+		{"lag.json", []string{"lag", "-o", "json"}, exitOK},
+		{"rsts.txt", []string{"rsts"}, exitOK},
+		{"rsts.json", []string{"rsts", "-o", "json"}, exitOK},
+	}
+	for _, c := range cases {
+		t.Run(c.golden, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append(c.args, "--agent", url)
+			code := run(args, &out, &errb)
+			if code != c.code {
+				t.Errorf("netdrift %s: exit %d, want %d (stderr %q)", strings.Join(c.args, " "), code, c.code, errb.String())
+			}
+			if errb.Len() > 0 {
+				t.Errorf("stderr: %q", errb.String())
+			}
+			if out.Len() == 0 {
+				t.Fatal("no output")
+			}
+			if strings.HasSuffix(c.golden, ".txt") {
+				for i, line := range strings.Split(out.String(), "\n") {
+					if n := len([]rune(line)); n > maxColumns {
+						t.Errorf("line %d is %d columns wide (max %d): %q", i+1, n, maxColumns, line)
+					}
+				}
+			}
+			goldenFile(t, c.golden, out.Bytes())
+		})
+	}
+}
+
+// TestQueryCommandErrors: bad arguments and an unreachable agent are exit 2
+// with a message naming the problem.
+func TestQueryCommandErrors(t *testing.T) {
+	url := fixedAgent(t)
+	dead := httptest.NewServer(nil)
+	deadURL := dead.URL
+	dead.Close()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--agent", deadURL}, "agent at " + deadURL},
+		{[]string{"drift", "-o", "yaml", "--agent", url}, "-o must be table or json"},
+		{[]string{"explain", "web", "--agent", url}, "want NAMESPACE/NAME"},
+		{[]string{"explain", "--agent", url}, "expected 1 argument"},
+		{[]string{"lag", "extra", "--agent", url}, "expected 0 argument"},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		if code := run(c.args, &out, &errb); code != exitError {
+			t.Errorf("netdrift %s: exit %d, want %d", strings.Join(c.args, " "), code, exitError)
+		}
+		if !strings.Contains(errb.String(), c.want) {
+			t.Errorf("netdrift %s: stderr %q, want it to mention %q", strings.Join(c.args, " "), errb.String(), c.want)
+		}
+	}
+}
