@@ -18,6 +18,7 @@ import (
 // sends a request that changes anything. Events are hints (see
 // CONVENTIONS.md rule 3): on an event, re-read what it names.
 type ChangeWatcher struct {
+	netns  string
 	conn   *netlink.Conn
 	events chan ChangeEvent
 	gen    atomic.Uint32
@@ -28,13 +29,30 @@ type ChangeWatcher struct {
 	once   sync.Once
 }
 
-// changeWatcherBuffer is how many transactions may wait for the reader.
-const changeWatcherBuffer = 256
+// WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
+type WatchOptions struct {
+	// Events is how many transactions may wait for the reader (default 256).
+	Events int
+	// ReadBuffer is the socket receive buffer in bytes (default 8 MiB:
+	// kube-proxy's full syncs send one message per map element).
+	ReadBuffer int
+}
 
 // WatchChanges subscribes to nf_tables events in the named network namespace
 // ("" for the caller's). The subscription ends when ctx is done or Close is
 // called; then Events is closed.
 func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
+	return WatchChangesWith(ctx, netns, WatchOptions{})
+}
+
+// WatchChangesWith is WatchChanges with options.
+func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*ChangeWatcher, error) {
+	if opts.Events <= 0 {
+		opts.Events = 256
+	}
+	if opts.ReadBuffer <= 0 {
+		opts.ReadBuffer = 8 << 20
+	}
 	var conn *netlink.Conn
 	err := withNetNSFd(netns, func(fd int) error {
 		c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
@@ -47,13 +65,12 @@ func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
 	if err != nil {
 		return nil, nftDialError(err)
 	}
-	// A large receive buffer: kube-proxy's full syncs send one message per element.
-	_ = conn.SetReadBuffer(8 << 20)
+	_ = conn.SetReadBuffer(opts.ReadBuffer)
 	if err := conn.JoinGroup(nfnlGroupNFTables); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("join NFNLGRP_NFTABLES: %w", err)
 	}
-	w := &ChangeWatcher{conn: conn, events: make(chan ChangeEvent, changeWatcherBuffer), done: make(chan struct{})}
+	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{})}
 	// Subscribe first, then read the current generation, so nothing is missed.
 	g, err := NFTGeneration(netns)
 	if err != nil {
@@ -109,7 +126,7 @@ func (w *ChangeWatcher) run() {
 			default:
 			}
 			if errors.Is(err, syscall.ENOBUFS) {
-				w.lost.Store(true) // the kernel dropped notifications
+				w.overrun(&batch)
 				continue
 			}
 			w.errMu.Lock()
@@ -120,6 +137,24 @@ func (w *ChangeWatcher) run() {
 		for _, m := range msgs {
 			w.handle(m, &batch)
 		}
+	}
+}
+
+// overrun handles notifications the kernel dropped (socket buffer full):
+// the partial batch is discarded and an event with Lost set is sent at once,
+// carrying the current generation, so the reader re-reads everything.
+func (w *ChangeWatcher) overrun(batch *changeBatch) {
+	batch.flush()
+	ev := ChangeEvent{Generation: w.gen.Load(), Lost: true, Received: time.Now()}
+	if g, err := NFTGeneration(w.netns); err == nil {
+		ev.Generation = g
+		w.gen.Store(g)
+	}
+	w.lost.Store(false)
+	select {
+	case w.events <- ev:
+	default:
+		w.lost.Store(true)
 	}
 }
 

@@ -227,3 +227,26 @@ func TestNFTLiveUpdateIgnoresOtherTables(t *testing.T) {
 	}
 	nftSameObserved(t, "after a foreign change", got, nftOffline(t, nftReadTestdata(t, "handwritten.v4.nft.json"), nil, nftHandwrittenOpts))
 }
+
+// TestChangeWatcherOverrun: when the kernel drops notifications (tiny
+// socket buffer, large transaction), the watcher says so at once with the
+// current generation.
+func TestChangeWatcherOverrun(t *testing.T) {
+	ns := nftTestNetns(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChangesWith(ctx, ns, WatchOptions{ReadBuffer: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	nftLoad(t, ns, "worker-b.nft.txt") // one transaction, hundreds of messages
+	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.Lost })
+	g, err := NFTGeneration(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Generation != g || w.Generation() != g {
+		t.Errorf("lost event generation %d, watcher %d, kernel %d", ev.Generation, w.Generation(), g)
+	}
+}
