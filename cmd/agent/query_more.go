@@ -158,7 +158,7 @@ func runRSTs(args []string, stdout, stderr io.Writer) int {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	t := newTable("SERVICE", "RSTS")
+	t := newTable("SERVICE", "RSTS").limit(80, 12)
 	for _, k := range keys {
 		t.add(k, fmt.Sprint(r.Totals[k]))
 	}
@@ -171,11 +171,23 @@ func runRSTs(args []string, stdout, stderr io.Writer) int {
 		start = 0
 	}
 	if len(r.Events) > 0 {
-		e := newTable("TIME", "DIRECTION", "POD", "SERVICE", "CLIENT", "SINCE DELETE").limit(12, 16, 28, 20, 22, 12)
+		// 12+8+26+14+21+9 columns + 5 gaps of 2 = 100.
+		e := newTable("TIME", "POD", "RST", "SERVICE", "CLIENT", "AFTER DEL").limit(12, 26, 8, 14, 21, 9)
 		for _, ev := range r.Events[start:] {
-			e.add(ev.Time.Format("15:04:05.000"), ev.Direction, ev.Namespace+"/"+ev.Pod, dash(ev.Service), ev.Client, age(ev.SecondsSinceDeletion))
+			e.add(ev.Time.Format("15:04:05.000"), ev.Namespace+"/"+ev.Pod, rstDirection(ev.Direction), dash(ev.Service), ev.Client, age(ev.SecondsSinceDeletion))
 		}
 		e.write(stdout)
 	}
 	return exitOK
+}
+
+// rstDirection says what the watched pod did, short enough for the table.
+func rstDirection(d string) string {
+	switch d {
+	case "sent_by_watched":
+		return "sent"
+	case "sent_to_watched":
+		return "received"
+	}
+	return d
 }
