@@ -155,3 +155,46 @@ func TestQueryCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryTablesFitLongNames: with the longest names Kubernetes allows
+// (63-character namespaces and services), long details and reasons, every
+// table line still fits in 100 columns.
+func TestQueryTablesFitLongNames(t *testing.T) {
+	long := strings.Repeat("n", 63) + "/" + strings.Repeat("s", 63)
+	st := agenttest.State()
+	for i := range st.Stale {
+		st.Stale[i].Service.Namespace, st.Stale[i].Service.Name = strings.Repeat("n", 63), strings.Repeat("s", 63)
+		st.Stale[i].Service.Port = strings.Repeat("p", 15)
+		st.Stale[i].Detail = strings.Repeat("a very long detail ", 20)
+	}
+	for i := range st.Recent {
+		st.Recent[i].Service = long
+	}
+	st.Notes = append(st.Notes, strings.Repeat("a long note ", 20))
+	st.Sources[1].Error = strings.Repeat("a long error ", 20)
+	st.DatapathReason = strings.Repeat("a long reason ", 10)
+	rep := fixedRSTs()
+	rep.Totals[long] = 7
+	rep.Events[0].Namespace, rep.Events[0].Pod, rep.Events[0].Service = strings.Repeat("n", 63), strings.Repeat("p", 63), long
+	ex := api.Extras{RSTs: func() any { return rep }, Probe: func() *api.Probe {
+		return &api.Probe{Up: false, Reason: strings.Repeat("kernel lacks the tracepoint ", 5)}
+	}}
+	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(), ex))
+	defer srv.Close()
+	svc := st.Stale[0].Service.Service()
+	for _, args := range [][]string{{"status"}, {"drift"}, {"explain", svc}, {"lag"}, {"rsts"}} {
+		var out, errb bytes.Buffer
+		run(append(args, "--agent", srv.URL), &out, &errb)
+		if out.Len() == 0 {
+			t.Errorf("netdrift %s: no output (stderr %q)", args[0], errb.String())
+		}
+		for i, line := range strings.Split(out.String(), "\n") {
+			if args[0] == "explain" && i == 0 {
+				continue // "service NS/NAME ...": a title, not a table; a name may be 127 characters
+			}
+			if n := len([]rune(line)); n > maxColumns {
+				t.Errorf("netdrift %s: line %d is %d columns wide (max %d): %q", args[0], i+1, n, maxColumns, line)
+			}
+		}
+	}
+}
