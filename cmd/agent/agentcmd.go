@@ -41,6 +41,7 @@ type agentFlags struct {
 	routeMode        string
 	nodeGoneAfter    time.Duration
 	logLevel         string
+	procPath         string
 }
 
 func (f *agentFlags) register(fs *flag.FlagSet) {
@@ -63,6 +64,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.clusterCIDRs, "cluster-cidr", "", "pod network CIDRs, comma separated (default: from Node podCIDRs)")
 	fs.StringVar(&f.routeMode, "route-mode", "auto", "pod route layout: auto, per-node or none")
 	fs.DurationVar(&f.nodeGoneAfter, "node-gone-after", 5*time.Minute, "a node NotReady this long counts as gone")
+	fs.StringVar(&f.procPath, "proc-path", "/proc", "host /proc (to find pod namespaces behind veths; /host/proc in a container)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 }
 

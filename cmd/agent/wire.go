@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,8 +64,9 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, l
 	opts := agent.Options{
 		Config: agentConfig(f), Clock: clock.RealClock{}, Log: log, Mode: mode, Reason: reason,
 		Hints: w.hints, Recorder: rec,
-		Extra: []agent.FindingSource{&nodeFindings{node: f.nodeName, netns: f.netns, cfg: nodeCfg}},
 	}
+	nf := &nodeFindings{node: f.nodeName, netns: f.netns, procPath: f.procPath, cfg: nodeCfg}
+	opts.Extra = []agent.FindingSource{nf}
 	if src != nil {
 		opts.Datapath = src
 	}
@@ -76,7 +78,7 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, l
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(rec.Collectors()...)
-	reg.MustRegister(metrics.NewCollector(w.agent.State, version, f.maxServiceSeries))
+	reg.MustRegister(metrics.NewCollector(w.agent.State, version, f.maxServiceSeries), nf)
 	w.rst.register(reg)
 	w.handler = api.NewHandler(w.agent.State, reg, w.rst.extras())
 	return w, nil
@@ -152,8 +154,11 @@ func (w *wired) close() {
 // nodeFindings runs the node-level rules (routes, links, conntrack,
 // endpoints on missing nodes) as an agent finding source.
 type nodeFindings struct {
-	node, netns string
-	cfg         nodecheck.Config
+	node, netns, procPath string
+	cfg                   nodecheck.Config
+
+	mu   sync.Mutex
+	info nodecheck.Info
 }
 
 func (n *nodeFindings) Name() string { return "node" }
@@ -161,10 +166,28 @@ func (n *nodeFindings) Name() string { return "node" }
 func (n *nodeFindings) Findings(ctx context.Context, cs *watch.ClusterState, desired model.Desired) ([]model.Finding, error) {
 	in := watch.NodeCheckInputs(n.node, cs)
 	in.Desired = desired.Frontends
-	snap, err := datapath.NodeState(ctx, n.netns)
+	snap, err := datapath.NodeStateWith(ctx, datapath.NodeStateConfig{Netns: n.netns, ProcPath: n.procPath})
 	if err == nil {
 		in.Snapshot = &snap
 	}
-	f, _ := nodecheck.Check(in, n.cfg, time.Now())
+	f, info := nodecheck.Check(in, n.cfg, time.Now())
+	n.mu.Lock()
+	n.info = info
+	n.mu.Unlock()
 	return f, err
+}
+
+var staleConntrackDesc = prometheus.NewDesc("netdrift_stale_conntrack_entries",
+	"Conntrack entries to a Service frontend whose DNAT backend is no longer valid, by protocol.", []string{"protocol"}, nil)
+
+// Describe implements prometheus.Collector.
+func (n *nodeFindings) Describe(ch chan<- *prometheus.Desc) { ch <- staleConntrackDesc }
+
+// Collect implements prometheus.Collector.
+func (n *nodeFindings) Collect(ch chan<- prometheus.Metric) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, p := range []model.Protocol{model.TCP, model.UDP} {
+		ch <- prometheus.MustNewConstMetric(staleConntrackDesc, prometheus.GaugeValue, float64(n.info.StaleConntrack[p]), string(p))
+	}
 }
