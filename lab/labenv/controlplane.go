@@ -56,7 +56,6 @@ func (l *Lab) controllerManagerArgs() []string {
 		"--bind-address=127.0.0.1",
 		"--cert-dir=" + filepath.Join(l.opts.Dir, "kcm"),
 		"--leader-elect=false",
-		"--service-account-private-key-file=" + p.SAKey,
 		"--root-ca-file=" + p.CACert,
 		"--cluster-cidr=" + clusterCIDR,
 		"--service-cluster-ip-range=" + serviceCIDR,
