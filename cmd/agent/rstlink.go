@@ -52,7 +52,9 @@ func newRSTLink(f agentFlags, a *agent.Agent, w *watch.Watcher, log *slog.Logger
 	return l
 }
 
-func (l *rstLink) register(reg *prometheus.Registry) { reg.MustRegister(l.metrics) }
+func (l *rstLink) register(reg *prometheus.Registry) {
+	reg.MustRegister(l.metrics, preStopCollector{l})
+}
 
 func (l *rstLink) close() {
 	if l.probe != nil {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
@@ -114,4 +116,21 @@ func recommendPreStop(samples []drift.LagSample, now time.Time, window time.Dura
 	}
 	p99 := api.PercentilesOf(ds).P99
 	return math.Ceil(p99*1.2 + 1), true
+}
+
+var preStopDesc = prometheus.NewDesc("netdrift_recommended_prestop_seconds",
+	"Recommended preStop sleep: p99 of this node's endpoint-removal latency (T2-T0) over 30 min, +20% +1 s, rounded up. Absent without removal samples.",
+	nil, nil)
+
+// preStopCollector exports the recommendation.
+type preStopCollector struct{ l *rstLink }
+
+// Describe implements prometheus.Collector.
+func (c preStopCollector) Describe(ch chan<- *prometheus.Desc) { ch <- preStopDesc }
+
+// Collect implements prometheus.Collector.
+func (c preStopCollector) Collect(ch chan<- prometheus.Metric) {
+	if v, ok := recommendPreStop(c.l.agent.State().Recent, time.Now(), 30*time.Minute); ok {
+		ch <- prometheus.MustNewConstMetric(preStopDesc, prometheus.GaugeValue, v)
+	}
 }
