@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,36 +12,56 @@ import (
 )
 
 // genLargeDump writes an iptables-save text as kube-proxy leaves it in a
-// large cluster: services x endpoints, comments only on KUBE-SERVICES rules,
-// rules grouped by chain as iptables-save prints them.
+// large cluster: services x endpoints, comments only on KUBE-SERVICES rules.
+// Like iptables-save, it declares the chains sorted and lists the rules
+// grouped by chain in the same order.
 func genLargeDump(services, endpoints int) []byte {
-	var decl, svcRules, sepRules, svcChains strings.Builder
-	decl.WriteString("*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n" +
-		":KUBE-MARK-MASQ - [0:0]\n:KUBE-NODEPORTS - [0:0]\n:KUBE-SERVICES - [0:0]\n")
-	svcRules.WriteString("-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n")
+	rules := map[string][]string{}
+	add := func(chain, format string, args ...any) {
+		rules[chain] = append(rules[chain], "-A "+chain+" "+fmt.Sprintf(format, args...))
+	}
+	add("PREROUTING", "-m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES")
+	rules["KUBE-MARK-MASQ"], rules["KUBE-NODEPORTS"] = nil, nil
 	for s := 0; s < services; s++ {
 		sp := model.ServicePort{Namespace: "bench", Name: fmt.Sprintf("s%05d", s), Port: "http", Protocol: model.TCP}
 		svc := chainPrefixSVC + ChainHash(sp)
 		vip := fmt.Sprintf("10.96.%d.%d", s/250, s%250+1)
-		fmt.Fprintf(&decl, ":%s - [0:0]\n", svc)
-		fmt.Fprintf(&svcRules, "-A KUBE-SERVICES -d %s/32 -p tcp -m comment --comment \"%s cluster IP\" -m tcp --dport 80 -j %s\n", vip, KubeProxyPortName(sp), svc)
-		fmt.Fprintf(&svcChains, "-A %s ! -s 10.244.0.0/16 -d %s/32 -p tcp -m tcp --dport 80 -j KUBE-MARK-MASQ\n", svc, vip)
+		add("KUBE-SERVICES", "-d %s/32 -p tcp -m comment --comment \"%s cluster IP\" -m tcp --dport 80 -j %s", vip, KubeProxyPortName(sp), svc)
+		add(svc, "! -s 10.244.0.0/16 -d %s/32 -p tcp -m tcp --dport 80 -j KUBE-MARK-MASQ", vip)
 		for e := 0; e < endpoints; e++ {
 			ep := fmt.Sprintf("10.%d.%d.%d:8080", 128+s/2500, (s/10)%250, (s%10)*25+e+1)
 			sep := chainPrefixSEP + EndpointChainHash(sp, ep)
-			fmt.Fprintf(&decl, ":%s - [0:0]\n", sep)
 			if e < endpoints-1 {
-				fmt.Fprintf(&svcChains, "-A %s -m statistic --mode random --probability %.11f -j %s\n", svc, 1/float64(endpoints-e), sep)
+				add(svc, "-m statistic --mode random --probability %.11f -j %s", 1/float64(endpoints-e), sep)
 			} else {
-				fmt.Fprintf(&svcChains, "-A %s -j %s\n", svc, sep)
+				add(svc, "-j %s", sep)
 			}
-			fmt.Fprintf(&sepRules, "-A %s -s %s/32 -j KUBE-MARK-MASQ\n", sep, ep[:strings.IndexByte(ep, ':')])
-			fmt.Fprintf(&sepRules, "-A %s -p tcp -m tcp -j DNAT --to-destination %s\n", sep, ep)
+			add(sep, "-s %s/32 -j KUBE-MARK-MASQ", ep[:strings.IndexByte(ep, ':')])
+			add(sep, "-p tcp -m tcp -j DNAT --to-destination %s", ep)
 		}
 	}
-	svcRules.WriteString("-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS\n")
-	filter := "*filter\n:INPUT ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n:KUBE-EXTERNAL-SERVICES - [0:0]\nCOMMIT\n"
-	return []byte(filter + decl.String() + sepRules.String() + svcRules.String() + svcChains.String() + "COMMIT\n")
+	add("KUBE-SERVICES", "-m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS")
+	var b strings.Builder
+	b.WriteString("*filter\n:INPUT ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n:KUBE-EXTERNAL-SERVICES - [0:0]\nCOMMIT\n")
+	b.WriteString("*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n")
+	chains := make([]string, 0, len(rules))
+	for c := range rules {
+		if c != "PREROUTING" {
+			chains = append(chains, c)
+		}
+	}
+	slices.Sort(chains)
+	for _, c := range chains {
+		fmt.Fprintf(&b, ":%s - [0:0]\n", c)
+	}
+	for _, c := range append([]string{"PREROUTING"}, chains...) {
+		for _, r := range rules[c] {
+			b.WriteString(r)
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteString("COMMIT\n")
+	return []byte(b.String())
 }
 
 func TestGenLargeDumpParses(t *testing.T) {

@@ -11,9 +11,11 @@ import (
 type ipTable struct {
 	name   string
 	chains map[string]*ipChain
-	last   *ipChain  // the chain of the previous rule (dumps group rules by chain)
-	slab   []ipRule  // rules are allocated in blocks
-	ptrs   []*ipRule // and chains' first rule slots too
+	last   *ipChain   // the chain of the previous rule (dumps group rules by chain)
+	order  []*ipChain // chains in declaration order
+	next   int        // index in order after last's (iptables-save lists rules in that order)
+	slab   []ipRule   // rules are allocated in blocks
+	ptrs   []*ipRule  // and chains' first rule slots too
 }
 
 // ipChain is one chain and, once walked, where it sends traffic.
@@ -23,12 +25,29 @@ type ipChain struct {
 	res   chainResult // resolved nat result, valid when done
 	done  bool
 	busy  bool // being resolved (jump-loop detection)
+	dead  bool // deleted or declared again (stale entry in the order list)
 }
 
 // chain returns a chain by name, or nil.
 func (t *ipTable) chain(name string) *ipChain {
 	if t.last != nil && t.last.name == name {
 		return t.last
+	}
+	return t.chains[name]
+}
+
+// ruleChain finds the chain of a rule line. iptables-save prints rules
+// grouped by chain in declaration order, so the chain is usually the last
+// one or one of the next few declared: no map lookup for most rules.
+func (t *ipTable) ruleChain(name string) *ipChain {
+	if t.last != nil && t.last.name == name {
+		return t.last
+	}
+	for i := t.next; i < len(t.order) && i < t.next+8; i++ {
+		if c := t.order[i]; c.name == name && !c.dead {
+			t.next = i + 1
+			return c
+		}
 	}
 	return t.chains[name]
 }
@@ -86,7 +105,7 @@ func parseDump(text string) (ipDump, error) {
 			continue
 		}
 		var err error
-		cur, toks, err = parseDumpLine(d, cur, line, lineNo, toks[:0], hint)
+		cur, toks, err = parseDumpLine(d, cur, line, toks[:0], hint)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", lineNo, err)
 		}
@@ -97,7 +116,7 @@ func parseDump(text string) (ipDump, error) {
 	return d, nil
 }
 
-func parseDumpLine(d ipDump, cur *ipTable, line string, lineNo int, toks []string, hint int) (*ipTable, []string, error) {
+func parseDumpLine(d ipDump, cur *ipTable, line string, toks []string, hint int) (*ipTable, []string, error) {
 	switch {
 	case line[0] == '*':
 		if cur != nil {
@@ -132,11 +151,14 @@ func parseDumpLine(d ipDump, cur *ipTable, line string, lineNo int, toks []strin
 		}
 		line = strings.TrimLeft(line[i+1:], " \t")
 	}
+	if skip, err := cur.skipMarkRule(line); skip || err != nil {
+		return cur, toks, err
+	}
 	toks, err := tokenize(line, toks)
 	if err != nil {
 		return cur, toks, err
 	}
-	return cur, toks, cur.command(toks, line, lineNo)
+	return cur, toks, cur.command(toks, line)
 }
 
 // declare handles ":CHAIN POLICY [packets:bytes]".
@@ -148,22 +170,32 @@ func (t *ipTable) declare(line string) error {
 	if name == "" {
 		return fmt.Errorf("bad chain declaration %q", clip(line))
 	}
-	// iptables-restore semantics: declaring a chain flushes it.
-	if c := t.chain(name); c != nil {
-		c.rules = nil
-		return nil
+	// iptables-restore semantics: declaring a chain flushes it, so a new
+	// empty chain replaces any earlier one (one map operation).
+	c := &ipChain{name: name}
+	n := len(t.chains)
+	t.chains[name] = c
+	if len(t.chains) == n { // declared again (rare): retire the old entry
+		for _, o := range t.order {
+			if o.name == name && o != c {
+				o.dead = true
+			}
+		}
 	}
-	t.chains[name] = &ipChain{name: name}
+	t.order = append(t.order, c)
+	if t.last != nil && t.last.name == name {
+		t.last = c
+	}
 	return nil
 }
 
 // command applies one -A/-I/-N/-F/-X command line.
-func (t *ipTable) command(toks []string, line string, lineNo int) error {
+func (t *ipTable) command(toks []string, line string) error {
 	if len(toks) < 2 {
 		return fmt.Errorf("incomplete command %q", clip(line))
 	}
 	name := toks[1]
-	c := t.chain(name)
+	c := t.ruleChain(name)
 	op := toks[0]
 	switch op {
 	case "-A", "--append", "-I", "--insert":
@@ -171,7 +203,7 @@ func (t *ipTable) command(toks []string, line string, lineNo int) error {
 			return fmt.Errorf("rule for undeclared chain %q", name)
 		}
 		t.last = c
-		return t.addRule(c, op == "-I" || op == "--insert", toks[2:], line, lineNo)
+		return t.addRule(c, op == "-I" || op == "--insert", toks[2:], line)
 	}
 	switch op {
 	case "-N", "--new-chain", "-F", "--flush", "-X", "--delete-chain":
@@ -191,6 +223,9 @@ func (t *ipTable) command(toks []string, line string, lineNo int) error {
 			c.rules = nil
 		}
 	case "-X", "--delete-chain":
+		if c != nil {
+			c.dead = true
+		}
 		delete(t.chains, name)
 		t.last = nil
 	}
@@ -198,14 +233,14 @@ func (t *ipTable) command(toks []string, line string, lineNo int) error {
 }
 
 // addRule appends (or, for -I [pos], inserts) a rule.
-func (t *ipTable) addRule(c *ipChain, insert bool, args []string, line string, lineNo int) error {
+func (t *ipTable) addRule(c *ipChain, insert bool, args []string, line string) error {
 	pos := 0
 	if insert && len(args) > 0 && isDigits(args[0]) {
 		pos, _ = strconv.Atoi(args[0])
 		args = args[1:]
 	}
 	r := t.newRule()
-	if err := parseRule(r, c.name, args, line, lineNo); err != nil {
+	if err := parseRule(r, c.name, args, line); err != nil {
 		return err
 	}
 	if !insert {
@@ -220,6 +255,27 @@ func (t *ipTable) addRule(c *ipChain, insert bool, args []string, line string, l
 	}
 	c.rules = append(c.rules[:pos-1], append([]*ipRule{r}, c.rules[pos-1:]...)...)
 	return nil
+}
+
+// skipMarkRule drops "-A CHAIN ... -j KUBE-MARK-MASQ" rules without
+// parsing them: masquerade marks never change where traffic goes, and they
+// are a quarter of a large dump. Lines with escapes take the full path.
+func (t *ipTable) skipMarkRule(line string) (bool, error) {
+	const suffix = " -j KUBE-MARK-MASQ"
+	if !strings.HasPrefix(line, "-A ") || !strings.HasSuffix(line, suffix) ||
+		strings.IndexByte(line, '\\') >= 0 || strings.Count(line, `"`)%2 != 0 {
+		return false, nil
+	}
+	name := line[3:]
+	if i := strings.IndexByte(name, ' '); i > 0 {
+		name = name[:i]
+	}
+	c := t.ruleChain(name)
+	if c == nil {
+		return true, fmt.Errorf("rule for undeclared chain %q", name)
+	}
+	t.last = c
+	return true, nil
 }
 
 // tokenize splits a rule line the way iptables-restore does: whitespace

@@ -34,11 +34,11 @@ func TestParseRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &ipRule{}
-	if err := parseRule(r, toks[1], toks[2:], line, 7); err != nil {
+	if err := parseRule(r, toks[1], toks[2:], line); err != nil {
 		t.Fatal(err)
 	}
-	want := &ipRule{chain: "KUBE-SVC-X", text: line, line: 7, src: "10.0.0.0/8", srcNeg: true, dst: "10.96.0.1/32",
-		proto: "tcp", dport: "443", comment: "ns/a:b cluster IP", target: "DNAT", toDest: "[fd00::1]:80", random: true}
+	want := &ipRule{chain: "KUBE-SVC-X", text: line, src: "10.0.0.0/8", srcNeg: true, dst: "10.96.0.1/32",
+		proto: "tcp", dport: "443", comment: "ns/a:b cluster IP", target: "DNAT", tkind: targetDNAT, toDest: "[fd00::1]:80", random: true}
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("parseRule:\n got %+v\nwant %+v", r, want)
 	}

@@ -40,12 +40,12 @@ func (w *walker) filterRule(r *ipRule) {
 
 // filterFrontend tells which frontend a filter rule is about.
 func (w *walker) filterFrontend(r *ipRule) (model.Frontend, bool) {
-	if r.dst == "" || r.dstType == "LOCAL" && !r.dstTypeNeg {
+	if r.dst == "" || r.dstLocal {
 		if r.dst != "" && !isLoopbackNet(r.dst) {
 			return model.Frontend{}, false
 		}
 		k, ok := w.ruleKey(r, false)
-		if !ok || r.chain == chainServices && r.dstType != "LOCAL" {
+		if !ok || r.chain == chainServices && !r.dstLocal {
 			return model.Frontend{}, false
 		}
 		return model.NewNodePort(k.port, k.proto, w.fam), true

@@ -173,8 +173,8 @@ func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
 			res.svc = sp
 		}
 	}
-	switch {
-	case r.target == "DNAT":
+	switch r.tkind {
+	case targetDNAT:
 		ap, err := parseToDestination(r.toDest)
 		if err != nil {
 			w.warnf("nat %s: DNAT target %q not understood: %s", r.chain, r.toDest, r.text)
@@ -182,8 +182,7 @@ func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
 		}
 		res.backends = append(res.backends, ap)
 		res.evidence = append(res.evidence, w.ev("nat", r))
-	case r.target == "" || isMarkChain(r.target):
-	default:
+	case targetSEP, targetChain:
 		target := w.nat.chain(r.target)
 		if target == nil {
 			if r.target == "REJECT" || r.target == "DROP" {
@@ -192,7 +191,7 @@ func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
 			return
 		}
 		sub := w.resolve(target, depth+1)
-		if !strings.HasPrefix(r.target, chainPrefixSEP) {
+		if r.tkind != targetSEP {
 			res.evidence = append(res.evidence, w.ev("nat", r))
 		}
 		res.evidence = append(res.evidence, sub.evidence...)

@@ -8,33 +8,32 @@ import (
 // ipRule is the part of one iptables rule that matters for Service
 // traffic. Strings are substrings of the dump where possible.
 type ipRule struct {
-	chain      string
-	text       string // the rule line as it appeared
-	line       int
-	src        string // -s value ("" if none)
-	srcNeg     bool
-	dst        string // -d value
-	dstNeg     bool
-	proto      string // -p value, lower case as written
-	dport      string // --dport value
-	comment    string // --comment (unquoted)
-	target     string // -j / -g value; "" when the rule has no target
-	toDest     string // DNAT --to-destination
-	srcType    string // addrtype --src-type
-	dstType    string // addrtype --dst-type
-	dstTypeNeg bool
-	random     bool // -m statistic
-	recent     bool // -m recent
+	chain    string
+	text     string // the rule line as it appeared
+	src      string // -s value ("" if none)
+	srcNeg   bool
+	dst      string // -d value
+	dstNeg   bool
+	proto    string     // -p value, lower case as written
+	dport    string     // --dport value
+	comment  string     // --comment (unquoted)
+	target   string     // -j / -g value; "" when the rule has no target
+	toDest   string     // DNAT --to-destination
+	srcType  bool       // addrtype --src-type (any type: the rule is source-conditional)
+	dstLocal bool       // addrtype --dst-type LOCAL (not negated)
+	tkind    targetKind // the target, classified while the line is in cache
+	random   bool       // -m statistic
+	recent   bool       // -m recent
 }
 
 // sourceConditional reports whether the rule only matches some sources.
 func (r *ipRule) sourceConditional() bool {
-	return r.src != "" || r.srcType != ""
+	return r.src != "" || r.srcType
 }
 
 // parseRule reads the arguments of "-A CHAIN args...".
-func parseRule(r *ipRule, chain string, args []string, line string, lineNo int) error {
-	*r = ipRule{chain: chain, text: line, line: lineNo}
+func parseRule(r *ipRule, chain string, args []string, line string) error {
+	*r = ipRule{chain: chain, text: line}
 	neg := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -101,13 +100,16 @@ func (r *ipRule) set(opt string, vals []string, neg bool) error {
 		r.comment, err = one(opt, vals)
 	case "-j", "--jump", "-g", "--goto":
 		r.target, err = one(opt, vals)
+		r.tkind = classifyTarget(r.target)
 	case "--to-destination":
 		r.toDest, err = one(opt, vals)
 	case "--src-type":
-		r.srcType, err = one(opt, vals)
+		_, err = one(opt, vals)
+		r.srcType = true
 	case "--dst-type":
-		r.dstType, err = one(opt, vals)
-		r.dstTypeNeg = neg
+		var t string
+		t, err = one(opt, vals)
+		r.dstLocal = t == "LOCAL" && !neg
 	case "-m", "--match":
 		var m string
 		m, err = one(opt, vals)
@@ -122,4 +124,29 @@ func (r *ipRule) set(opt string, vals []string, neg bool) error {
 	// traffic goes: -i/-o, --ctstate, --mark, --nfacct-name, --probability,
 	// --name/--rcheck/--set, --reject-with, --set-xmark, counters, ...
 	return err
+}
+
+// targetKind classifies a jump target.
+type targetKind uint8
+
+const (
+	targetNone  targetKind = iota // no target, or one that does not route (ACCEPT, MARK, ...)
+	targetDNAT                    // DNAT --to-destination
+	targetMark                    // KUBE-MARK-MASQ / KUBE-MARK-DROP
+	targetSEP                     // a KUBE-SEP chain
+	targetChain                   // another chain (or REJECT/DROP: checked by name)
+)
+
+func classifyTarget(t string) targetKind {
+	switch {
+	case t == "":
+		return targetNone
+	case t == "DNAT":
+		return targetDNAT
+	case isMarkChain(t):
+		return targetMark
+	case strings.HasPrefix(t, chainPrefixSEP):
+		return targetSEP
+	}
+	return targetChain
 }
