@@ -56,42 +56,126 @@ func newNetns(t *testing.T) string {
 	return name
 }
 
-// kubeProxy plays kube-proxy's iptables mode in a test netns: it writes
-// kube-proxy-shaped rules for shop/web:http with iptables-restore.
+// Datapath modes the live test plays kube-proxy in.
+const (
+	modeIPTablesNFT    = "iptables-nft"    // iptables-restore, nf_tables backend: events as hints
+	modeIPTablesLegacy = "iptables-legacy" // iptables-restore, legacy backend: polled
+	modeNFTables       = "nftables"        // nft -f, kube-proxy's nftables mode: events as hints
+)
+
+// kubeProxy plays kube-proxy in a test netns: it writes kube-proxy-shaped
+// rules for shop/web:http with iptables-restore or nft -f, replacing what
+// it wrote before in one transaction.
 type kubeProxy struct {
-	t       *testing.T
-	ns      string
-	restore string
+	t      *testing.T
+	ns     string
+	tool   string
+	args   []string
+	render func(vip string, eps []string) []byte
 }
 
-func newKubeProxy(t *testing.T, ns, backend string) *kubeProxy {
+func newKubeProxy(t *testing.T, ns, mode string) *kubeProxy {
 	t.Helper()
-	bin, err := exec.LookPath("iptables-" + backend + "-restore")
-	if err != nil {
-		t.Skipf("iptables %s backend unavailable: %v", backend, err)
+	k := &kubeProxy{t: t, ns: ns}
+	var probe []byte
+	switch mode {
+	case modeNFTables:
+		k.tool, k.args, k.render = "nft", []string{"-f", "-"}, kubeProxyNFT
+		probe = []byte("table ip netdrift-probe\ndelete table ip netdrift-probe\n")
+	default:
+		k.tool, k.render = mode+"-restore", kubeProxyRules
+		probe = []byte("*nat\nCOMMIT\n")
 	}
-	k := &kubeProxy{t: t, ns: ns, restore: bin}
-	if err := k.write([]byte("*nat\nCOMMIT\n")); err != nil {
-		t.Skipf("kernel lacks the iptables %s backend: %v", backend, err)
+	bin, err := exec.LookPath(k.tool)
+	if err != nil {
+		t.Skipf("%s unavailable: %v", mode, err)
+	}
+	k.tool = bin
+	if err := k.write(probe); err != nil {
+		t.Skipf("kernel lacks %s: %v", mode, err)
 	}
 	return k
 }
 
 func (k *kubeProxy) write(rules []byte) error {
-	cmd := exec.Command("ip", "netns", "exec", k.ns, k.restore)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", k.ns, k.tool}, k.args...)...)
 	cmd.Stdin = bytes.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v: %s", k.restore, err, out)
+		return fmt.Errorf("%s: %v: %s", k.tool, err, out)
 	}
 	return nil
 }
 
-// program replaces the nat table with the rules for endpoints eps (port 8080).
+// program replaces the rules with those for endpoints eps (port 8080).
 func (k *kubeProxy) program(eps ...string) {
 	k.t.Helper()
-	if err := k.write(kubeProxyRules("10.96.0.10", eps)); err != nil {
+	if err := k.write(k.render("10.96.0.10", eps)); err != nil {
 		k.t.Fatal(err)
 	}
+}
+
+// kubeProxyNFT renders kube-proxy's nftables-mode table for one ClusterIP
+// service port: service-ips map, service and endpoint chains, numgen vmap.
+// The table is re-created in the same transaction (nft -f is atomic).
+func kubeProxyNFT(vip string, eps []string) []byte {
+	sp := model.ServicePort{Namespace: testNS, Name: testSvc, Port: "http", Protocol: model.TCP}
+	base := datapath.NFTChainBase(sp)
+	svc := "service-" + datapath.NFTChainHash(base) + "-" + base
+	var b strings.Builder
+	b.WriteString("table ip kube-proxy\ndelete table ip kube-proxy\ntable ip kube-proxy {\n")
+	b.WriteString("\tcomment \"rules for kube-proxy\"\n")
+	b.WriteString("\tchain mark-for-masquerade {\n\t\tmeta mark set meta mark | 0x00004000\n\t}\n")
+	var vmap []string
+	for i, ep := range eps {
+		name := base + "__" + ep + "/8080"
+		chain := "endpoint-" + datapath.NFTChainHash(name) + "-" + name
+		fmt.Fprintf(&b, "\tchain %s {\n\t\tip saddr %s jump mark-for-masquerade\n\t\tmeta l4proto tcp dnat to %s:8080\n\t}\n", chain, ep, ep)
+		vmap = append(vmap, fmt.Sprintf("%d : goto %s", i, chain))
+	}
+	fmt.Fprintf(&b, "\tchain %s {\n\t\tip daddr %s tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade\n", svc, vip)
+	fmt.Fprintf(&b, "\t\tnumgen random mod %d vmap { %s }\n\t}\n", len(eps), strings.Join(vmap, ", "))
+	fmt.Fprintf(&b, `	map service-ips {
+		type ipv4_addr . inet_proto . inet_service : verdict
+		comment "ClusterIP, ExternalIP and LoadBalancer IP traffic"
+		elements = { %s . tcp . 80 : goto %s }
+	}
+	map service-nodeports {
+		type inet_proto . inet_service : verdict
+	}
+	map no-endpoint-services {
+		type ipv4_addr . inet_proto . inet_service : verdict
+	}
+	map no-endpoint-nodeports {
+		type inet_proto . inet_service : verdict
+	}
+	chain services {
+		ip daddr . meta l4proto . th dport vmap @service-ips
+	}
+	chain nat-prerouting {
+		type nat hook prerouting priority dstnat; policy accept;
+		jump services
+	}
+	chain nat-output {
+		type nat hook output priority -100; policy accept;
+		jump services
+	}
+}
+`, vip, svc)
+	return []byte(b.String())
+}
+
+// nftSource is the nftables reader told the API's service ports and
+// frontends before each read, as cmd/agent wires it.
+type nftSource struct {
+	nft     *datapath.NFTables
+	desired func() model.Desired
+}
+
+func (s *nftSource) Name() string { return model.ModeNFTables }
+
+func (s *nftSource) Snapshot(ctx context.Context) (model.Observed, error) {
+	s.nft.Config.Options = datapath.NFTOptionsFor(s.desired())
+	return s.nft.Snapshot(ctx)
 }
 
 // kubeProxyRules renders kube-proxy's iptables-mode nat rules for one
@@ -144,14 +228,16 @@ type liveRig struct {
 	w   *watch.Watcher
 	cfg agent.Config
 
+	polled *timedSource // set when the datapath has no change events
+
 	mu        sync.Mutex
 	sliceT1   time.Time // the last EndpointSlice delivery (T1)
 	sliceSeen int
 }
 
-func startLive(t *testing.T, backend string, eps ...string) *liveRig {
+func startLive(t *testing.T, mode string, eps ...string) *liveRig {
 	ns := newNetns(t)
-	r := &liveRig{t: t, kp: newKubeProxy(t, ns, backend)}
+	r := &liveRig{t: t, kp: newKubeProxy(t, ns, mode)}
 	r.kp.program(eps...)
 	now := time.Now()
 	r.api = newFakeAPI(t, testService("10.96.0.10"), testSlice(now, eps...), testNode())
@@ -163,12 +249,23 @@ func startLive(t *testing.T, backend string, eps ...string) *liveRig {
 	// Poll at --fast-poll whatever a read costs on this (loaded) machine: the
 	// test measures precision; the cost guard has its own unit test.
 	r.cfg.MinPollCostFactor = 1
-	src := &datapath.IPTables{Config: datapath.IPTablesConfig{NetNS: ns, Backend: backend},
-		Known: func() datapath.ParseOptions { return datapath.OptionsFor(r.a.State().Desired) }}
-	opts := agent.Options{Config: r.cfg, Clock: clock.RealClock{}, Datapath: src, Mode: model.ModeIPTables}
-	if backend == datapath.BackendNFT {
-		// iptables-nft commits nf_tables transactions: their events are the
-		// read hints (and the precise T2), as cmd/agent wires them.
+	desired := func() model.Desired { return r.a.State().Desired }
+	opts := agent.Options{Config: r.cfg, Clock: clock.RealClock{}, Mode: model.ModeIPTables}
+	switch mode {
+	case modeNFTables:
+		opts.Mode = model.ModeNFTables
+		opts.Datapath = &nftSource{nft: &datapath.NFTables{Config: datapath.NFTConfig{NetNS: ns}}, desired: desired}
+	case modeIPTablesNFT:
+		opts.Datapath = &datapath.IPTables{Config: datapath.IPTablesConfig{NetNS: ns, Backend: datapath.BackendNFT},
+			Known: func() datapath.ParseOptions { return datapath.OptionsFor(desired()) }}
+	case modeIPTablesLegacy:
+		r.polled = &timedSource{Source: &datapath.IPTables{Config: datapath.IPTablesConfig{NetNS: ns, Backend: datapath.BackendLegacy},
+			Known: func() datapath.ParseOptions { return datapath.OptionsFor(desired()) }}}
+		opts.Datapath = r.polled
+	}
+	if mode != modeIPTablesLegacy {
+		// nft and iptables-nft commit nf_tables transactions: their events
+		// are the read hints (and the precise T2), as cmd/agent wires them.
 		cw, err := datapath.WatchChanges(ctx, ns)
 		if err != nil {
 			t.Fatalf("nf_tables events: %v", err)
@@ -259,30 +356,42 @@ func (r *liveRig) sampleAfter(n int) drift.LagSample {
 }
 
 // checkLag asserts T2-T1 matches the injected delay within lagTolerance.
-func checkLag(t *testing.T, s drift.LagSample, kind drift.ChangeKind, delay time.Duration, restoreTook time.Duration) {
+// The rules change when the writer commits, somewhere in the took it ran
+// after the delay, so the window is [delay, delay+took] +- lagTolerance
+// (a polled read is timed at its start: T2 may be early by up to one read).
+func (r *liveRig) checkLag(t *testing.T, s drift.LagSample, kind drift.ChangeKind, delay time.Duration, took time.Duration) {
 	t.Helper()
+	tolerance := lagTolerance
+	if r.polled != nil {
+		// No change events (iptables-legacy): a change is seen by the first
+		// read that starts after it, so precision is one read plus
+		// --fast-poll, honestly added (a loaded machine, -race).
+		slack := r.polled.slowest() + r.cfg.FastPoll
+		t.Logf("polled source: tolerance %v + slowest read %v + fast poll", lagTolerance, r.polled.slowest())
+		tolerance += slack
+	}
 	lag := s.NodeLag()
-	t.Logf("%s: injected %v, measured T2-T1 %v (iptables-restore took %v)", kind, delay, lag, restoreTook)
+	t.Logf("%s: injected %v, measured T2-T1 %v (the rule writer ran %v)", kind, delay, lag, took)
 	if s.Kind != kind || s.Service != testNS+"/"+testSvc {
 		t.Errorf("sample %+v: want a %s change of %s/%s", s, kind, testNS, testSvc)
 	}
-	if lag < delay-5*time.Millisecond || lag > delay+lagTolerance {
-		t.Errorf("%s: T2-T1 %v, want %v (+%v)", kind, lag, delay, lagTolerance)
+	if lag < delay-tolerance || lag > delay+took+tolerance {
+		t.Errorf("%s: T2-T1 %v, want %v..%v +-%v", kind, lag, delay, delay+took, tolerance)
 	}
 	if l, ok := s.NetworkLatency(); !ok || l < lag {
 		t.Errorf("%s: T2-T0 %v (known %v) should be known and at least T2-T1 (T0 has second precision)", kind, l, ok)
 	}
 }
 
-// TestLiveLagAndStaleFinding: the test plays kube-proxy (iptables-restore in
-// a fresh netns after chosen delays) and the API (fake clientset); the real
+// TestLiveLagAndStaleFinding: the test plays kube-proxy (iptables-restore
+// with either backend, or nft -f, in a fresh netns after chosen delays) and the API (fake clientset); the real
 // watcher, agent and iptables reader measure the lag of an add, a remove and
 // an update, and a rule left stale becomes a stale_backend finding after
 // --stale-after and clears when kube-proxy fixes it.
 func TestLiveLagAndStaleFinding(t *testing.T) {
-	for _, backend := range []string{datapath.BackendNFT, datapath.BackendLegacy} {
-		t.Run(backend, func(t *testing.T) {
-			r := startLive(t, backend, "10.244.1.10", "10.244.1.11")
+	for _, mode := range []string{modeIPTablesNFT, modeIPTablesLegacy, modeNFTables} {
+		t.Run(mode, func(t *testing.T) {
+			r := startLive(t, mode, "10.244.1.10", "10.244.1.11")
 			steps := []struct {
 				kind  drift.ChangeKind
 				delay time.Duration
@@ -299,7 +408,7 @@ func TestLiveLagAndStaleFinding(t *testing.T) {
 				begin := time.Now()
 				r.kp.program(st.eps...)
 				took := time.Since(begin)
-				checkLag(t, r.sampleAfter(n), st.kind, st.delay, took)
+				r.checkLag(t, r.sampleAfter(n), st.kind, st.delay, took)
 			}
 			r.staleAndFix(t)
 		})
@@ -340,5 +449,30 @@ func (r *liveRig) staleAndFix(t *testing.T) {
 		s = r.a.State()
 		return len(s.Stale)+len(s.Pending) == 0 && s.Converged()
 	})
-	checkLag(t, r.sampleAfter(n), drift.ChangeRemove, fix.Sub(t1), took)
+	r.checkLag(t, r.sampleAfter(n), drift.ChangeRemove, fix.Sub(t1), took)
+}
+
+// timedSource records the slowest read of a source.
+type timedSource struct {
+	datapath.Source
+	mu  sync.Mutex
+	max time.Duration
+}
+
+func (s *timedSource) Snapshot(ctx context.Context) (model.Observed, error) {
+	start := time.Now()
+	obs, err := s.Source.Snapshot(ctx)
+	d := time.Since(start)
+	s.mu.Lock()
+	if d > s.max {
+		s.max = d
+	}
+	s.mu.Unlock()
+	return obs, err
+}
+
+func (s *timedSource) slowest() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.max
 }
