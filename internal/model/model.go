@@ -49,10 +49,14 @@ func (s ServicePort) IsZero() bool { return s.Namespace == "" && s.Name == "" }
 // Service returns "namespace/name".
 func (s ServicePort) Service() string { return s.Namespace + "/" + s.Name }
 
-// String returns "namespace/name:port", the form kube-proxy puts in rule comments.
+// String returns "namespace/name:port" ("namespace/name" for an unnamed
+// port), the form kube-proxy puts in rule comments.
 func (s ServicePort) String() string {
 	if s.IsZero() {
 		return ""
+	}
+	if s.Port == "" { // kube-proxy writes an unnamed single port as "ns/name"
+		return s.Service()
 	}
 	return s.Namespace + "/" + s.Name + ":" + s.Port
 }
