@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -60,7 +59,16 @@ func (l *Lab) registerNode(ctx context.Context, i int) error {
 	if _, err := l.cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return err
 	}
-	return l.renewLease(ctx, i)
+	// The API server creates the kube-node-lease namespace shortly after
+	// it reports ready; retry until it exists.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := l.renewLease(ctx, i)
+		if err == nil || !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // renewLease creates or renews node i's Lease with the current time.
@@ -198,5 +206,3 @@ func nodeIndex(name string) (int, error) {
 	}
 	return i, nil
 }
-
-var _ = strconv.Itoa
