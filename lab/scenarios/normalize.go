@@ -1,0 +1,58 @@
+package scenarios
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+var chainCounters = regexp.MustCompile(`\[[0-9]+:[0-9]+\]$`)
+
+// NormalizeIPTablesSave drops iptables-save's comment lines (they carry the
+// dump time) and zeroes chain counters (they count traffic, not rules).
+func NormalizeIPTablesSave(s string) string {
+	var out []string
+	for _, ln := range strings.Split(s, "\n") {
+		if strings.HasPrefix(ln, "#") {
+			continue
+		}
+		if strings.HasPrefix(ln, ":") {
+			ln = chainCounters.ReplaceAllString(ln, "[0:0]")
+		}
+		out = append(out, ln)
+	}
+	return strings.Join(out, "\n")
+}
+
+// NormalizeConntrack drops the countdown timer of each `conntrack -L`
+// entry (the third field), skips entries touching any of ports (sport= or
+// dport=: the agents' and the test's own connections) and anything that is
+// not an entry (conntrack's summary goes to stderr, but be safe), and sorts.
+func NormalizeConntrack(s string, ports []string) string {
+	var out []string
+	for _, ln := range strings.Split(s, "\n") {
+		f := strings.Fields(ln)
+		if len(f) < 4 || strings.Contains(ln, "flow entries have been shown") {
+			continue
+		}
+		if touches(ln, ports) {
+			continue
+		}
+		if _, err := strconv.Atoi(f[2]); err == nil {
+			f = append(f[:2:2], f[3:]...)
+		}
+		out = append(out, strings.Join(f, " "))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+func touches(ln string, ports []string) bool {
+	for _, p := range ports {
+		if strings.Contains(ln, "sport="+p+" ") || strings.Contains(ln, "dport="+p+" ") {
+			return true
+		}
+	}
+	return false
+}

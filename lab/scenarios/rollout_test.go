@@ -1,0 +1,200 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/netdrift/netdrift/lab/labenv"
+)
+
+// rollout replaces every pod of a Service (one per node) while a client on
+// every node connects to the ClusterIP in a loop, and returns what the
+// clients saw and the RSTs the agents counted (metric, summed over nodes).
+type rolloutResult struct {
+	clients   Counts
+	perClient map[string]Counts
+	rstMetric float64
+	rstAPI    uint64
+	lag       map[string][]LagSample // node -> remove samples of the service
+}
+
+func rollout(t *testing.T, l *labenv.Lab, name string, preStop time.Duration) rolloutResult {
+	t.Helper()
+	ctx := context.Background()
+	var nodes []string
+	for _, n := range l.Nodes() {
+		nodes = append(nodes, n.Name)
+	}
+	cip, pods := service(t, l, name, nodes, preStop)
+	agents := agentsOf(t, l)
+	svc := "default/" + name
+	waitConverged(t, agents, svc, 60*time.Second)
+	start := time.Now()
+
+	var fleet Fleet
+	for _, n := range nodes {
+		fleet.Clients = append(fleet.Clients, &Client{Name: n, Dial: dialIn(l, n),
+			Addr: cip + ":80", Interval: 2 * time.Millisecond, Timeout: time.Second})
+	}
+	fleet.Start(ctx)
+	time.Sleep(time.Second)
+	sel := map[string]string{"app": name}
+	cur := append([]podInfo(nil), pods...)
+	for i, old := range pods {
+		nu := createPod(t, l, fmt.Sprintf("%s-b%d", name, i+1), old.Node, sel, preStop)
+		cur = append(cur, nu)
+		waitProgrammed(t, l, cip, backendsOf(cur), 60*time.Second)
+		if err := l.DeletePod(ctx, "default", old.Name, nil); err != nil {
+			t.Fatal(err)
+		}
+		cur = without(cur, old.Name)
+		waitProgrammed(t, l, cip, backendsOf(cur), 60*time.Second)
+		if err := l.WaitPodGone(ctx, "default", old.Name, 90*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	var r rolloutResult
+	r.clients, r.perClient = fleet.Stop()
+	t.Logf("rollout of %s took %s; clients: %s", svc, time.Since(start).Round(time.Millisecond), r.clients)
+	for n, c := range r.perClient {
+		t.Logf("  client on %s: %s", n, c)
+	}
+	// The agents read the probe's counters every 500 ms.
+	time.Sleep(2 * time.Second)
+	r.lag = map[string][]LagSample{}
+	for _, a := range agents {
+		m, err := a.Metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := m.Sum("netdrift_terminating_rsts_total", map[string]string{"namespace": "default", "service": name})
+		r.rstMetric += v
+		var rep RSTReport
+		if err := a.Get(ctx, "/v1/rsts", &rep); err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Probe.Up {
+			t.Errorf("%s: RST probe not up: %s", a.Node, rep.Probe.Reason)
+		}
+		r.rstAPI += rep.Totals[svc]
+		var lag Lag
+		if err := a.Get(ctx, "/v1/lag", &lag); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range lag.Samples {
+			if s.Service == svc && s.Change == "remove" && s.T1.After(start) {
+				r.lag[a.Node] = append(r.lag[a.Node], s)
+			}
+		}
+		t.Logf("  agent %s: RSTs metric %.0f, /v1/rsts %d, removal lag samples %d %s",
+			a.Node, v, rep.Totals[svc], len(r.lag[a.Node]), lagString(r.lag[a.Node]))
+	}
+	return r
+}
+
+func without(ps []podInfo, name string) []podInfo {
+	var out []podInfo
+	for _, p := range ps {
+		if p.Name != name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func dialIn(l *labenv.Lab, node string) DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return l.DialContext(ctx, node, network, addr)
+	}
+}
+
+func lagString(ss []LagSample) string {
+	s := "["
+	for i, x := range ss {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf("%.0fms", x.NodeLagSeconds*1000)
+		if x.NetworkLatencySeconds != nil {
+			s += fmt.Sprintf("(T2-T0 %.0fms)", *x.NetworkLatencySeconds*1000)
+		}
+	}
+	return s + "]"
+}
+
+// testRollout: a rolling replacement without preStop. Clients see
+// connection refused while lagging nodes still send them to closed pods;
+// netdrift's RST counts must match those refusals (±5 %), and every node
+// must have removal lag samples.
+func testRollout(t *testing.T, e *env) {
+	r := rollout(t, e.lab, "roll", 0)
+	if r.clients.OK == 0 {
+		t.Fatalf("no client connection succeeded: %s", r.clients)
+	}
+	refused := float64(r.clients.Refused)
+	if refused == 0 {
+		t.Errorf("no connection was refused during a rollout without preStop: the race this scenario measures did not happen")
+	}
+	tol := math.Max(1, math.Ceil(0.05*refused))
+	t.Logf("refused %d, RSTs counted %.0f (metric), %d (/v1/rsts); tolerance ±%.0f", r.clients.Refused, r.rstMetric, r.rstAPI, tol)
+	if math.Abs(r.rstMetric-refused) > tol {
+		t.Errorf("netdrift_terminating_rsts_total summed over nodes = %.0f, clients saw %d refused connections (tolerance ±%.0f)",
+			r.rstMetric, r.clients.Refused, tol)
+	}
+	if math.Abs(float64(r.rstAPI)-refused) > tol {
+		t.Errorf("/v1/rsts totals summed over nodes = %d, clients saw %d refused connections (tolerance ±%.0f)",
+			r.rstAPI, r.clients.Refused, tol)
+	}
+	var maxLag time.Duration
+	for _, n := range e.lab.Nodes() {
+		ss := r.lag[n.Name]
+		if len(ss) == 0 {
+			t.Errorf("%s: no removal lag sample (/v1/lag change=remove) for default/roll", n.Name)
+		}
+		for _, s := range ss {
+			d := time.Duration(s.NodeLagSeconds * float64(time.Second))
+			if s.NetworkLatencySeconds != nil {
+				d = time.Duration(*s.NetworkLatencySeconds * float64(time.Second))
+			}
+			maxLag = max(maxLag, d)
+		}
+	}
+	e.mu.Lock()
+	e.removalLag = maxLag
+	e.mu.Unlock()
+	t.Logf("largest removal lag (T2-T0, or T2-T1) over nodes: %s", maxLag.Round(time.Millisecond))
+}
+
+// testPreStop: the same rollout with a preStop sleep longer than the
+// measured removal lag: no refused connection and no RST.
+func testPreStop(t *testing.T, e *env) {
+	e.mu.Lock()
+	lag := e.removalLag
+	e.mu.Unlock()
+	if lag == 0 {
+		lag = 2 * time.Second // rollout did not run: a generous guess
+	}
+	// Whole seconds (lifecycle.preStop.sleep), twice the lag plus 2 s: the
+	// lag varies between rollouts on a loaded machine.
+	preStop := time.Duration(math.Ceil((2*lag + 2*time.Second).Seconds())) * time.Second
+	t.Logf("measured removal lag %s -> preStop sleep %s", lag.Round(time.Millisecond), preStop)
+	r := rollout(t, e.lab, "calm", preStop)
+	if r.clients.OK == 0 {
+		t.Fatalf("no client connection succeeded: %s", r.clients)
+	}
+	if r.clients.Refused != 0 {
+		t.Errorf("clients saw %d refused connections despite a %s preStop sleep (removal lag %s)", r.clients.Refused, preStop, lag)
+	}
+	if r.rstMetric != 0 || r.rstAPI != 0 {
+		t.Errorf("netdrift counted RSTs (metric %.0f, /v1/rsts %d), want 0", r.rstMetric, r.rstAPI)
+	}
+	if r.clients.Other != 0 {
+		t.Logf("note: clients saw %d other errors (e.g. %s)", r.clients.Other, r.clients.FirstOther)
+	}
+}
