@@ -6,6 +6,7 @@
 //	lab up [-name lab] [-nodes 3] [-mode iptables|nftables] [-agent bin/netdrift]
 //	lab status [-name lab]
 //	lab down [-name lab]
+//	lab demo [-name demo] [-agent bin/netdrift]
 package main
 
 import (
@@ -40,6 +41,8 @@ func main() {
 		err = down(os.Args[2:])
 	case "status":
 		err = status(os.Args[2:])
+	case "demo":
+		err = demo(os.Args[2:])
 	default:
 		usage()
 	}
