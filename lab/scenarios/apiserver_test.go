@@ -92,10 +92,9 @@ func testAPIServerDown(t *testing.T, e *env) {
 	restarted = true
 	backAt := time.Now()
 	t.Logf("API server down %s, ready again", backAt.Sub(stoppedAt).Round(time.Millisecond))
-	// A change made at once must be tracked on every node.
-	p := createPod(t, l, "api-new", "node-1", map[string]string{"app": "api"}, 0)
+	// Full recovery: healthy watch, ready, no finding, on every node.
 	for _, a := range agents {
-		took := eventually(t, 30*time.Second, 200*time.Millisecond, a.Node+": recovery", func() (bool, string) {
+		eventually(t, 60*time.Second, 200*time.Millisecond, a.Node+": recovery", func() (bool, string) {
 			var st Status
 			if err := a.Get(ctx, "/v1/status", &st); err != nil {
 				return false, err.Error()
@@ -104,26 +103,32 @@ func testAPIServerDown(t *testing.T, e *env) {
 			if err != nil {
 				return false, err.Error()
 			}
-			if h, _ := m.Sum("netdrift_watch_healthy", nil); h != 1 || !st.Ready {
-				return false, fmt.Sprintf("watch_healthy %v ready %v (%s; %s)", h, st.Ready, st.Watch.Reason, st.ReadyReason)
-			}
+			h, _ := m.Sum("netdrift_watch_healthy", nil)
+			return h == 1 && st.Ready && st.Findings == 0, fmt.Sprintf("watch_healthy %v ready %v findings %d (%s; %s)",
+				h, st.Ready, st.Findings, st.Watch.Reason, st.ReadyReason)
+		})
+		since := time.Since(backAt)
+		t.Logf("%s: recovered (watch healthy, ready, no finding) %s after the API server returned", a.Node, since.Round(time.Millisecond))
+		if since > 10*time.Second {
+			t.Errorf("%s: full recovery took %s after the API server returned, want <= 10 s", a.Node, since.Round(time.Millisecond))
+		}
+	}
+	// And a change made now is tracked on every node.
+	p := createPod(t, l, "api-new", "node-1", map[string]string{"app": "api"}, 0)
+	created := time.Now()
+	for _, a := range agents {
+		eventually(t, 60*time.Second, 200*time.Millisecond, a.Node+": new change tracked", func() (bool, string) {
 			var lag Lag
 			if err := a.Get(ctx, "/v1/lag", &lag); err != nil {
 				return false, err.Error()
 			}
 			for _, s := range lag.Samples {
 				if s.Service == "default/api" && s.Change == "add" && s.T1.After(backAt) {
-					return st.Findings == 0, fmt.Sprintf("findings %d", st.Findings)
+					return true, ""
 				}
 			}
 			return false, "no lag sample yet for the change adding " + p.IP
 		})
-		rec := took + time.Since(backAt) - took // time since the API server's return
-		_ = rec
-		since := time.Since(backAt)
-		t.Logf("%s: recovered (healthy, ready, new change tracked) %s after the API server returned", a.Node, since.Round(time.Millisecond))
-		if since > 10*time.Second {
-			t.Errorf("%s: full recovery took %s after the API server returned, want <= 10 s", a.Node, since.Round(time.Millisecond))
-		}
+		t.Logf("%s: the change adding %s tracked %s after the pod was running", a.Node, p.IP, time.Since(created).Round(time.Millisecond))
 	}
 }
