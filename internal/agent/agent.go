@@ -107,6 +107,11 @@ func (a *Agent) State() State {
 	s := a.state
 	s.Now = a.clock.Now()
 	s.Watch = a.watchStatusLocked(s.Now)
+	if a.initialized {
+		// Changes are recorded as the watch delivers them, not at the next
+		// audit: show them at once (the next read may be a poll away).
+		s.PendingChanges = a.lag.Pending()
+	}
 	return s
 }
 
