@@ -51,7 +51,7 @@ func (d *dumpFlags) count() int {
 
 // observe parses the given dumps (exactly one datapath) or reads the live one.
 func (d *dumpFlags) observe(ctx context.Context, desired model.Desired) (model.Observed, error) {
-	opts := parseOptionsFor(desired)
+	opts := datapath.OptionsFor(desired)
 	switch {
 	case d.count() > 1:
 		return model.Observed{}, errors.New("give one datapath: --iptables-save, --nft-json or --ipvsadm-save")
@@ -139,21 +139,6 @@ func nodeKnown(cs *watch.ClusterState, node string) bool {
 		}
 	}
 	return false
-}
-
-// parseOptionsFor tells readers which service ports and frontends exist, to
-// resolve comment-less (hashed or truncated) chain names.
-func parseOptionsFor(d model.Desired) datapath.ParseOptions {
-	opts := datapath.ParseOptions{Frontends: map[model.Frontend]model.ServicePort{}}
-	seen := map[model.ServicePort]bool{}
-	for fe, v := range d.Frontends {
-		opts.Frontends[fe] = v.Service
-		if !seen[v.Service] {
-			seen[v.Service] = true
-			opts.ServicePorts = append(opts.ServicePorts, v.Service)
-		}
-	}
-	return opts
 }
 
 func printFindingsTable(w io.Writer, node, dp string, fs []api.Finding, warnings []string) {

@@ -33,7 +33,7 @@ func (k *knownSource) Snapshot(ctx context.Context) (model.Observed, error) {
 	case k.ipt != nil:
 		return k.ipt.Snapshot(ctx)
 	case k.nft != nil:
-		k.nft.Config.Options = nftOptionsFor(d)
+		k.nft.Config.Options = datapath.NFTOptionsFor(d)
 		return k.nft.Snapshot(ctx)
 	case k.ipvs != nil:
 		k.ipvs.SetOptions(ipvs.OptionsFromDesired(d))
@@ -52,7 +52,7 @@ func newSource(mode, netns string, known func() model.Desired) (*knownSource, er
 				if known == nil {
 					return datapath.ParseOptions{}
 				}
-				return parseOptionsFor(known())
+				return datapath.OptionsFor(known())
 			}}
 	case model.ModeNFTables:
 		k.nft = &datapath.NFTables{Config: datapath.NFTConfig{NetNS: netns}}
@@ -62,15 +62,6 @@ func newSource(mode, netns string, known func() model.Desired) (*knownSource, er
 		return nil, fmt.Errorf("unknown datapath mode %q (want iptables, nftables or ipvs)", mode)
 	}
 	return k, nil
-}
-
-func nftOptionsFor(d model.Desired) datapath.NFTOptions {
-	p := parseOptionsFor(d)
-	o := datapath.NFTOptions{ServicePorts: p.ServicePorts}
-	for fe := range d.Frontends {
-		o.Frontends = append(o.Frontends, fe)
-	}
-	return o
 }
 
 // resolveMode turns --datapath (auto or a mode) into a mode and a reason.
@@ -104,7 +95,7 @@ func observeOther(d *dumpFlags, desired model.Desired) (model.Observed, error) {
 			return model.Observed{}, err
 		}
 	}
-	obs, err := datapath.ParseNFTJSON(v4, v6, nftOptionsFor(desired))
+	obs, err := datapath.ParseNFTJSON(v4, v6, datapath.NFTOptionsFor(desired))
 	if err != nil {
 		return obs, fmt.Errorf("%s: %w", d.nftJSON, err)
 	}
