@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/ipvs"
@@ -40,6 +41,15 @@ func (k *knownSource) Snapshot(ctx context.Context) (model.Observed, error) {
 		return k.ipvs.Snapshot(ctx)
 	}
 	return model.Observed{Datapath: model.ModeNone}, nil
+}
+
+// LastReadCPU is the CPU time the last dump cost (iptables-save processes);
+// zero when unknown (in-process netlink reads: wall time is used).
+func (k *knownSource) LastReadCPU() time.Duration {
+	if k.ipt != nil {
+		return k.ipt.Stats().CPU
+	}
+	return 0
 }
 
 // newSource builds the reader for a datapath mode inside netns ("" = own).

@@ -51,6 +51,7 @@ type Agent struct {
 	lastReadCost time.Duration
 	hinted       time.Time
 	sources      map[string]SourceStatus
+	freshChange  bool // a change was recorded since the last read
 	lastExtra    time.Time
 	extraFound   []model.Finding
 	state        State

@@ -56,6 +56,7 @@ func (a *Agent) applyChanges(now time.Time) {
 			continue
 		}
 		a.changed[svc] = true
+		a.freshChange = true
 		a.lag.Record(drift.Change{Service: svc, Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
 	}
 	a.dirty = map[string]dirtyService{}
@@ -80,6 +81,11 @@ func (a *Agent) readDue(now time.Time) bool {
 	if a.lastRead.IsZero() || !a.hinted.IsZero() {
 		return true
 	}
+	if a.freshChange && now.Sub(a.lastRead) >= a.cfg.FastPoll {
+		// A new change: look right away (once per change burst), so T2 is not
+		// overstated when kube-proxy programmed it before our watch delivered it.
+		return true
+	}
 	iv := a.cfg.AuditInterval
 	if a.busyLocked() {
 		iv = a.pollIntervalLocked()
@@ -97,6 +103,9 @@ func (a *Agent) nextWait() time.Duration {
 	if a.busyLocked() {
 		iv = a.pollIntervalLocked()
 	}
+	if a.freshChange {
+		iv = a.cfg.FastPoll
+	}
 	w := iv - a.clock.Since(a.lastRead)
 	if w < time.Millisecond {
 		w = time.Millisecond
@@ -112,6 +121,7 @@ func (a *Agent) audit(ctx context.Context) {
 		obsAt = a.hinted // the change event's time is the precise T2
 	}
 	a.hinted = time.Time{}
+	a.freshChange = false
 	a.mu.Unlock()
 
 	obs, ok := a.readDatapath(ctx)
@@ -157,6 +167,11 @@ func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lastReadCost = dur
+	if c, ok := a.src.(interface{ LastReadCPU() time.Duration }); ok && c.LastReadCPU() > 0 {
+		// Bound polling by what reading costs the node (CPU), not by wall
+		// time, which a busy node inflates.
+		a.lastReadCost = c.LastReadCPU()
+	}
 	st := a.sources[a.src.Name()]
 	st.Name, st.LastAttempt, st.Duration = a.src.Name(), start, dur
 	if err != nil {
