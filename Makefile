@@ -6,7 +6,7 @@ export PATH := $(PATH):/usr/local/go/bin:/usr/sbin:/sbin
 DEB_PKGS := iptables nftables iproute2 conntrack kmod clang llvm libbpf-dev prometheus \
 	qemu-system-x86 busybox-static xz-utils ipvsadm ipset
 
-.PHONY: all build test test-go test-unit lint deps demo demo-down bench clean
+.PHONY: all build test test-go test-unit lint deps clean
 
 all: build
 
@@ -43,4 +43,4 @@ test-deploy-rules:
 clean:
 	rm -rf $(BIN)
 
-include mk/bpf.mk mk/vm.mk mk/deploy.mk mk/lab.mk
+include mk/bpf.mk mk/vm.mk mk/deploy.mk mk/lab.mk mk/demo.mk mk/bench.mk
