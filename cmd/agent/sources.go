@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath"
@@ -14,25 +15,38 @@ import (
 )
 
 // knownSource refreshes a reader's knowledge of the cluster (service ports
-// and frontend kinds, to resolve hashed or truncated names) before each read.
+// and frontend kinds, to resolve hashed or truncated names) before each read,
+// and skips reads the kernel says are unnecessary.
 type knownSource struct {
 	mode  string
+	netns string
 	ipt   *datapath.IPTables
 	nft   *datapath.NFTables
 	ipvs  *ipvs.Reader
 	known func() model.Desired
+
+	mu       sync.Mutex
+	iptGen   uint32 // nf_tables generation before the cached iptables dump began
+	iptCache *model.Observed
 }
 
 func (k *knownSource) Name() string { return k.mode }
 
-func (k *knownSource) Snapshot(ctx context.Context) (model.Observed, error) {
-	d := model.Desired{}
-	if k.known != nil {
-		d = k.known()
+func (k *knownSource) desired() model.Desired {
+	if k.known == nil {
+		return model.Desired{}
 	}
+	return k.known()
+}
+
+// Snapshot reads the datapath. It never writes.
+func (k *knownSource) Snapshot(ctx context.Context) (model.Observed, error) {
+	d := k.desired()
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	switch {
 	case k.ipt != nil:
-		return k.ipt.Snapshot(ctx)
+		return k.iptSnapshot(ctx)
 	case k.nft != nil:
 		k.nft.Config.Options = datapath.NFTOptionsFor(d)
 		return k.nft.Snapshot(ctx)
@@ -41,6 +55,37 @@ func (k *knownSource) Snapshot(ctx context.Context) (model.Observed, error) {
 		return k.ipvs.Snapshot(ctx)
 	}
 	return model.Observed{Datapath: model.ModeNone}, nil
+}
+
+// iptSnapshot dumps iptables, unless the backend is iptables-nft and the
+// nf_tables generation has not moved since the last dump began: then the
+// rules are the same and the O(1) generation check replaces a full dump.
+func (k *knownSource) iptSnapshot(ctx context.Context) (model.Observed, error) {
+	gen, genErr := datapath.NFTGeneration(k.netns)
+	if genErr == nil && k.iptCache != nil && gen == k.iptGen && k.ipt.Stats().Backend == datapath.BackendNFT {
+		return *k.iptCache, nil
+	}
+	obs, err := k.ipt.Snapshot(ctx)
+	if err != nil || genErr != nil {
+		k.iptCache = nil
+		return obs, err
+	}
+	k.iptCache, k.iptGen = &obs, gen
+	return obs, nil
+}
+
+// ApplyChange feeds an nf_tables change event to the reader: in nftables
+// mode only the chains and maps it names are re-read, so the next Snapshot
+// is cheap.
+func (k *knownSource) ApplyChange(ctx context.Context, ev datapath.ChangeEvent) {
+	if k.nft == nil {
+		return
+	}
+	d := k.desired()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.nft.Config.Options = datapath.NFTOptionsFor(d)
+	_, _ = k.nft.Update(ctx, ev)
 }
 
 // LastReadCPU is the CPU time the last dump cost (iptables-save processes);
@@ -54,7 +99,7 @@ func (k *knownSource) LastReadCPU() time.Duration {
 
 // newSource builds the reader for a datapath mode inside netns ("" = own).
 func newSource(mode, netns string, known func() model.Desired) (*knownSource, error) {
-	k := &knownSource{mode: mode, known: known}
+	k := &knownSource{mode: mode, netns: netns, known: known}
 	switch mode {
 	case model.ModeIPTables:
 		k.ipt = &datapath.IPTables{Config: datapath.IPTablesConfig{NetNS: netns, IPv6: true},

@@ -28,6 +28,7 @@ import (
 // wired is the agent with its collaborators, built explicitly.
 type wired struct {
 	agent   *agent.Agent
+	src     *knownSource
 	watcher *watch.Watcher
 	changes *datapath.ChangeWatcher
 	hints   chan time.Time
@@ -69,6 +70,7 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, l
 	opts.Extra = []agent.FindingSource{nf}
 	if src != nil {
 		opts.Datapath = src
+		w.src = src
 	}
 	w.watcher = watch.NewWatcher(client, f.nodeName, clock.RealClock{}, func(ev watch.Event) { w.agent.OnEvent(ev) })
 	opts.Cluster = w.watcher
@@ -135,6 +137,9 @@ func (w *wired) forwardChanges(ctx context.Context) {
 			at := ev.Received
 			if at.IsZero() {
 				at = time.Now()
+			}
+			if w.src != nil && !ev.Lost {
+				w.src.ApplyChange(ctx, ev)
 			}
 			select {
 			case w.hints <- at:
