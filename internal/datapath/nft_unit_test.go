@@ -40,7 +40,7 @@ func TestNFTNameResolve(t *testing.T) {
 func TestNFTParsePortComment(t *testing.T) {
 	for in, want := range map[string]string{
 		"shop/payments:https": "shop/payments:https",
-		"ns1/empty":           "ns1/empty:",
+		"ns1/empty":           "ns1/empty",
 		"":                    "",
 		"noslash":             "",
 		"a/b:c:d":             "",
