@@ -206,7 +206,7 @@ func conditionCases() []expectedCase {
 			svcs: []*corev1.Service{svc("s", ports(corev1.ServicePort{Protocol: corev1.ProtocolTCP, Port: 80}))},
 			slices: []*discoveryv1.EndpointSlice{with(slice("s-1", "s", ep("10.1.0.1", "node-a")),
 				slicePorts(slicePort("", 8080, corev1.ProtocolTCP)))},
-			want: []string{"ns/s: cluster_ip 10.96.0.1:80/TCP -> forward 10.1.0.1:8080"}},
+			want: []string{"ns/s cluster_ip 10.96.0.1:80/TCP -> forward 10.1.0.1:8080"}},
 	}
 }
 
