@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netdrift/netdrift/lab/labenv"
 )
@@ -86,6 +89,7 @@ func smoke(t *testing.T, mode string) {
 	for _, n := range l.Nodes() {
 		waitBackends(t, l, n.Name, cip, want)
 	}
+	checkSlice(ctx, t, l, want)
 	// A reply through the ClusterIP, from every node.
 	for _, n := range l.Nodes() {
 		got := get(t, l, n.Name, cip)
@@ -167,4 +171,30 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// checkSlice asserts kube-controller-manager wrote the Service's
+// EndpointSlice with both endpoints and a trigger-time annotation.
+func checkSlice(ctx context.Context, t *testing.T, l *labenv.Lab, want []string) {
+	t.Helper()
+	slices, err := l.Clientset().DiscoveryV1().EndpointSlices("default").List(ctx,
+		metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range slices.Items {
+		if s.Annotations["endpoints.kubernetes.io/last-change-trigger-time"] == "" {
+			t.Errorf("slice %s has no last-change-trigger-time annotation", s.Name)
+		}
+		for _, e := range s.Endpoints {
+			for _, a := range e.Addresses {
+				got = append(got, fmt.Sprintf("%s:%d", a, labenv.DefaultPodPort))
+			}
+		}
+	}
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("EndpointSlices hold %v, want %v", got, want)
+	}
 }
