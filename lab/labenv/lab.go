@@ -130,12 +130,16 @@ func (l *Lab) up(ctx context.Context) error {
 		if err := l.startKubeProxy(i); err != nil {
 			return err
 		}
-		if err := l.startAgent(i); err != nil {
-			return err
-		}
 	}
 	for i := 1; i <= o.Nodes; i++ {
 		if err := l.waitKubeProxy(ctx, i, 60*time.Second); err != nil {
+			return err
+		}
+	}
+	// Agents start once kube-proxy has written its rules, so they find
+	// its datapath mode at startup.
+	for i := 1; i <= o.Nodes; i++ {
+		if err := l.startAgent(i); err != nil {
 			return err
 		}
 	}

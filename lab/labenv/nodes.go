@@ -163,7 +163,8 @@ func (l *Lab) startAgent(i int) error {
 }
 
 // waitKubeProxy waits until kube-proxy on node i answers /healthz with 200
-// (it has synced its rules at least once).
+// and has programmed the "kubernetes" Service (its first full sync is done;
+// /healthz alone is 200 before that).
 func (l *Lab) waitKubeProxy(ctx context.Context, i int, timeout time.Duration) error {
 	c := l.httpClientIn(nodeNS(l.opts.Name, i))
 	deadline := time.Now().Add(timeout)
@@ -177,7 +178,7 @@ func (l *Lab) waitKubeProxy(ctx context.Context, i int, timeout time.Duration) e
 		resp, err := c.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && l.programmedAPIService(i) {
 				return nil
 			}
 		}
@@ -205,4 +206,9 @@ func nodeIndex(name string) (int, error) {
 		return 0, fmt.Errorf("not a lab node name: %q", name)
 	}
 	return i, nil
+}
+
+func (l *Lab) programmedAPIService(i int) bool {
+	b, err := l.ProgrammedBackends(nodeName(i), kubernetesServiceIP, 443)
+	return err == nil && len(b) > 0
 }
