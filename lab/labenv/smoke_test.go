@@ -32,7 +32,9 @@ func startLab(t *testing.T, opts labenv.Options) *labenv.Lab {
 		t.Fatal(err)
 	}
 	opts.Name = fmt.Sprintf("s%d%s", os.Getpid()%1000000, opts.ProxyMode[:1])
-	opts.Dir = filepath.Join(t.TempDir(), "lab")
+	// The default dir ($TMPDIR/netdrift-lab-<name>), so that if this test
+	// process is killed, `lab down -name <name>` still finds the state file.
+	opts.Dir = labenv.DefaultDir(opts.Name)
 	opts.Logf = t.Logf
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
