@@ -31,13 +31,17 @@ type rstLink struct {
 	gone    map[netip.Addr]time.Time // when the pod disappeared from the cache
 	records []rst.Record
 	totals  map[string]uint64 // namespace/service -> RSTs
+	// kicked asks syncLoop to sync now: a pod of this node changed (it may
+	// have started terminating and be closing its listeners this instant).
+	kicked chan struct{}
 }
 
 const maxRSTRecords = 1000
 
 func newRSTLink(f agentFlags, a *agent.Agent, w *watch.Watcher, log *slog.Logger) *rstLink {
 	l := &rstLink{agent: a, watcher: w, window: f.rstWindow, log: log, metrics: rst.NewMetrics(f.maxServiceSeries),
-		targets: map[netip.Addr]rst.Target{}, gone: map[netip.Addr]time.Time{}, totals: map[string]uint64{}}
+		targets: map[netip.Addr]rst.Target{}, gone: map[netip.Addr]time.Time{}, totals: map[string]uint64{},
+		kicked: make(chan struct{}, 1)}
 	if f.noRST {
 		l.metrics.SetStatus(rst.Status{Mode: rst.ModeNone, Reason: "disabled by --no-rst-probe"})
 		return l
@@ -79,7 +83,18 @@ func (l *rstLink) syncLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-l.kicked:
 		}
+	}
+}
+
+// kick makes syncLoop watch a pod that starts terminating at once instead of
+// on the next tick: the RSTs of a pod that closes its listeners right away
+// (no preStop hook) come within milliseconds of its deletion.
+func (l *rstLink) kick() {
+	select {
+	case l.kicked <- struct{}{}:
+	default:
 	}
 }
 

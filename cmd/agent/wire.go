@@ -72,7 +72,12 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, l
 		opts.Datapath = src
 		w.src = src
 	}
-	w.watcher = watch.NewWatcher(client, f.nodeName, clock.RealClock{}, func(ev watch.Event) { w.agent.OnEvent(ev) })
+	w.watcher = watch.NewWatcher(client, f.nodeName, clock.RealClock{}, func(ev watch.Event) {
+		w.agent.OnEvent(ev)
+		if ev.Kind == watch.KindPod {
+			w.rst.kick()
+		}
+	})
 	opts.Cluster = w.watcher
 	w.agent = agent.New(opts)
 	w.rst = newRSTLink(f, w.agent, w.watcher, log)
