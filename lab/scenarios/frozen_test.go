@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -94,8 +95,20 @@ func testFrozen(t *testing.T, e *env) {
 		}
 	}
 
-	freezeFor := 2 * time.Second
-	time.Sleep(freezeFor)
+	// The finding stays while kube-proxy stays frozen.
+	until := time.Now().Add(2 * time.Second)
+	for time.Now().Before(until) {
+		var d Drift
+		if err := byNode[frozen].Get(ctx, "/v1/drift", &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(findingsOf(d, "stale_backend", svc)) == 0 {
+			t.Errorf("%s: stale_backend for %s disappeared while kube-proxy was still frozen: findings %s pending %s",
+				frozen, svc, kinds(d.Findings), kinds(d.Pending))
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err := l.ThawKubeProxy(frozen); err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +117,21 @@ func testFrozen(t *testing.T, e *env) {
 	t.Logf("kube-proxy on %s frozen for %s", frozen, thawAt.Sub(frozeAt).Round(time.Millisecond))
 	cleared := eventually(t, 20*time.Second, 100*time.Millisecond, frozen+": finding clears", func() (bool, string) {
 		var d Drift
+		var lag Lag
 		if err := byNode[frozen].Get(ctx, "/v1/drift", &d); err != nil {
 			return false, err.Error()
 		}
-		fs := findingsOf(d, "", svc)
-		return len(fs) == 0, kinds(fs)
+		if err := byNode[frozen].Get(ctx, "/v1/lag", &lag); err != nil {
+			return false, err.Error()
+		}
+		var pend []string
+		for _, p := range lag.Pending {
+			if p.Service == svc {
+				pend = append(pend, p.Change)
+			}
+		}
+		fs := append(findingsOf(d, "", svc), d.Pending...)
+		return len(fs) == 0 && len(pend) == 0, fmt.Sprintf("findings/mismatches %s, pending changes %v", kinds(fs), pend)
 	})
 	t.Logf("%s: finding cleared %s after SIGCONT", frozen, cleared.Round(time.Millisecond))
 	_ = cip

@@ -127,7 +127,7 @@ func (e *env) start(t *testing.T) (*labenv.Lab, error) {
 	defer cancel()
 	l, err := labenv.Start(ctx, labenv.Options{
 		Name: name, Dir: dir, Nodes: 3, ProxyMode: e.mode, Agent: bin,
-		AgentArgs: []string{"--stale-after=" + staleAfter.String(),
+		AgentArgs: []string{"--stale-after=" + staleAfter.String(), "--datapath=" + e.mode,
 			"--watch-unhealthy-after=" + watchUnhealthyAfter.String()},
 		Logf: func(format string, a ...any) { fmt.Printf("lab %s: "+format+"\n", append([]any{name}, a...)...) },
 	})

@@ -79,7 +79,7 @@ func (d *demoRun) run(ctx context.Context) error {
 	d.say("Bringing up a 3-node lab: real etcd, kube-apiserver, kube-controller-manager and kube-proxy (iptables mode),\n" +
 		"nodes and pods as network namespaces, one netdrift agent per node.")
 	if err := up([]string{"-name", d.name, "-nodes", "3", "-mode", "iptables", "-agent", d.bin,
-		"-agent-args", "--stale-after=3s"}); err != nil {
+		"-agent-args", "--stale-after=3s --datapath=iptables"}); err != nil {
 		return err
 	}
 	if err := d.attach(); err != nil {
