@@ -25,10 +25,16 @@ import (
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
+// datapathSource is a datapath reader that can also use change events.
+type datapathSource interface {
+	datapath.Source
+	ApplyChange(ctx context.Context, ev datapath.ChangeEvent)
+}
+
 // wired is the agent with its collaborators, built explicitly.
 type wired struct {
 	agent   *agent.Agent
-	src     *knownSource
+	src     datapathSource
 	watcher *watch.Watcher
 	changes *datapath.ChangeWatcher
 	hints   chan time.Time
@@ -44,13 +50,19 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, l
 		mode, reason = model.ModeNone, "datapath detection failed: "+err.Error()
 	}
 	log.Info("datapath", "mode", mode, "reason", reason)
-	var src *knownSource
-	if mode != model.ModeNone {
-		if src, err = newSource(mode, f.netns, func() model.Desired { return w.agent.State().Desired }); err != nil {
+	known := func() model.Desired { return w.agent.State().Desired }
+	var src datapathSource
+	switch {
+	case mode != model.ModeNone:
+		if src, err = newSource(mode, f.netns, known); err != nil {
 			return nil, err
 		}
+	case f.datapath == "auto":
+		src = &redetectSource{netns: f.netns, known: known, interval: f.auditInterval, detect: datapath.DetectMode,
+			reason: reason, last: time.Now()}
 	}
-	if mode == model.ModeNFTables || mode == model.ModeIPTables {
+	if mode != model.ModeIPVS {
+		// nf_tables events cover kube-proxy's nftables mode and iptables-nft.
 		if cw, err := datapath.WatchChanges(ctx, f.netns); err != nil {
 			log.Warn("no nftables change events: polling only", "err", err)
 		} else {

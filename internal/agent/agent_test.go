@@ -255,3 +255,22 @@ func TestLoopDegradedSourceKeepsRunning(t *testing.T) {
 		t.Fatal("source not retried")
 	}
 }
+
+func TestLoopNoKubeProxyStateThenDetected(t *testing.T) {
+	h := newHarness(t)
+	h.c.services["shop/web"] = service("web", "10.96.0.10")
+	h.c.slices["shop/web"] = []*discoveryv1.EndpointSlice{slice("web", "10.1.0.1")}
+	h.src.set(model.Observed{Datapath: model.ModeNone, Warnings: []string{"no kube-proxy table yet"}}, nil)
+	for i := 0; i < 3; i++ {
+		h.advance(10 * time.Second)
+	}
+	s := h.a.State()
+	if s.Datapath != model.ModeNone || len(s.Stale)+len(s.Pending) != 0 || len(s.Notes) == 0 {
+		t.Fatalf("absent kube-proxy state reported as drift: datapath=%s stale=%v pending=%v notes=%v", s.Datapath, s.Stale, s.Pending, s.Notes)
+	}
+	h.kubeProxySyncs() // kube-proxy's first sync lands
+	h.advance(10 * time.Second)
+	if s := h.a.State(); s.Datapath != model.ModeIPTables || len(s.Stale)+len(s.Pending) != 0 {
+		t.Fatalf("after kube-proxy synced: datapath=%s stale=%v pending=%v", s.Datapath, s.Stale, s.Pending)
+	}
+}

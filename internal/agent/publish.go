@@ -21,7 +21,7 @@ func (a *Agent) publishLocked(now time.Time, desired model.Desired, obs model.Ob
 	if readOK {
 		s.Observed = obs
 	}
-	if a.src == nil {
+	if a.src == nil || a.mode == model.ModeNone {
 		s.Notes = append(s.Notes, "no kube-proxy datapath state found ("+a.reason+"): service findings are not reported")
 	}
 	for _, st := range a.sources {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/drift"
@@ -132,6 +133,14 @@ func (a *Agent) audit(ctx context.Context) {
 	a.lastRead = now
 	desired := a.mergedDesiredLocked()
 	var mismatches []model.Finding
+	if ok && obs.Datapath == model.ModeNone {
+		// kube-proxy's state is absent (not synced yet, or replaced): nothing
+		// to compare; calling every frontend missing would be wrong.
+		a.mode, a.reason = model.ModeNone, strings.Join(obs.Warnings, "; ")
+		ok = false
+	} else if ok && obs.Datapath != "" && obs.Datapath != a.mode {
+		a.mode, a.reason = obs.Datapath, "detected after start"
+	}
 	if ok {
 		for _, s := range a.lag.Observe(obs, obsAt) {
 			a.recorder.ObserveLag(s)
@@ -149,7 +158,7 @@ func (a *Agent) audit(ctx context.Context) {
 		a.lastExtra = now
 	}
 	mismatches = append(mismatches, a.extraFound...)
-	if ok || a.src == nil {
+	if ok || a.src == nil || a.mode == model.ModeNone {
 		ws := a.watchStatusLocked(now)
 		a.findings.Update(mismatches, now, drift.Proof{WatchHealthy: ws.Healthy, LastDelivery: a.lastDelivery, Changed: a.changed})
 		a.changed = map[string]bool{}
