@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/rst"
@@ -110,7 +111,7 @@ func (l *rstLink) sync(now time.Time) {
 		}
 		for _, ip := range p.Status.PodIPs {
 			if a, err := netip.ParseAddr(ip.IP); err == nil {
-				current[a.Unmap()] = rst.Target{Namespace: p.Namespace, Pod: p.Name, Deleted: p.DeletionTimestamp.Time}
+				current[a.Unmap()] = rst.Target{Namespace: p.Namespace, Pod: p.Name, Deleted: deletedAt(p)}
 			}
 		}
 	}
@@ -120,6 +121,9 @@ func (l *rstLink) sync(now time.Time) {
 	for a, tg := range current {
 		if old, ok := l.targets[a]; ok && tg.Service == "" {
 			tg.Service = old.Service
+		}
+		if old, ok := l.targets[a]; ok && !old.Deleted.IsZero() && old.Deleted.Before(tg.Deleted) {
+			tg.Deleted = old.Deleted // a later delete (e.g. grace 0) does not move the first one
 		}
 		if s, ok := services[a]; ok {
 			tg.Service = s
@@ -158,6 +162,16 @@ func (l *rstLink) tableLocked() rst.Table {
 	t := rst.Table{Addrs: map[netip.Addr]rst.Target{}}
 	for a, tg := range l.targets {
 		t.Addrs[a] = tg
+	}
+	return t
+}
+
+// deletedAt is when the pod's deletion was requested: the API server sets
+// deletionTimestamp to that time plus the grace period.
+func deletedAt(p *corev1.Pod) time.Time {
+	t := p.DeletionTimestamp.Time
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		t = t.Add(-time.Duration(*g) * time.Second)
 	}
 	return t
 }
