@@ -111,7 +111,8 @@ func (d *demoRun) freeze(ctx context.Context) error {
 	fmt.Printf("    %s reported stale_backend %s after the delete\n", n.name, time.Since(frozeAt).Round(100*time.Millisecond))
 	d.show(n, "drift")
 	d.show(n, "status")
-	d.say(fmt.Sprintf("%s, whose kube-proxy is fine, reports nothing stale:", d.nodes[0].name))
+	d.say(fmt.Sprintf("%s, whose kube-proxy is fine, has no stale_backend. (Any stale_conntrack listed there is the SYNs of\n"+
+		"story 1's clients that timed out against deleted v1 pods: conntrack keeps them, SYN_SENT, for up to 2 minutes.)", d.nodes[0].name))
 	d.show(d.nodes[0], "drift")
 	time.Sleep(2 * time.Second)
 	d.say(fmt.Sprintf("kube-proxy on %s resumes (SIGCONT) after %s; it syncs and the finding clears.", n.name,
