@@ -173,6 +173,7 @@ udp      17 29 src=10.99.0.12 dst=10.99.0.1 sport=5353 dport=53 [UNREPLIED] src=
 tcp      6 431950 ESTABLISHED src=10.99.0.12 dst=10.96.0.10 sport=40000 dport=80 src=10.244.3.2 dst=10.99.0.12 sport=8080 dport=40000 [ASSURED] mark=0 use=1
 tcp      6 86399 ESTABLISHED src=10.99.0.12 dst=10.99.0.1 sport=52000 dport=6443 src=10.99.0.1 dst=10.99.0.12 sport=6443 dport=52000 [ASSURED] mark=0 use=1
 `
+	a += "tcp      6 100 TIME_WAIT src=10.99.0.11 dst=10.244.2.3 sport=36256 dport=8080 src=10.244.2.3 dst=10.99.0.11 sport=8080 dport=36256 [ASSURED] mark=0 use=1\n"
 	ports := []string{"6443"}
 	if NormalizeConntrack(a, ports) != NormalizeConntrack(b, ports) {
 		t.Errorf("timers, order and own flows still differ:\n%s\n--\n%s", NormalizeConntrack(a, ports), NormalizeConntrack(b, ports))

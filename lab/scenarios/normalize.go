@@ -27,8 +27,9 @@ func NormalizeIPTablesSave(s string) string {
 
 // NormalizeConntrack drops the countdown timer of each `conntrack -L`
 // entry (the third field), skips entries touching any of ports (sport= or
-// dport=: the agents' and the test's own connections) and anything that is
-// not an entry (conntrack's summary goes to stderr, but be safe), and sorts.
+// dport=: the agents' and the test's own connections), TCP entries not
+// ESTABLISHED (they change state or expire by themselves) and anything that
+// is not an entry, and sorts.
 func NormalizeConntrack(s string, ports []string) string {
 	var out []string
 	for _, ln := range strings.Split(s, "\n") {
@@ -36,7 +37,7 @@ func NormalizeConntrack(s string, ports []string) string {
 		if len(f) < 4 || strings.Contains(ln, "flow entries have been shown") {
 			continue
 		}
-		if touches(ln, ports) {
+		if touches(ln, ports) || transient(f) {
 			continue
 		}
 		if _, err := strconv.Atoi(f[2]); err == nil {
@@ -46,6 +47,19 @@ func NormalizeConntrack(s string, ports []string) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, "\n")
+}
+
+// transient reports TCP entries in closing or opening states: the kernel
+// moves or expires them by its own timers within the observation window.
+func transient(f []string) bool {
+	if f[0] != "tcp" || len(f) < 4 {
+		return false
+	}
+	switch f[3] {
+	case "ESTABLISHED":
+		return false
+	}
+	return true
 }
 
 func touches(ln string, ports []string) bool {

@@ -33,14 +33,18 @@ func testReadOnly(t *testing.T, e *env) {
 			t.Errorf("restart kube-proxy on %s: %v", node, err)
 		}
 	})
-	// Long-lived connections through the ClusterIP: conntrack entries with
-	// DNAT for the agent's conntrack reader to see.
+	// Long-lived connections through the ClusterIP, kept busy with keep-alive
+	// requests so they stay ESTABLISHED: conntrack entries with DNAT for the
+	// agent's conntrack reader to see.
+	keepCtx, stopKeep := context.WithCancel(ctx)
+	t.Cleanup(stopKeep)
 	for i := 0; i < 3; i++ {
 		c, err := l.DialContext(ctx, node, "tcp", net.JoinHostPort(cip, "80"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
+		go keepAlive(keepCtx, c)
 	}
 	time.Sleep(time.Second)
 	before := datapathState(t, l, node)
@@ -123,6 +127,24 @@ func runAgent(t *testing.T, l *labenv.Lab, bin, node string) {
 		<-exited
 	}
 	stopped = true
+}
+
+// keepAlive sends a keep-alive HTTP request on c every 500 ms.
+func keepAlive(ctx context.Context, c net.Conn) {
+	buf := make([]byte, 4096)
+	for ctx.Err() == nil {
+		if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: ro\r\n\r\n")); err != nil {
+			return
+		}
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Read(buf); err != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 var stateKeys = []string{"iptables-save", "nft list ruleset", "routes", "links", "conntrack"}
