@@ -21,7 +21,7 @@ deps:
 
 lint:
 	$(GO) vet ./...
-	@test -z "$$(gofmt -l cmd internal bpf deploy 2>/dev/null)" || { gofmt -l cmd internal bpf deploy; echo "gofmt needed"; exit 1; }
+	@test -z "$$(gofmt -l cmd internal bpf deploy bench lab 2>/dev/null)" || { gofmt -l cmd internal bpf deploy bench lab; echo "gofmt needed"; exit 1; }
 
 # Everything: lint, generated-code check, unit/golden/fuzz-seed tests, real-kernel
 # tests (root, throwaway network namespaces), the VM (Debian 6.1 kernel) tests,
