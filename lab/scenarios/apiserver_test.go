@@ -94,6 +94,7 @@ func testAPIServerDown(t *testing.T, e *env) {
 	t.Logf("API server down %s, ready again", backAt.Sub(stoppedAt).Round(time.Millisecond))
 	// Full recovery: healthy watch, ready, no finding, on every node.
 	for _, a := range agents {
+		lastLog := time.Now()
 		eventually(t, 60*time.Second, 200*time.Millisecond, a.Node+": recovery", func() (bool, string) {
 			var st Status
 			if err := a.Get(ctx, "/v1/status", &st); err != nil {
@@ -104,6 +105,12 @@ func testAPIServerDown(t *testing.T, e *env) {
 				return false, err.Error()
 			}
 			h, _ := m.Sum("netdrift_watch_healthy", nil)
+			lease, _ := m.Sum("netdrift_watch_last_lease_delivery_age_seconds", nil)
+			if time.Since(lastLog) > 5*time.Second {
+				lastLog = time.Now()
+				t.Logf("  %s %s after the return: watch_healthy %v, last Lease delivery %.1f s ago (%s)", a.Node,
+					time.Since(backAt).Round(time.Second), h, lease, st.Watch.Reason)
+			}
 			return h == 1 && st.Ready && st.Findings == 0, fmt.Sprintf("watch_healthy %v ready %v findings %d (%s; %s)",
 				h, st.Ready, st.Findings, st.Watch.Reason, st.ReadyReason)
 		})
