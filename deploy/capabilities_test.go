@@ -14,7 +14,7 @@ import (
 // each reader the agent runs works with exactly the capabilities the manifest grants (as
 // uid 0 with a bounding set of only those, which is what the container gets), and fails
 // without each capability claimed for it. The container runtime's seccomp profile is not
-// part of this (see docs/deploy.md).
+// part of this (see docs/install.md).
 
 var nsSeq atomic.Int32
 
