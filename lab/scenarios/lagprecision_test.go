@@ -51,6 +51,7 @@ func testLagPrecision(t *testing.T, e *env) {
 		time.Sleep(1500 * time.Millisecond)
 	}
 	var diffs []time.Duration
+	outside := 0
 	for _, a := range agents {
 		var lag Lag
 		if err := a.Get(ctx, "/v1/lag", &lag); err != nil {
@@ -71,6 +72,7 @@ func testLagPrecision(t *testing.T, e *env) {
 			if s.T2.Before(sy.Start.Add(-10*time.Millisecond)) || d > lagPrecisionLimit {
 				t.Errorf("%s: %s change: T2 %s outside kube-proxy's sync %s..%s (+%s)", a.Node, s.Change,
 					s.T2.Format("15:04:05.000"), sy.Start.Format("15:04:05.000"), sy.Complete.Format("15:04:05.000"), lagPrecisionLimit)
+				outside++
 			}
 			n++
 			diffs = append(diffs, abs(d))
@@ -85,8 +87,8 @@ func testLagPrecision(t *testing.T, e *env) {
 	p50, p90, p99, mx := Quantile(diffs, .5), Quantile(diffs, .9), Quantile(diffs, .99), Quantile(diffs, 1)
 	t.Logf("LAG PRECISION %s: |T2 - kube-proxy sync complete| over %d samples: p50 %s p90 %s p99 %s max %s",
 		e.mode, len(diffs), p50, p90, p99, mx)
-	if p99 > lagPrecisionLimit {
-		t.Logf("note: p99 %s exceeds %s; every T2 was inside its sync (checked above): the excess is kube-proxy's post-commit work before it logs completion", p99, lagPrecisionLimit)
+	if p99 > lagPrecisionLimit && outside == 0 {
+		t.Logf("note: p99 %s exceeds %s; every T2 was inside its sync: the excess is kube-proxy's post-commit work before it logs completion", p99, lagPrecisionLimit)
 	}
 }
 
