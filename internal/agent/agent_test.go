@@ -274,3 +274,20 @@ func TestLoopNoKubeProxyStateThenDetected(t *testing.T) {
 		t.Fatalf("after kube-proxy synced: datapath=%s stale=%v pending=%v", s.Datapath, s.Stale, s.Pending)
 	}
 }
+
+func TestLoopWatchRecoversOnAnyDelivery(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.a.OnEvent(watch.Event{Kind: watch.KindLease, At: h.clk.Now(), LeaseRenew: h.clk.Now()})
+	h.advance(30 * time.Second) // API server down: nothing delivered
+	if h.a.State().Watch.Healthy {
+		t.Fatal("healthy after 30s without deliveries")
+	}
+	// The API server is back: the EndpointSlice watch delivers before the
+	// Lease informer's re-watch does.
+	h.setSlice(slice("web", "10.1.0.1", "10.1.0.2"), time.Time{})
+	h.advance(100 * time.Millisecond)
+	if !h.a.State().Watch.Healthy {
+		t.Fatal("a fresh delivery did not restore watch health")
+	}
+}

@@ -232,7 +232,9 @@ func (a *Agent) watchStatusLocked(now time.Time) WatchStatus {
 		ws.Healthy, ws.HealthReason = false, ws.SyncReason
 	case !ws.LeaseSeen:
 		ws.Healthy, ws.HealthReason = true, "no Lease for this node seen: watch currency is proven by other deliveries only"
-	case now.Sub(ws.LastLeaseDelivery) > a.cfg.WatchUnhealthyAfter:
+	case now.Sub(latest(ws.LastLeaseDelivery, ws.LastDelivery)) > a.cfg.WatchUnhealthyAfter:
+		// Any delivery proves the API server is serving the watch again: after
+		// an outage the Lease informer's re-watch may back off for tens of seconds.
 		ws.Healthy = false
 		ws.HealthReason = fmt.Sprintf("no Lease renewal delivered for %s (limit %s): the API server or the watch lags; mismatches are not promoted",
 			now.Sub(ws.LastLeaseDelivery).Round(time.Second), a.cfg.WatchUnhealthyAfter)
@@ -240,4 +242,11 @@ func (a *Agent) watchStatusLocked(now time.Time) WatchStatus {
 		ws.Healthy, ws.HealthReason = true, "Lease renewals arrive"
 	}
 	return ws
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
