@@ -20,8 +20,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// buildBinary returns a path that runs netdrift as a separate process.
-func buildBinary(t *testing.T) string {
+// selfBinary is this test binary, which runs netdrift when NETDRIFT_AS_MAIN=1.
+func selfBinary(t *testing.T) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -56,7 +56,7 @@ type diffJSON struct {
 }
 
 func TestDiffProcess(t *testing.T) {
-	bin := buildBinary(t)
+	bin := selfBinary(t)
 	td := "testdata/"
 	t.Run("no_findings_on_converged_iptables", func(t *testing.T) {
 		out, errs, code := runBin(t, bin, "diff", "--node", "worker-a", "--cluster", td+"cluster.json",

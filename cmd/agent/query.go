@@ -56,13 +56,19 @@ func (q *queryFlags) get(path string, v any, stderr io.Writer, name string) bool
 	return true
 }
 
-func runStatus(args []string, stdout, stderr io.Writer) int {
-	q, _, ok := parseQuery("status", args, stderr, 0)
-	if !ok {
-		return exitError
+// fetch parses a query command without arguments and GETs path into v.
+func fetch(name, path string, args []string, stderr io.Writer, v any) (*queryFlags, bool) {
+	q, _, ok := parseQuery(name, args, stderr, 0)
+	if !ok || !q.get(path, v, stderr, name) {
+		return nil, false
 	}
+	return q, true
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
 	var s api.Status
-	if !q.get("/v1/status", &s, stderr, "status") {
+	q, ok := fetch("status", "/v1/status", args, stderr, &s)
+	if !ok {
 		return exitError
 	}
 	if q.out == "json" {
@@ -121,12 +127,9 @@ func upDown(b bool) string {
 }
 
 func runDrift(args []string, stdout, stderr io.Writer) int {
-	q, _, ok := parseQuery("drift", args, stderr, 0)
-	if !ok {
-		return exitError
-	}
 	var d api.Drift
-	if !q.get("/v1/drift", &d, stderr, "drift") {
+	q, ok := fetch("drift", "/v1/drift", args, stderr, &d)
+	if !ok {
 		return exitError
 	}
 	if q.out == "json" {

@@ -87,12 +87,9 @@ func verdictText(v *api.Verdict) string {
 }
 
 func runLag(args []string, stdout, stderr io.Writer) int {
-	q, _, ok := parseQuery("lag", args, stderr, 0)
-	if !ok {
-		return exitError
-	}
 	var l api.Lag
-	if !q.get("/v1/lag", &l, stderr, "lag") {
+	q, ok := fetch("lag", "/v1/lag", args, stderr, &l)
+	if !ok {
 		return exitError
 	}
 	if q.out == "json" {
@@ -140,12 +137,9 @@ func runLag(args []string, stdout, stderr io.Writer) int {
 func secs(v float64) string { return fmt.Sprintf("%.3fs", v) }
 
 func runRSTs(args []string, stdout, stderr io.Writer) int {
-	q, _, ok := parseQuery("rsts", args, stderr, 0)
-	if !ok {
-		return exitError
-	}
 	var r RSTReport
-	if !q.get("/v1/rsts", &r, stderr, "rsts") {
+	q, ok := fetch("rsts", "/v1/rsts", args, stderr, &r)
+	if !ok {
 		return exitError
 	}
 	if q.out == "json" {

@@ -41,17 +41,16 @@ func (k *knownSource) desired() model.Desired {
 
 // Snapshot reads the datapath. It never writes.
 func (k *knownSource) Snapshot(ctx context.Context) (model.Observed, error) {
-	d := k.desired()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	switch {
-	case k.ipt != nil:
+	case k.ipt != nil: // its Known callback asks for the desired state only when it parses a dump
 		return k.iptSnapshot(ctx)
 	case k.nft != nil:
-		k.nft.Config.Options = datapath.NFTOptionsFor(d)
+		k.nft.Config.Options = datapath.NFTOptionsFor(k.desired())
 		return k.nft.Snapshot(ctx)
 	case k.ipvs != nil:
-		k.ipvs.SetOptions(ipvs.OptionsFromDesired(d))
+		k.ipvs.SetOptions(ipvs.OptionsFromDesired(k.desired()))
 		return k.ipvs.Snapshot(ctx)
 	}
 	return model.Observed{Datapath: model.ModeNone}, nil

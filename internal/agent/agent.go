@@ -43,6 +43,7 @@ type Agent struct {
 	lastDelivery time.Time
 	lease        WatchStatus
 	desired      map[string]map[model.Frontend]model.Verdict
+	merged       map[model.Frontend]model.Verdict // cache of the merged desired state; nil = stale
 	initialized  bool
 	lag          *drift.LagTracker
 	findings     *drift.FindingTracker

@@ -40,9 +40,13 @@ func (a *Agent) applyChanges(now time.Time) {
 			a.desired[k] = watch.ExpectedService(node, a.cfg.NodeName, a.cluster.Service(k), a.cluster.SlicesFor(k))
 		}
 		a.dirty = map[string]dirtyService{}
+		a.merged = nil
 		a.initialized = true
 		a.lastRead = time.Time{}
 		return
+	}
+	if len(a.dirty) > 0 {
+		a.merged = nil
 	}
 	for svc, d := range a.dirty {
 		next := watch.ExpectedService(node, a.cfg.NodeName, a.cluster.Service(svc), a.cluster.SlicesFor(svc))
@@ -213,14 +217,20 @@ func (a *Agent) extraFindingsLocked(ctx context.Context, cs *watch.ClusterState,
 	return out
 }
 
+// mergedDesiredLocked is the node's whole desired state, rebuilt only after
+// a service's desired state changed (not on every fast poll).
 func (a *Agent) mergedDesiredLocked() model.Desired {
-	d := model.Desired{Node: a.cfg.NodeName, Frontends: map[model.Frontend]model.Verdict{}}
-	for _, m := range a.desired {
-		for fe, v := range m {
-			d.Frontends[fe] = v
+	if a.merged != nil {
+		return model.Desired{Node: a.cfg.NodeName, Frontends: a.merged}
+	}
+	m := map[model.Frontend]model.Verdict{}
+	for _, fs := range a.desired {
+		for fe, v := range fs {
+			m[fe] = v
 		}
 	}
-	return d
+	a.merged = m // never mutated after this: published states share it
+	return model.Desired{Node: a.cfg.NodeName, Frontends: m}
 }
 
 func (a *Agent) watchStatusLocked(now time.Time) WatchStatus {

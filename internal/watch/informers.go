@@ -67,8 +67,7 @@ const byService = "service"
 // must not block.
 func NewWatcher(client kubernetes.Interface, node string, clk clock.PassiveClock, onEvent func(Event)) *Watcher {
 	w := &Watcher{node: node, clock: clk, onEvent: onEvent, synced: map[string]cache.InformerSynced{}}
-	w.shared = informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {}))
+	w.shared = informers.NewSharedInformerFactory(client, 0)
 	w.pods = informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
