@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 // agentFlags is the agent's whole configuration (no package globals).
@@ -33,6 +35,7 @@ type agentFlags struct {
 	fastPoll         time.Duration
 	auditInterval    time.Duration
 	watchUnhealthy   time.Duration
+	apiReconnect     time.Duration
 	maxServiceSeries int
 	rstWindow        time.Duration
 	rstMode          string
@@ -57,6 +60,8 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.fastPoll, "fast-poll", 100*time.Millisecond, "re-read interval while changes are pending")
 	fs.DurationVar(&f.auditInterval, "audit-interval", 10*time.Second, "full audit interval when nothing is pending")
 	fs.DurationVar(&f.watchUnhealthy, "watch-unhealthy-after", 25*time.Second, "no Lease renewal delivered for this long = watch unhealthy")
+	fs.DurationVar(&f.apiReconnect, "api-reconnect-interval", 2*time.Second,
+		"while the API server refuses connections, redial list/watch requests this often (±50 % jitter; 0 = client-go's backoff, up to 60 s)")
 	fs.IntVar(&f.maxServiceSeries, "max-service-series", 100, "cap on per-service metric series (the rest under service=\"_other\")")
 	fs.DurationVar(&f.rstWindow, "rst-window", 2*time.Minute, "keep watching a deleted pod's IP for RSTs this long")
 	fs.StringVar(&f.rstMode, "rst-probe-mode", "", "force the RST probe mode (tracepoint or fentry)")
@@ -83,6 +88,9 @@ func (f *agentFlags) validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}
+	}
+	if f.apiReconnect < 0 {
+		errs = append(errs, errors.New("--api-reconnect-interval must not be negative"))
 	}
 	if f.maxServiceSeries < 1 {
 		errs = append(errs, errors.New("--max-service-series must be at least 1"))
@@ -140,11 +148,16 @@ func serveAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	var reconnect *watch.ReconnectTransport
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		reconnect = watch.NewReconnectTransport(rt, f.apiReconnect)
+		return reconnect
+	})
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	w, err := wireAgent(ctx, f, client, log)
+	w, err := wireAgent(ctx, f, client, reconnect, log)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,10 @@ type wired struct {
 	log     *slog.Logger
 }
 
-func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, log *slog.Logger) (*wired, error) {
+// wireAgent builds the agent; reconnect (may be nil) reports API server
+// reachability in the watch health reason.
+func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, reconnect *watch.ReconnectTransport,
+	log *slog.Logger) (*wired, error) {
 	w := &wired{log: log, hints: make(chan time.Time, 1)}
 	mode, reason, err := resolveMode(ctx, f.datapath, f.netns)
 	if err != nil {
@@ -75,7 +78,7 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, l
 	}
 	rec := metrics.NewRecorder()
 	opts := agent.Options{
-		Config: agentConfig(f), Clock: clock.RealClock{}, Log: log, Mode: mode, Reason: reason,
+		Config: agentConfig(f, reconnect), Clock: clock.RealClock{}, Log: log, Mode: mode, Reason: reason,
 		Hints: w.hints, Recorder: rec,
 	}
 	nf := &nodeFindings{node: f.nodeName, netns: f.netns, procPath: f.procPath, cfg: nodeCfg}
@@ -103,8 +106,11 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, l
 	return w, nil
 }
 
-func agentConfig(f agentFlags) agent.Config {
+func agentConfig(f agentFlags, reconnect *watch.ReconnectTransport) agent.Config {
 	c := agent.DefaultConfig()
+	if reconnect != nil {
+		c.APIUnreachable = reconnect.Unreachable
+	}
 	c.NodeName, c.StaleAfter, c.FastPoll, c.AuditInterval = f.nodeName, f.staleAfter, f.fastPoll, f.auditInterval
 	c.WatchUnhealthyAfter = f.watchUnhealthy
 	return c

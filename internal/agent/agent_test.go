@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,11 +63,16 @@ func (h *harness) ObserveWatchDelay(src string, d time.Duration) {
 	h.delay[src] = append(h.delay[src], d)
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
+
+func newHarnessWith(t *testing.T, tweak func(*Config)) *harness {
 	h := &harness{t: t, clk: clocktesting.NewFakeClock(start), c: newFakeCluster(), src: &fakeSource{},
 		ctx: context.Background(), delay: map[string][]time.Duration{}}
 	cfg := DefaultConfig()
 	cfg.NodeName = node
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	h.a = New(Options{Config: cfg, Clock: h.clk, Cluster: h.c, Datapath: h.src, Mode: model.ModeIPTables, Recorder: h})
 	return h
 }
@@ -276,13 +282,20 @@ func TestLoopNoKubeProxyStateThenDetected(t *testing.T) {
 }
 
 func TestLoopWatchRecoversOnAnyDelivery(t *testing.T) {
-	h := newHarness(t)
+	var downSince time.Time
+	h := newHarnessWith(t, func(c *Config) {
+		c.APIUnreachable = func() (time.Time, error, bool) {
+			return downSince, errors.New("dial tcp 10.0.0.1:6443: connect: connection refused"), !downSince.IsZero()
+		}
+	})
 	h.start()
 	h.a.OnEvent(watch.Event{Kind: watch.KindLease, At: h.clk.Now(), LeaseRenew: h.clk.Now()})
+	downSince = h.clk.Now()
 	h.advance(30 * time.Second) // API server down: nothing delivered
-	if h.a.State().Watch.Healthy {
-		t.Fatal("healthy after 30s without deliveries")
+	if w := h.a.State().Watch; w.Healthy || !strings.Contains(w.HealthReason, "refuses connections since 30s ago") {
+		t.Fatalf("after 30 s without deliveries: healthy %v, reason %q; want unhealthy naming the refused dials", w.Healthy, w.HealthReason)
 	}
+	downSince = time.Time{}
 	// The API server is back: the EndpointSlice watch delivers before the
 	// Lease informer's re-watch does.
 	h.setSlice(slice("web", "10.1.0.1", "10.1.0.2"), time.Time{})

@@ -28,6 +28,9 @@ type Config struct {
 	MinPollCostFactor int
 	// RecentSamples bounds the lag samples kept for /v1/lag.
 	RecentSamples int
+	// APIUnreachable, when set, reports since when the API server refuses
+	// connections (shown in the watch health reason).
+	APIUnreachable func() (since time.Time, err error, down bool)
 }
 
 // DefaultConfig returns the documented defaults.

@@ -248,6 +248,11 @@ func (a *Agent) watchStatusLocked(now time.Time) WatchStatus {
 		ws.Healthy = false
 		ws.HealthReason = fmt.Sprintf("no Lease renewal delivered for %s (limit %s): the API server or the watch lags; mismatches are not promoted",
 			now.Sub(ws.LastLeaseDelivery).Round(time.Second), a.cfg.WatchUnhealthyAfter)
+		if a.cfg.APIUnreachable != nil {
+			if since, err, down := a.cfg.APIUnreachable(); down {
+				ws.HealthReason += fmt.Sprintf("; the API server refuses connections since %s ago (%v)", now.Sub(since).Round(time.Second), err)
+			}
+		}
 	default:
 		ws.Healthy, ws.HealthReason = true, "Lease renewals arrive"
 	}
