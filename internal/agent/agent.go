@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -55,6 +56,7 @@ type Agent struct {
 	freshChange  bool // a change was recorded since the last read
 	lastExtra    time.Time
 	extraFound   []model.Finding
+	deletions    map[netip.Addr]podDeletion // this node's pods being deleted, by IP
 	state        State
 }
 
@@ -139,6 +141,8 @@ func (a *Agent) OnEvent(ev watch.Event) {
 				a.dirty[k] = dirtyService{t1: ev.At}
 			}
 		}
+	case watch.KindPod:
+		a.recordDeletionLocked(ev)
 	case watch.KindLease:
 		a.lease.LeaseSeen = true
 		a.lease.LastLeaseDelivery = ev.At

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -122,14 +123,19 @@ func (a *Agent) nextWait() time.Duration {
 func (a *Agent) audit(ctx context.Context) {
 	a.mu.Lock()
 	obsAt := a.clock.Now()
-	if !a.hinted.IsZero() && a.hinted.Before(obsAt) {
-		obsAt = a.hinted // the change event's time is the precise T2
+	hinted := a.hinted
+	if !hinted.IsZero() && hinted.Before(obsAt) {
+		obsAt = hinted // the change event's time is the precise T2
 	}
 	a.hinted = time.Time{}
 	a.freshChange = false
 	a.mu.Unlock()
 
 	obs, ok := a.readDatapath(ctx)
+	if a.log.Enabled(ctx, slog.LevelDebug) {
+		a.log.Debug("datapath read", "observed_at", obsAt, "hint", hinted, "took", a.clock.Since(obsAt),
+			"ok", ok, "frontends", len(obs.Frontends))
+	}
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -146,7 +152,10 @@ func (a *Agent) audit(ctx context.Context) {
 		a.mode, a.reason = obs.Datapath, "detected after start"
 	}
 	if ok {
+		a.expireDeletionsLocked(now)
 		for _, s := range a.lag.Observe(obs, obsAt) {
+			s = a.datedRemovalLocked(s)
+			a.log.Debug("change programmed", "service", s.Service, "change", s.Kind, "t1", s.T1, "t2", s.T2)
 			a.recorder.ObserveLag(s)
 			a.recent = append(a.recent, s)
 		}

@@ -92,6 +92,7 @@ type LagSample struct {
 	Service               string    `json:"service"`
 	Change                string    `json:"change"`
 	T0                    time.Time `json:"t0,omitzero"`
+	T0Source              string    `json:"t0_source,omitempty"`
 	T1                    time.Time `json:"t1"`
 	T2                    time.Time `json:"t2"`
 	NodeLagSeconds        float64   `json:"node_lag_seconds"`

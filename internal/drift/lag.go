@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"net/netip"
 	"slices"
 	"sort"
 	"time"
@@ -29,12 +30,22 @@ type Change struct {
 	Previous map[model.Frontend]model.Verdict
 }
 
+// T0 sources.
+const (
+	T0Trigger     = "trigger-time" // the EndpointSlice's last-change-trigger-time annotation
+	T0PodDeletion = "pod-deletion" // the removed pod's deletion request (this node's pods only)
+)
+
 // LagSample is one converged change.
 type LagSample struct {
 	Service    string
 	Kind       ChangeKind
 	T0, T1, T2 time.Time
-	Superseded int // how many older changes this one replaced before converging
+	T0Source   string // T0Trigger or T0PodDeletion; "" when T0 is unknown
+	Superseded int    // how many older changes this one replaced before converging
+	// Removed: backend addresses this change took away (what a removal's
+	// trigger can be looked up by when the slice carries no trigger time).
+	Removed []netip.Addr
 }
 
 // NodeLag is T2-T1: how long this node took to program what it was told.
@@ -56,6 +67,7 @@ type PendingChange struct {
 	Superseded int
 	keys       []model.Frontend
 	desired    map[model.Frontend]model.Verdict
+	removed    []netip.Addr
 }
 
 // ClassifyChange derives add/remove/update from old and new desired states.
@@ -99,6 +111,27 @@ func ClassifyChange(prev, next map[model.Frontend]model.Verdict) (ChangeKind, bo
 	return "", false
 }
 
+// RemovedBackends lists the backend addresses in prev that no frontend of
+// next forwards to any more (sorted, unique).
+func RemovedBackends(prev, next map[model.Frontend]model.Verdict) []netip.Addr {
+	kept := map[netip.Addr]bool{}
+	for _, v := range next {
+		for _, b := range v.Backends {
+			kept[b.Addr()] = true
+		}
+	}
+	var out []netip.Addr
+	for _, v := range prev {
+		for _, b := range v.Backends {
+			if a := b.Addr(); !kept[a] && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
+}
+
 // LagTracker measures T2 for pending changes. It is pure: times come in as
 // arguments. Not safe for concurrent use.
 type LagTracker struct {
@@ -121,6 +154,7 @@ func (t *LagTracker) Record(c Change) {
 	}
 	p.Kind, p.T0, p.T1, p.desired = c.Kind, c.T0, c.T1, c.Desired
 	p.keys = unionKeys(p.keys, c.Previous, c.Desired)
+	p.removed = RemovedBackends(c.Previous, c.Desired)
 }
 
 func unionKeys(keys []model.Frontend, maps ...map[model.Frontend]model.Verdict) []model.Frontend {
@@ -142,7 +176,12 @@ func (t *LagTracker) Observe(obs model.Observed, at time.Time) []LagSample {
 		if at.Before(p.T1) || !matches(p, obs) {
 			continue
 		}
-		out = append(out, LagSample{Service: svc, Kind: p.Kind, T0: p.T0, T1: p.T1, T2: at, Superseded: p.Superseded})
+		src := ""
+		if !p.T0.IsZero() {
+			src = T0Trigger
+		}
+		out = append(out, LagSample{Service: svc, Kind: p.Kind, T0: p.T0, T1: p.T1, T2: at, T0Source: src,
+			Superseded: p.Superseded, Removed: p.removed})
 		delete(t.pending, svc)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })

@@ -187,3 +187,52 @@ func TestFindingTracker(t *testing.T) {
 		}
 	})
 }
+
+func TestRemovedBackends(t *testing.T) {
+	a := func(s string) netip.Addr { return netip.MustParseAddr(s) }
+	onPort := func(b netip.AddrPort, port uint16) netip.AddrPort { return netip.AddrPortFrom(b.Addr(), port) }
+	cases := []struct {
+		name       string
+		prev, next map[model.Frontend]model.Verdict
+		want       []netip.Addr
+	}{
+		{"one removed", map[model.Frontend]model.Verdict{fe: fwd(be1, be2, be3)}, map[model.Frontend]model.Verdict{fe: fwd(be2)},
+			[]netip.Addr{a("10.1.0.1"), a("10.1.0.3")}},
+		{"added only", map[model.Frontend]model.Verdict{fe: fwd(be1)}, map[model.Frontend]model.Verdict{fe: fwd(be1, be2)}, nil},
+		// Still a backend of another frontend (or another port): not removed.
+		{"kept elsewhere", map[model.Frontend]model.Verdict{fe: fwd(be1), np: fwd(be1)},
+			map[model.Frontend]model.Verdict{np: fwd(onPort(be1, 9090))}, nil},
+		{"service deleted", map[model.Frontend]model.Verdict{fe: fwd(be2), np: fwd(be2)}, nil, []netip.Addr{a("10.1.0.2")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RemovedBackends(tc.prev, tc.next)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestLagSampleCarriesRemovalAndT0Source(t *testing.T) {
+	tr := NewLagTracker()
+	prev := map[model.Frontend]model.Verdict{fe: fwd(be1, be2)}
+	next := map[model.Frontend]model.Verdict{fe: fwd(be1)}
+	tr.Record(Change{Service: "shop/cart", Kind: ChangeRemove, T1: at(100), Previous: prev, Desired: next})
+	tr.Record(Change{Service: "shop/web", Kind: ChangeRemove, T0: at(-900), T1: at(120), Previous: prev, Desired: next})
+	got := tr.Observe(obsOf(next), at(300))
+	if len(got) != 2 {
+		t.Fatalf("samples %+v", got)
+	}
+	if s := got[0]; s.T0Source != "" || len(s.Removed) != 1 || s.Removed[0] != be2.Addr() {
+		t.Errorf("cart (no trigger): T0Source %q Removed %v, want \"\" [10.1.0.2]", s.T0Source, s.Removed)
+	}
+	if s := got[1]; s.T0Source != T0Trigger || !s.T0.Equal(at(-900)) {
+		t.Errorf("web: T0 %v source %q, want the trigger time", s.T0, s.T0Source)
+	}
+}

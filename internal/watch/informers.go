@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -40,6 +41,11 @@ type Event struct {
 	At          time.Time // T1: when the informer delivered it (agent clock)
 	TriggerTime time.Time // T0 for endpointslices (zero when absent)
 	LeaseRenew  time.Time // renewTime for lease events
+	// Pods: their IPs, and when their deletion was requested (deletionTimestamp
+	// minus the grace period; the delivery time for a deletion seen without
+	// one). Zero while the pod is not being deleted.
+	PodIPs            []netip.Addr
+	DeletionRequested time.Time
 }
 
 // Watcher runs the informers the agent needs and exposes typed, read-only
@@ -144,6 +150,26 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandlerFuncs {
 	}
 }
 
+func podDeletion(p *corev1.Pod, deleted bool, at time.Time) ([]netip.Addr, time.Time) {
+	var ips []netip.Addr
+	for _, ip := range p.Status.PodIPs {
+		if a, err := netip.ParseAddr(ip.IP); err == nil {
+			ips = append(ips, a.Unmap())
+		}
+	}
+	switch {
+	case p.DeletionTimestamp != nil:
+		t := p.DeletionTimestamp.Time
+		if g := p.DeletionGracePeriodSeconds; g != nil {
+			t = t.Add(-time.Duration(*g) * time.Second)
+		}
+		return ips, t
+	case deleted:
+		return ips, at
+	}
+	return ips, time.Time{}
+}
+
 func (w *Watcher) deliver(kind string, obj any, deleted bool) {
 	ev := Event{Kind: kind, Deleted: deleted, At: w.clock.Now()}
 	switch o := obj.(type) {
@@ -161,6 +187,7 @@ func (w *Watcher) deliver(kind string, obj any, deleted bool) {
 		ev.Name = o.Name
 	case *corev1.Pod:
 		ev.Name = o.Namespace + "/" + o.Name
+		ev.PodIPs, ev.DeletionRequested = podDeletion(o, deleted, ev.At)
 	case *coordinationv1.Lease:
 		ev.Name = o.Namespace + "/" + o.Name
 		if o.Spec.RenewTime != nil {

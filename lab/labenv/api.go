@@ -136,6 +136,18 @@ func (l *Lab) ThawKubeProxy(node string) error {
 	return l.signalProc("kube-proxy/"+node, syscall.SIGCONT)
 }
 
+// FreezeControllerManager stops kube-controller-manager with SIGSTOP: the
+// EndpointSlice controller (and the pod garbage collector) stop reacting,
+// as when the control plane is slow. ThawControllerManager resumes it.
+func (l *Lab) FreezeControllerManager() error {
+	return l.signalProc("kube-controller-manager", syscall.SIGSTOP)
+}
+
+// ThawControllerManager resumes kube-controller-manager with SIGCONT.
+func (l *Lab) ThawControllerManager() error {
+	return l.signalProc("kube-controller-manager", syscall.SIGCONT)
+}
+
 // StopKubeProxy terminates node's kube-proxy; StartKubeProxy starts it again.
 func (l *Lab) StopKubeProxy(node string) error {
 	p := l.proc("kube-proxy/" + node)

@@ -7,13 +7,15 @@ import (
 	"time"
 )
 
-// testNodeGone: node-3 is deleted (its namespace and Node object). The
-// remaining nodes report stale_route for their route to its pod CIDR until
-// the routes are removed. endpoint_on_missing_node cannot arise here: the
-// v1.37 EndpointSlice controller drops the endpoints of pods whose Node does
-// not exist (endpointslice reconciler), so the check is that no remaining
-// node is left with the gone node's backend (no stale_backend) and that, if
-// the slice still listed it at some point, netdrift said so.
+// testNodeGone: node-3 is deleted (its namespace and Node object) while the
+// control plane is slow: kube-controller-manager is frozen, so the
+// EndpointSlice still lists node-3's endpoint (as it does whenever the
+// controller lags behind a node's deletion; once it reconciles, v1.37 drops
+// endpoints whose Node does not exist). The remaining nodes report
+// endpoint_on_missing_node for that endpoint and stale_route for node-3's
+// pod CIDR; when the controller resumes the endpoint goes (finding cleared,
+// kube-proxy stops sending to it, no stale_backend); stale_route stays until
+// the routes are removed.
 func testNodeGone(t *testing.T, e *env) {
 	l := e.lab
 	ctx := context.Background()
@@ -31,50 +33,84 @@ func testNodeGone(t *testing.T, e *env) {
 			podCIDR = n.PodCIDR
 		}
 	}
+	if err := l.FreezeControllerManager(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			if err := l.ThawControllerManager(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(thaw)
 	if err := l.DeleteNode(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
-	deleted := time.Now()
 	agents := agentsOf(t, l) // the remaining nodes
 	if len(agents) != 2 {
 		t.Fatalf("%d nodes left, want 2", len(agents))
 	}
 	for _, a := range agents {
-		took := eventually(t, 60*time.Second, 500*time.Millisecond, a.Node+": stale_route, no stale_backend", func() (bool, string) {
-			var d Drift
-			if err := a.Get(ctx, "/v1/drift", &d); err != nil {
-				return false, err.Error()
-			}
-			route := false
-			for _, f := range findingsOf(d, "stale_route", "") {
-				route = route || strings.Contains(f.Subject, podCIDR)
-			}
-			for _, f := range findingsOf(d, "endpoint_on_missing_node", "") {
-				if strings.Contains(f.Subject+f.Detail+f.Backend, remote.IP) {
-					t.Logf("%s: endpoint_on_missing_node: %s", a.Node, f.Detail)
-				}
-			}
-			for _, f := range findingsOf(d, "stale_backend", "default/gone") {
-				return false, "stale_backend " + f.Backend + ": " + f.Detail
-			}
-			return route, "findings " + kinds(d.Findings) + " pending " + kinds(d.Pending)
+		took := eventually(t, 60*time.Second, 500*time.Millisecond, a.Node+": endpoint_on_missing_node and stale_route", func() (bool, string) {
+			d := drift(ctx, a)
+			ep := len(missingNodeFindings(d, remote.IP, gone)) > 0
+			return ep && hasStaleRoute(d, podCIDR), "findings " + kinds(d.Findings)
 		})
-		t.Logf("%s: stale_route (%s) reported %s after the deletion; %s's endpoint %s not programmed",
-			a.Node, podCIDR, took.Round(time.Millisecond), gone, remote.IP)
+		d := drift(ctx, a)
+		t.Logf("%s: %s after the deletion: %s", a.Node, took.Round(time.Millisecond),
+			missingNodeFindings(d, remote.IP, gone)[0].Detail)
 	}
-	_ = deleted
+	thaw()
+	for _, a := range agents {
+		took := eventually(t, 60*time.Second, 500*time.Millisecond, a.Node+": endpoint_on_missing_node clears", func() (bool, string) {
+			d := drift(ctx, a)
+			if fs := findingsOf(d, "stale_backend", "default/gone"); len(fs) > 0 {
+				return false, "stale_backend " + fs[0].Backend + ": " + fs[0].Detail
+			}
+			return len(missingNodeFindings(d, remote.IP, gone)) == 0 && hasStaleRoute(d, podCIDR),
+				"findings " + kinds(d.Findings)
+		})
+		t.Logf("%s: endpoint_on_missing_node cleared %s after the controller resumed; stale_route (%s) remains", a.Node,
+			took.Round(time.Millisecond), podCIDR)
+	}
 	if err := l.RemoveNodeRoutes(gone); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range agents {
 		took := eventually(t, 40*time.Second, 500*time.Millisecond, a.Node+": stale_route clears", func() (bool, string) {
-			var d Drift
-			if err := a.Get(ctx, "/v1/drift", &d); err != nil {
-				return false, err.Error()
-			}
-			fs := findingsOf(d, "stale_route", "")
+			fs := findingsOf(drift(ctx, a), "stale_route", "")
 			return len(fs) == 0, kinds(fs)
 		})
 		t.Logf("%s: stale_route cleared %s after the routes were removed", a.Node, took.Round(time.Millisecond))
 	}
+}
+
+func drift(ctx context.Context, a *Agent) Drift {
+	var d Drift
+	if err := a.Get(ctx, "/v1/drift", &d); err != nil {
+		d.Findings = []Finding{{Kind: "error", Detail: err.Error()}}
+	}
+	return d
+}
+
+func missingNodeFindings(d Drift, ip, node string) []Finding {
+	var out []Finding
+	for _, f := range findingsOf(d, "endpoint_on_missing_node", "default/gone") {
+		if strings.Contains(f.Detail, ip) && strings.Contains(f.Detail, node) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func hasStaleRoute(d Drift, podCIDR string) bool {
+	for _, f := range findingsOf(d, "stale_route", "") {
+		if strings.Contains(f.Subject, podCIDR) {
+			return true
+		}
+	}
+	return false
 }
