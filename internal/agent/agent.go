@@ -54,8 +54,10 @@ type Agent struct {
 	hinted       time.Time
 	sources      map[string]SourceStatus
 	freshChange  bool // a change was recorded since the last read
-	lastExtra    time.Time
-	extraFound   []model.Finding
+	lastExtra    time.Time       // when the last node-level run started
+	extraFound   []model.Finding // its findings
+	extraRunning bool
+	extraDone    bool // a node-level run finished since the last read
 	deletions    map[netip.Addr]podDeletion // this node's pods being deleted, by IP
 	state        State
 }
@@ -182,10 +184,25 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case <-a.kick:
 		case at := <-a.hints:
-			a.mu.Lock()
-			a.hinted = at
-			a.mu.Unlock()
+			a.hint(at)
 		case <-t.C():
 		}
+		// select picks at random among ready cases: a change event that came
+		// while the step ran must date the next read even when the timer won.
+		select {
+		case at := <-a.hints:
+			a.hint(at)
+		default:
+		}
 	}
+}
+
+// hint records an nf_tables change event time for the next read (the
+// earliest one since the last read).
+func (a *Agent) hint(at time.Time) {
+	a.mu.Lock()
+	if a.hinted.IsZero() || at.Before(a.hinted) {
+		a.hinted = at
+	}
+	a.mu.Unlock()
 }

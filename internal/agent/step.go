@@ -84,7 +84,7 @@ func (a *Agent) busyLocked() bool {
 func (a *Agent) readDue(now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lastRead.IsZero() || !a.hinted.IsZero() {
+	if a.lastRead.IsZero() || !a.hinted.IsZero() || a.extraDone {
 		return true
 	}
 	if a.freshChange && now.Sub(a.lastRead) >= a.cfg.FastPoll {
@@ -128,7 +128,7 @@ func (a *Agent) audit(ctx context.Context) {
 		obsAt = hinted // the change event's time is the precise T2
 	}
 	a.hinted = time.Time{}
-	a.freshChange = false
+	a.freshChange, a.extraDone = false, false
 	a.mu.Unlock()
 
 	obs, ok := a.readDatapath(ctx)
@@ -164,12 +164,7 @@ func (a *Agent) audit(ctx context.Context) {
 		}
 		mismatches = drift.Compare(desired, obs)
 	}
-	if a.lastExtra.IsZero() || now.Sub(a.lastExtra) >= a.cfg.AuditInterval {
-		// Node-level sources (routes, links, conntrack) are full audits:
-		// they run on the slow cadence, not on every fast poll.
-		a.extraFound = a.extraFindingsLocked(ctx, a.cluster.State(), desired)
-		a.lastExtra = now
-	}
+	a.startExtrasLocked(ctx, now, desired)
 	mismatches = append(mismatches, a.extraFound...)
 	if ok || a.src == nil || a.mode == model.ModeNone {
 		ws := a.watchStatusLocked(now)
@@ -204,26 +199,6 @@ func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
 	}
 	a.sources[st.Name] = st
 	return obs, err == nil
-}
-
-func (a *Agent) extraFindingsLocked(ctx context.Context, cs *watch.ClusterState, desired model.Desired) []model.Finding {
-	var out []model.Finding
-	for _, fs := range a.extra {
-		start := a.clock.Now()
-		a.mu.Unlock()
-		f, err := fs.Findings(ctx, cs, desired)
-		a.mu.Lock()
-		st := SourceStatus{Name: fs.Name(), LastAttempt: start, Duration: a.clock.Since(start), Up: err == nil}
-		if err != nil {
-			st.Error = err.Error()
-			st.LastSuccess = a.sources[fs.Name()].LastSuccess
-		} else {
-			st.LastSuccess = start
-			out = append(out, f...)
-		}
-		a.sources[fs.Name()] = st
-	}
-	return out
 }
 
 // mergedDesiredLocked is the node's whole desired state, rebuilt only after

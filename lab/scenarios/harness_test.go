@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -127,8 +128,8 @@ func (e *env) start(t *testing.T) (*labenv.Lab, error) {
 	defer cancel()
 	l, err := labenv.Start(ctx, labenv.Options{
 		Name: name, Dir: dir, Nodes: 3, ProxyMode: e.mode, Agent: bin,
-		AgentArgs: []string{"--stale-after=" + staleAfter.String(), "--datapath=" + e.mode,
-			"--watch-unhealthy-after=" + watchUnhealthyAfter.String()},
+		AgentArgs: append([]string{"--stale-after=" + staleAfter.String(), "--datapath=" + e.mode,
+			"--watch-unhealthy-after=" + watchUnhealthyAfter.String()}, strings.Fields(os.Getenv("NETDRIFT_LAB_AGENT_ARGS"))...),
 		Logf: func(format string, a ...any) { fmt.Printf("lab %s: "+format+"\n", append([]any{name}, a...)...) },
 	})
 	if err != nil {
@@ -147,6 +148,13 @@ func (e *env) stop(t *testing.T) {
 		return
 	}
 	name, dir := e.lab.Name(), e.lab.Dir()
+	if keep := os.Getenv("NETDRIFT_LAB_KEEP_LOGS"); keep != "" {
+		// Debugging aid: keep every process's full log (the lab directory goes).
+		dst := filepath.Join(keep, name)
+		if out, err := exec.Command("cp", "-r", filepath.Join(dir, "logs"), dst).CombinedOutput(); err != nil {
+			t.Logf("keeping logs in %s: %v %s", dst, err, out)
+		}
+	}
 	if err := e.lab.Stop(); err != nil {
 		t.Errorf("lab stop: %v", err)
 	}

@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// slowSource is a node-level source that answers only when released.
+type slowSource struct {
+	release chan error
+	calls   chan struct{}
+}
+
+func (s *slowSource) Name() string { return "node" }
+
+func (s *slowSource) Findings(ctx context.Context, _ *watch.ClusterState, _ model.Desired) ([]model.Finding, error) {
+	s.calls <- struct{}{}
+	if err := <-s.release; err != nil {
+		return nil, err
+	}
+	return []model.Finding{{Kind: model.StaleRoute, Subject: "10.244.9.0/24", Detail: "route to a gone node"}}, nil
+}
+
+// A slow node-level run does not hold up datapath reads (which time
+// kube-proxy's changes); its findings and status land when it finishes.
+func TestExtrasRunBesideDatapathReads(t *testing.T) {
+	src := &slowSource{release: make(chan error), calls: make(chan struct{}, 4)}
+	h := newHarnessWith(t, nil, src)
+	h.start() // first audit: the node-level run starts and blocks
+	<-src.calls
+	reads := h.src.n
+	for i := 0; i < 3; i++ {
+		h.advance(10 * time.Second) // would be due again: must not start a second run
+	}
+	if h.src.n-reads < 3 {
+		t.Fatalf("%d datapath reads while the node-level run was busy, want 3", h.src.n-reads)
+	}
+	if len(src.calls) != 0 {
+		t.Fatal("a second node-level run started while one was running")
+	}
+	src.release <- nil
+	waitFor(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.extraDone })
+	h.advance(time.Millisecond) // the finished run makes the next step read and fold it in
+	st := h.a.State()
+	if len(st.Pending)+len(st.Stale) != 1 || !sourceUp(st, "node") {
+		t.Fatalf("after the run: pending %v stale %v sources %+v", st.Pending, st.Stale, st.Sources)
+	}
+	h.advance(10 * time.Second) // due again: a second run, which fails
+	<-src.calls
+	src.release <- errors.New("netlink: operation not permitted")
+	waitFor(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.extraDone })
+	h.advance(time.Millisecond)
+	if st := h.a.State(); sourceUp(st, "node") {
+		t.Fatalf("failed node-level run reported up: %+v", st.Sources)
+	}
+}
+
+func sourceUp(st State, name string) bool {
+	for _, s := range st.Sources {
+		if s.Name == name {
+			return s.Up && !s.LastSuccess.IsZero()
+		}
+	}
+	return false
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
