@@ -53,11 +53,11 @@ type Agent struct {
 	lastReadCost time.Duration
 	hinted       time.Time
 	sources      map[string]SourceStatus
-	freshChange  bool // a change was recorded since the last read
+	freshChange  bool            // a change was recorded since the last read
 	lastExtra    time.Time       // when the last node-level run started
 	extraFound   []model.Finding // its findings
 	extraRunning bool
-	extraDone    bool // a node-level run finished since the last read
+	extraDone    bool                       // a node-level run finished since the last read
 	deletions    map[netip.Addr]podDeletion // this node's pods being deleted, by IP
 	state        State
 }
