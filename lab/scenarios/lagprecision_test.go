@@ -13,10 +13,10 @@ import (
 // lagPrecisionLimit is the p99 of |netdrift T2 - kube-proxy's logged sync
 // completion| that issue 4 asks for. kube-proxy logs "SyncProxyRules
 // complete" after its post-commit work (conntrack cleanup for removed
-// endpoints, health servers), which under load takes longer than the bound
-// itself, so the test asserts what the log can prove: every T2 lies within
-// the sync that programmed it (after it started, at most lagPrecisionLimit
-// after it completed). The |T2 - complete| percentiles are reported.
+// endpoints, health servers), so T2 (the commit) is usually a few tens of
+// milliseconds before the logged completion. Both are asserted: the p99,
+// and that every T2 lies within the sync that programmed it (after it
+// started, at most lagPrecisionLimit after it completed).
 const lagPrecisionLimit = 100 * time.Millisecond
 
 // testLagPrecision: endpoint additions and removals, each programmed by
@@ -87,8 +87,8 @@ func testLagPrecision(t *testing.T, e *env) {
 	p50, p90, p99, mx := Quantile(diffs, .5), Quantile(diffs, .9), Quantile(diffs, .99), Quantile(diffs, 1)
 	t.Logf("LAG PRECISION %s: |T2 - kube-proxy sync complete| over %d samples: p50 %s p90 %s p99 %s max %s",
 		e.mode, len(diffs), p50, p90, p99, mx)
-	if p99 > lagPrecisionLimit && outside == 0 {
-		t.Logf("note: p99 %s exceeds %s; every T2 was inside its sync: the excess is kube-proxy's post-commit work before it logs completion", p99, lagPrecisionLimit)
+	if p99 > lagPrecisionLimit {
+		t.Errorf("|T2 - kube-proxy sync complete| p99 %s, want <= %s", p99, lagPrecisionLimit)
 	}
 }
 
