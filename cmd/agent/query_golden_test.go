@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,33 +14,11 @@ import (
 	"github.com/netdrift/netdrift/internal/agent/agenttest"
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/rst"
+	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // maxColumns is the terminal width the tables must fit.
 const maxColumns = 100
-
-func goldenFile(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "cli", name)
-	if *updateGolden {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // fixedRSTs is what /v1/rsts serves in these tests.
 func fixedRSTs() RSTReport {
@@ -123,7 +99,7 @@ func TestQueryCommandsGolden(t *testing.T) {
 					}
 				}
 			}
-			goldenFile(t, c.golden, out.Bytes())
+			golden.Check(t, filepath.Join("testdata", "cli", c.golden), out.Bytes())
 		})
 	}
 }

@@ -1,11 +1,9 @@
 package api_test
 
 import (
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,31 +15,8 @@ import (
 	"github.com/netdrift/netdrift/internal/agent/agenttest"
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/metrics"
+	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // extras are fixed providers: an RST probe, a preStop advice and 3 RSTs for shop/web.
 func extras() api.Extras {
@@ -148,7 +123,7 @@ func TestHandlerGolden(t *testing.T) {
 			if !strings.HasPrefix(ctype, c.ctype) {
 				t.Errorf("%s %s: content type %q, want %s", c.method, c.path, ctype, c.ctype)
 			}
-			golden(t, c.golden, body)
+			golden.Check(t, filepath.Join("testdata", c.golden), body)
 		})
 	}
 }

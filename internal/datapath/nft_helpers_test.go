@@ -2,7 +2,6 @@ package datapath
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/netip"
 	"os"
@@ -11,20 +10,8 @@ import (
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
-
-// The -update flag rewrites golden files. Other tests of this package may
-// register it too; share it rather than redefine it.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func nftUpdate() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // nftCluster is the part of a `kubectl get services -o json` List these
 // tests need to build NFTOptions.
@@ -119,20 +106,7 @@ func nftRender(obs model.Observed) string {
 // nftGolden compares got with testdata/nft/<name>, rewriting it with -update.
 func nftGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "nft", name)
-	if nftUpdate() {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file (run with -update after review):\n%s", name, nftLineDiff(string(want), got))
-	}
+	golden.Check(t, filepath.Join("testdata", "nft", name), []byte(got))
 }
 
 // nftLineDiff lists the lines only in want (-) or only in got (+).

@@ -1,10 +1,8 @@
 package datapath
 
 import (
-	"flag"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,31 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
-
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
 
 // checkNodeGolden compares got with testdata/nodestate/NAME, or rewrites it with -update.
 func checkNodeGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "nodestate", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run %s -update to create it)", err, t.Name())
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file:\n--- want\n%s\n--- got\n%s", name, want, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "nodestate", name), []byte(got))
 }
 
 func ipnet(s string) *net.IPNet {

@@ -3,16 +3,13 @@ package ipvs
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/model"
+	goldenfile "github.com/netdrift/netdrift/internal/testutil/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 type goldenFrontend struct {
 	Frontend string   `json:"frontend"`
@@ -60,19 +57,7 @@ func render(t *testing.T, o model.Observed) []byte {
 // golden compares got with testdata/name, rewriting it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from golden file; got:\n%s", path, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), got)
 }
 
 // kubeProxyOptions is what the desired state would say about the VIPs in

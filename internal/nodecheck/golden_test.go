@@ -1,14 +1,12 @@
 package nodecheck
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/netdrift/netdrift/internal/testutil/golden"
+)
 
 // render prints findings and decisions the way an SRE reads them.
 func render(fsInfo func() ([]string, Info)) string {
@@ -76,20 +74,7 @@ func TestGoldenFindings(t *testing.T) {
 				}
 				return lines, info
 			})
-			path := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if string(want) != got {
-				t.Errorf("%s differs (run with -update if intended):\n--- want\n%s--- got\n%s", path, want, got)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(got))
 		})
 	}
 }

@@ -2,32 +2,13 @@ package rst
 
 import (
 	"bytes"
-	"flag"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := "testdata/" + name
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func TestParseIPList(t *testing.T) {
 	got, err := ParseIPList("10.0.0.1,fd00::1,,::ffff:10.0.0.2")
@@ -62,11 +43,11 @@ func TestTraceOutput(t *testing.T) {
 	if err := WriteTraceJSON(&js, res); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "trace.json", js.Bytes())
+	golden.Check(t, "testdata/trace.json", js.Bytes())
 	if err := WriteTraceTable(&tab, res, ips); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "trace.txt", tab.Bytes())
+	golden.Check(t, "testdata/trace.txt", tab.Bytes())
 }
 
 func TestRunTraceBadOptions(t *testing.T) {
