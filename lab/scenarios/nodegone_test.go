@@ -8,14 +8,15 @@ import (
 )
 
 // testNodeGone: node-3 is deleted (its namespace and Node object) while the
-// control plane is slow: kube-controller-manager is frozen, so the
-// EndpointSlice still lists node-3's endpoint (as it does whenever the
-// controller lags behind a node's deletion; once it reconciles, v1.37 drops
-// endpoints whose Node does not exist). The remaining nodes report
-// endpoint_on_missing_node for that endpoint and stale_route for node-3's
-// pod CIDR; when the controller resumes the endpoint goes (finding cleared,
-// kube-proxy stops sending to it, no stale_backend); stale_route stays until
-// the routes are removed.
+// control plane is slow: kube-controller-manager is frozen. Its EndpointSlice
+// keeps listing node-3's endpoint: the EndpointSlice controller does not
+// resync Services when a Node goes; the endpoint goes when the pod garbage
+// collector deletes the orphaned pod (after its 40 s quarantine, checked
+// every 20 s) or another change of the Service triggers a resync. The
+// remaining nodes report endpoint_on_missing_node for that endpoint and
+// stale_route for node-3's pod CIDR; once the controller manager runs again
+// the endpoint goes (finding cleared, kube-proxy stops sending to it, no
+// stale_backend); stale_route stays until the routes are removed.
 func testNodeGone(t *testing.T, e *env) {
 	l := e.lab
 	ctx := context.Background()
@@ -65,7 +66,7 @@ func testNodeGone(t *testing.T, e *env) {
 	}
 	thaw()
 	for _, a := range agents {
-		took := eventually(t, 60*time.Second, 500*time.Millisecond, a.Node+": endpoint_on_missing_node clears", func() (bool, string) {
+		took := eventually(t, 120*time.Second, 500*time.Millisecond, a.Node+": endpoint_on_missing_node clears", func() (bool, string) {
 			d := drift(ctx, a)
 			if fs := findingsOf(d, "stale_backend", "default/gone"); len(fs) > 0 {
 				return false, "stale_backend " + fs[0].Backend + ": " + fs[0].Detail
