@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/netdrift/netdrift/internal/watch"
+	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
 // agentFlags is the agent's whole configuration (no package globals).
@@ -148,9 +148,9 @@ func serveAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	var reconnect *watch.ReconnectTransport
+	var reconnect *informer.ReconnectTransport
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		reconnect = watch.NewReconnectTransport(rt, f.apiReconnect)
+		reconnect = informer.NewReconnectTransport(rt, f.apiReconnect)
 		return reconnect
 	})
 	client, err := kubernetes.NewForConfig(cfg)

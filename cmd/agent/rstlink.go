@@ -13,7 +13,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/rst"
-	"github.com/netdrift/netdrift/internal/watch"
+	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
 // rstLink keeps the probe's watched IPs in sync with the watch (pods of this
@@ -23,7 +23,7 @@ type rstLink struct {
 	probe   *rst.Probe
 	metrics *rst.Metrics
 	agent   *agent.Agent
-	watcher *watch.Watcher
+	watcher *informer.Watcher
 	window  time.Duration
 	log     *slog.Logger
 
@@ -39,7 +39,7 @@ type rstLink struct {
 
 const maxRSTRecords = 1000
 
-func newRSTLink(f agentFlags, a *agent.Agent, w *watch.Watcher, log *slog.Logger) *rstLink {
+func newRSTLink(f agentFlags, a *agent.Agent, w *informer.Watcher, log *slog.Logger) *rstLink {
 	l := &rstLink{agent: a, watcher: w, window: f.rstWindow, log: log, metrics: rst.NewMetrics(f.maxServiceSeries),
 		targets: map[netip.Addr]rst.Target{}, gone: map[netip.Addr]time.Time{}, totals: map[string]uint64{},
 		kicked: make(chan struct{}, 1)}

@@ -23,6 +23,7 @@ import (
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
 	"github.com/netdrift/netdrift/internal/watch"
+	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
 // datapathSource is a datapath reader that can also use change events.
@@ -35,7 +36,7 @@ type datapathSource interface {
 type wired struct {
 	agent   *agent.Agent
 	src     datapathSource
-	watcher *watch.Watcher
+	watcher *informer.Watcher
 	changes *datapath.ChangeWatcher
 	hints   chan time.Time
 	rst     *rstLink
@@ -45,7 +46,7 @@ type wired struct {
 
 // wireAgent builds the agent; reconnect (may be nil) reports API server
 // reachability in the watch health reason.
-func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, reconnect *watch.ReconnectTransport,
+func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, reconnect *informer.ReconnectTransport,
 	log *slog.Logger) (*wired, error) {
 	w := &wired{log: log, hints: make(chan time.Time, 1)}
 	mode, reason, err := resolveMode(ctx, f.datapath, f.netns)
@@ -87,7 +88,7 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, r
 		opts.Datapath = src
 		w.src = src
 	}
-	w.watcher = watch.NewWatcher(client, f.nodeName, clock.RealClock{}, func(ev watch.Event) {
+	w.watcher = informer.NewWatcher(client, f.nodeName, clock.RealClock{}, func(ev watch.Event) {
 		w.agent.OnEvent(ev)
 		if ev.Kind == watch.KindPod {
 			w.rst.kick()
@@ -106,7 +107,7 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, r
 	return w, nil
 }
 
-func agentConfig(f agentFlags, reconnect *watch.ReconnectTransport) agent.Config {
+func agentConfig(f agentFlags, reconnect *informer.ReconnectTransport) agent.Config {
 	c := agent.DefaultConfig()
 	if reconnect != nil {
 		c.APIUnreachable = reconnect.Unreachable

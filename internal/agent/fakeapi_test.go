@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/netdrift/netdrift/internal/watch"
+	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
 // The fake API plays the API server: a client-go fake clientset whose watches
@@ -99,7 +100,7 @@ func (f *fakeAPI) setGate(open bool) {
 
 // waitWatches waits until the watcher's five informers watch the API, so no
 // change made afterwards can fall between their list and their watch.
-func (f *fakeAPI) waitWatches(w *watch.Watcher) {
+func (f *fakeAPI) waitWatches(w *informer.Watcher) {
 	f.t.Helper()
 	eventually(f.t, 30*time.Second, "informers synced and watching", func() bool {
 		f.mu.Lock()

@@ -22,6 +22,7 @@ import (
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
+	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
 // lagTolerance is how far a measured T2-T1 may be from the injected delay.
@@ -225,7 +226,7 @@ type liveRig struct {
 	api *fakeAPI
 	kp  *kubeProxy
 	a   *agent.Agent
-	w   *watch.Watcher
+	w   *informer.Watcher
 	cfg agent.Config
 
 	polled *timedSource // set when the datapath has no change events
@@ -279,7 +280,7 @@ func startLive(t *testing.T, mode string, eps ...string) *liveRig {
 		r.cfg.FastPoll = 20 * time.Millisecond
 	}
 	opts.Config = r.cfg
-	r.w = watch.NewWatcher(r.api.cs, nodeName, clock.RealClock{}, func(ev watch.Event) {
+	r.w = informer.NewWatcher(r.api.cs, nodeName, clock.RealClock{}, func(ev watch.Event) {
 		if ev.Kind == watch.KindEndpointSlice {
 			r.mu.Lock()
 			r.sliceT1, r.sliceSeen = ev.At, r.sliceSeen+1

@@ -16,6 +16,7 @@ import (
 	"github.com/netdrift/netdrift/internal/metrics"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
+	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
 // apiKubeProxy is a fake datapath that programs exactly what the API holds,
@@ -115,7 +116,7 @@ func TestWatchHealthFakeAPI(t *testing.T) {
 	cfg.NodeName, cfg.StaleAfter, cfg.WatchUnhealthyAfter = nodeName, time.Second, 2*time.Second
 	cfg.AuditInterval = 250 * time.Millisecond // no nft events here: audits find kube-proxy's changes
 	var a *agent.Agent
-	w := watch.NewWatcher(api.cs, nodeName, clk, func(ev watch.Event) { a.OnEvent(ev) })
+	w := informer.NewWatcher(api.cs, nodeName, clk, func(ev watch.Event) { a.OnEvent(ev) })
 	a = agent.New(agent.Options{Config: cfg, Clock: clk, Cluster: w, Datapath: kp, Mode: model.ModeIPTables})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(a.State, "test", 100))

@@ -1,4 +1,7 @@
-package watch
+// Package informer runs the agent's Kubernetes informers (client-go) and
+// turns their deliveries into watch.Events. Kept apart from package watch so
+// that the pure desired-state code builds (and fuzzes) without client-go.
+package informer
 
 import (
 	"context"
@@ -17,36 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
-
-// Event kinds delivered by the Watcher.
-const (
-	KindService       = "service"
-	KindEndpointSlice = "endpointslice"
-	KindNode          = "node"
-	KindPod           = "pod"
-	KindLease         = "lease"
-)
-
-// TriggerTimeAnnotation is set by the EndpointSlice controller on every slice
-// change: the control-plane time of the change that triggered it (T0).
-const TriggerTimeAnnotation = "endpoints.kubernetes.io/last-change-trigger-time"
-
-// Event is one delivery from the API server.
-type Event struct {
-	Kind        string
-	Service     string    // namespace/name for service and endpointslice events
-	Name        string    // namespace/name of the object itself
-	Deleted     bool      //
-	At          time.Time // T1: when the informer delivered it (agent clock)
-	TriggerTime time.Time // T0 for endpointslices (zero when absent)
-	LeaseRenew  time.Time // renewTime for lease events
-	// Pods: their IPs, and when their deletion was requested (deletionTimestamp
-	// minus the grace period; the delivery time for a deletion seen without
-	// one). Zero while the pod is not being deleted.
-	PodIPs            []netip.Addr
-	DeletionRequested time.Time
-}
 
 // Watcher runs the informers the agent needs and exposes typed, read-only
 // views of their caches. Handlers receive Events; nothing should be reported
@@ -54,7 +30,7 @@ type Event struct {
 type Watcher struct {
 	node    string
 	clock   clock.PassiveClock
-	onEvent func(Event)
+	onEvent func(watch.Event)
 
 	shared  informers.SharedInformerFactory
 	pods    informers.SharedInformerFactory
@@ -71,7 +47,7 @@ const byService = "service"
 // NewWatcher prepares informers on Services, EndpointSlices, Nodes, the Pods
 // of node and node's Lease. onEvent is called from informer goroutines and
 // must not block.
-func NewWatcher(client kubernetes.Interface, node string, clk clock.PassiveClock, onEvent func(Event)) *Watcher {
+func NewWatcher(client kubernetes.Interface, node string, clk clock.PassiveClock, onEvent func(watch.Event)) *Watcher {
 	w := &Watcher{node: node, clock: clk, onEvent: onEvent, synced: map[string]cache.InformerSynced{}}
 	w.shared = informers.NewSharedInformerFactory(client, 0)
 	w.pods = informers.NewSharedInformerFactoryWithOptions(client, 0,
@@ -92,14 +68,14 @@ func NewWatcher(client kubernetes.Interface, node string, clk clock.PassiveClock
 	lease := w.leases.Coordination().V1().Leases().Informer()
 
 	w.svcIx, w.sliceIx, w.nodeIx, w.podIx = svc.GetIndexer(), sl.GetIndexer(), nodes.GetIndexer(), pods.GetIndexer()
-	w.synced[KindService], w.synced[KindEndpointSlice] = svc.HasSynced, sl.HasSynced
-	w.synced[KindNode], w.synced[KindPod], w.synced[KindLease] = nodes.HasSynced, pods.HasSynced, lease.HasSynced
+	w.synced[watch.KindService], w.synced[watch.KindEndpointSlice] = svc.HasSynced, sl.HasSynced
+	w.synced[watch.KindNode], w.synced[watch.KindPod], w.synced[watch.KindLease] = nodes.HasSynced, pods.HasSynced, lease.HasSynced
 
-	_, _ = svc.AddEventHandler(w.handler(KindService))
-	_, _ = sl.AddEventHandler(w.handler(KindEndpointSlice))
-	_, _ = nodes.AddEventHandler(w.handler(KindNode))
-	_, _ = pods.AddEventHandler(w.handler(KindPod))
-	_, _ = lease.AddEventHandler(w.handler(KindLease))
+	_, _ = svc.AddEventHandler(w.handler(watch.KindService))
+	_, _ = sl.AddEventHandler(w.handler(watch.KindEndpointSlice))
+	_, _ = nodes.AddEventHandler(w.handler(watch.KindNode))
+	_, _ = pods.AddEventHandler(w.handler(watch.KindPod))
+	_, _ = lease.AddEventHandler(w.handler(watch.KindLease))
 	return w
 }
 
@@ -171,7 +147,7 @@ func podDeletion(p *corev1.Pod, deleted bool, at time.Time) ([]netip.Addr, time.
 }
 
 func (w *Watcher) deliver(kind string, obj any, deleted bool) {
-	ev := Event{Kind: kind, Deleted: deleted, At: w.clock.Now()}
+	ev := watch.Event{Kind: kind, Deleted: deleted, At: w.clock.Now()}
 	switch o := obj.(type) {
 	case *corev1.Service:
 		ev.Name, ev.Service = o.Namespace+"/"+o.Name, o.Namespace+"/"+o.Name
@@ -180,7 +156,7 @@ func (w *Watcher) deliver(kind string, obj any, deleted bool) {
 		if n := o.Labels[discoveryv1.LabelServiceName]; n != "" {
 			ev.Service = o.Namespace + "/" + n
 		}
-		if ts, err := time.Parse(time.RFC3339, o.Annotations[TriggerTimeAnnotation]); err == nil {
+		if ts, err := time.Parse(time.RFC3339, o.Annotations[watch.TriggerTimeAnnotation]); err == nil {
 			ev.TriggerTime = ts
 		}
 	case *corev1.Node:
@@ -237,9 +213,9 @@ func (w *Watcher) ServiceKeys() []string {
 	return keys
 }
 
-// State returns the whole cache as a ClusterState (shared pointers: read only).
-func (w *Watcher) State() *ClusterState {
-	cs := &ClusterState{}
+// State returns the whole cache as a watch.ClusterState (shared pointers: read only).
+func (w *Watcher) State() *watch.ClusterState {
+	cs := &watch.ClusterState{}
 	for _, o := range w.svcIx.List() {
 		cs.Services = append(cs.Services, o.(*corev1.Service))
 	}
