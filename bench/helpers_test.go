@@ -2,15 +2,14 @@ package bench
 
 import (
 	"bytes"
-	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
 // cpuNow is this process's user+system CPU time (who=RUSAGE_SELF) or that
@@ -37,36 +36,26 @@ func selfCPU(fn func()) time.Duration {
 // stdout and the CPU time the command itself used (from its rusage).
 func run(tb testing.TB, ns string, stdin string, name string, args ...string) ([]byte, time.Duration) {
 	tb.Helper()
-	if ns != "" {
-		args = append([]string{"netns", "exec", ns, name}, args...)
-		name = "ip"
-	}
 	cmd := exec.Command(name, args...)
+	if ns != "" {
+		cmd = netnstest.Cmd(ns, append([]string{name}, args...)...)
+	}
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		tb.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, errb.String())
+		tb.Fatalf("%s: %v: %s", strings.Join(cmd.Args, " "), err, errb.String())
 	}
 	return out.Bytes(), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
-var nsSeq atomic.Int32
-
 // netns creates a fresh network namespace, removed when the test ends.
 func netns(tb testing.TB) string {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("needs root: loads generated tables into a fresh network namespace")
-	}
-	name := fmt.Sprintf("nd-bench-%d-%d", os.Getpid(), nsSeq.Add(1))
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		tb.Fatalf("ip netns add: %v: %s", err, out)
-	}
-	tb.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
-	return name
+	netnstest.RequireRoot(tb, "loads generated tables into a fresh network namespace")
+	return netnstest.New(tb, "nd-bench")
 }
 
 // ms converts a total CPU time over n operations to milliseconds per op.

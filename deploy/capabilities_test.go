@@ -1,13 +1,13 @@
 package deploy_test
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
 // These root tests prove the DaemonSet's capability list against the real kernel and tools:
@@ -16,13 +16,9 @@ import (
 // without each capability claimed for it. The container runtime's seccomp profile is not
 // part of this (see docs/install.md).
 
-var nsSeq atomic.Int32
-
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace and drops capabilities with setpriv")
-	}
+	netnstest.RequireRoot(t, "creates a network namespace and drops capabilities with setpriv")
 }
 
 func requireTools(t *testing.T, tools ...string) {
@@ -58,29 +54,6 @@ func without(caps []string, drop string) []string {
 	return slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return c == drop })
 }
 
-func newNetns(t *testing.T) string {
-	t.Helper()
-	name := fmt.Sprintf("nd-deploy-%d-%d", os.Getpid(), nsSeq.Add(1))
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v\n%s", name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v\n%s", name, err, out)
-		}
-	})
-	return name
-}
-
-func inNetns(t *testing.T, ns, stdin string, argv ...string) {
-	t.Helper()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %v\n%s", argv, err, out)
-	}
-}
-
 const kubeNAT = `*nat
 :KUBE-SERVICES - [0:0]
 -A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment "kube-system/kube-dns:dns-tcp cluster IP" -j RETURN
@@ -98,12 +71,12 @@ func TestDatapathReadersWorkWithExactlyTheManifestCapabilities(t *testing.T) {
 	requireTools(t, "ip", "setpriv", "iptables-legacy-restore", "iptables-nft-restore", "ip6tables-legacy-restore",
 		"ip6tables-nft-restore", "nft", "conntrack")
 	caps := manifestCaps(t)
-	ns := newNetns(t)
-	inNetns(t, ns, kubeNAT, "iptables-legacy-restore")
-	inNetns(t, ns, kubeNAT6, "ip6tables-legacy-restore")
-	inNetns(t, ns, kubeNAT, "iptables-nft-restore")
-	inNetns(t, ns, kubeNAT6, "ip6tables-nft-restore")
-	inNetns(t, ns, "", "nft", "add table ip kube-proxy; add chain ip kube-proxy services")
+	ns := netnstest.New(t, "nd-deploy")
+	netnstest.RunInput(t, ns, kubeNAT, "iptables-legacy-restore")
+	netnstest.RunInput(t, ns, kubeNAT6, "ip6tables-legacy-restore")
+	netnstest.RunInput(t, ns, kubeNAT, "iptables-nft-restore")
+	netnstest.RunInput(t, ns, kubeNAT6, "ip6tables-nft-restore")
+	netnstest.Run(t, ns, "nft", "add table ip kube-proxy; add chain ip kube-proxy services")
 
 	readers := []struct {
 		argv   []string
@@ -118,8 +91,7 @@ func TestDatapathReadersWorkWithExactlyTheManifestCapabilities(t *testing.T) {
 		{[]string{"conntrack", "-L"}, "flow entries have been shown", []string{"NET_ADMIN"}},
 	}
 	run := func(caps []string, argv []string) (string, error) {
-		cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, setprivArgs(caps, argv...)...)...)
-		out, err := cmd.CombinedOutput()
+		out, err := netnstest.Cmd(ns, setprivArgs(caps, argv...)...).CombinedOutput()
 		return string(out), err
 	}
 	for _, r := range readers {

@@ -8,11 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,30 +18,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
-
-var netnsSeq atomic.Int32
 
 // newTestNetns creates an empty named network namespace, removed on cleanup.
 func newTestNetns(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
-	}
-	ip, err := findBinary("ip")
-	if err != nil {
-		t.Skipf("no ip command (iproute2): %v", err)
-	}
-	name := fmt.Sprintf("nd-dpipt-%d-%d", os.Getpid(), netnsSeq.Add(1))
-	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(ip, "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	return name
+	return netnstest.New(t, "nd-dpipt")
 }
 
 // requireBackend skips when the backend's tools are missing or the kernel
@@ -76,11 +57,7 @@ func restoreInto(ns, backend string, v6 bool, rules []byte) error {
 	if err != nil {
 		return err
 	}
-	ip, err := findBinary("ip")
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(ip, "netns", "exec", ns, bin)
+	cmd := netnstest.Cmd(ns, bin)
 	cmd.Stdin = bytes.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s-%s-restore: %v: %s", prefix, backend, err, out)
@@ -315,8 +292,7 @@ func TestIPTablesLiveEmptyNetns(t *testing.T) {
 		t.Errorf("empty netns: %d frontends, warnings %q", len(obs.Frontends), obs.Warnings)
 	}
 	if _, err := os.Stat("/proc/net/ip_tables_names"); err == nil {
-		ip, _ := findBinary("ip")
-		out, _ := exec.Command(ip, "netns", "exec", ns, "cat", "/proc/net/ip_tables_names").Output()
+		out, _ := netnstest.Cmd(ns, "cat", "/proc/net/ip_tables_names").Output()
 		if bytes.Contains(out, []byte("nat")) {
 			t.Errorf("auto detection instantiated legacy tables in %s: %q", ns, out)
 		}

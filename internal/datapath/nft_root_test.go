@@ -2,55 +2,31 @@ package datapath
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"reflect"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
-
-var nftNetnsSeq atomic.Int64
 
 // nftRequireRoot skips privileged tests when not root.
 func nftRequireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces and loads nftables rules in them")
-	}
+	netnstest.RequireRoot(t, "creates network namespaces and loads nftables rules in them")
 }
 
 // nftTestNetns creates a fresh network namespace, deleted at cleanup.
 func nftTestNetns(t *testing.T) string {
 	t.Helper()
 	nftRequireRoot(t)
-	name := fmt.Sprintf("nd-dp-%d-%d", os.Getpid(), nftNetnsSeq.Add(1))
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	return name
+	return netnstest.New(t, "nd-dp")
 }
 
 // nftIn runs a command inside the namespace and returns its stdout.
 func nftIn(t *testing.T, ns string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out
+	return netnstest.Run(t, ns, args...)
 }
 
 // nftLoad loads testdata/nft/<file> with nft -f in the namespace.
@@ -62,8 +38,7 @@ func nftLoad(t *testing.T, ns, file string) {
 // nftDump returns `nft -j list table <fam> kube-proxy`, or nil without the table.
 func nftDump(t *testing.T, ns, fam string) []byte {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-j", "list", "table", fam, "kube-proxy")
-	out, err := cmd.Output()
+	out, err := netnstest.Cmd(ns, "nft", "-j", "list", "table", fam, "kube-proxy").Output()
 	if err != nil {
 		return nil
 	}

@@ -12,19 +12,14 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
-
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
-
-var nodeLabSeq atomic.Int64
 
 // nodeLab creates namespaces named nd-dpnode-<pid>-<n>-<role>.
 type nodeLab struct {
@@ -34,21 +29,14 @@ type nodeLab struct {
 
 func newNodeLab(t *testing.T) *nodeLab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skipf("no ip command (iproute2): %v", err)
-	}
-	return &nodeLab{t: t, id: fmt.Sprintf("nd-dpnode-%d-%d", os.Getpid(), nodeLabSeq.Add(1))}
+	netnstest.RequireRoot(t, "creates network namespaces")
+	return &nodeLab{t: t, id: netnstest.Name("nd-dpnode")}
 }
 
 // netns creates a namespace for role, with lo up, deleted at cleanup.
 func (l *nodeLab) netns(role string) string {
 	l.t.Helper()
-	name := l.id + "-" + role
-	l.run("ip", "netns", "add", name)
-	l.t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	name := netnstest.Add(l.t, l.id+"-"+role)
 	l.ip(name, "link", "set", "lo", "up")
 	return name
 }
@@ -104,36 +92,7 @@ func (l *nodeLab) forward(ns string) {
 
 // inNetns runs fn on a thread switched into the named namespace; sockets fn
 // opens stay there.
-func inNetns(name string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine if restoring fails
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		target, err := netns.GetFromName(name)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer target.Close()
-		if err := netns.Set(target); err != nil {
-			errc <- err
-			return
-		}
-		ferr := fn()
-		if err := netns.Set(orig); err != nil {
-			errc <- fmt.Errorf("restore netns: %w", err)
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
-}
+func inNetns(name string, fn func() error) error { return netnstest.DoNamed(name, fn) }
 
 // udpEcho starts a UDP echo server on addr inside ns.
 func udpEcho(t *testing.T, ns, addr string) {

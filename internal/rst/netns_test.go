@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -13,14 +12,14 @@ import (
 
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
 // requireRoot skips when not root: the probe and the namespaces need it.
 func requireRoot(tb testing.TB) {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("needs root: loads eBPF programs and creates network namespaces")
-	}
+	netnstest.RequireRoot(tb, "loads eBPF programs and creates network namespaces")
 }
 
 // ensureTracefs mounts tracefs at /sys/kernel/tracing when nothing is mounted
@@ -71,11 +70,8 @@ func newPair(tb testing.TB) *pair {
 	vp := fmt.Sprintf("ndr%dp%d", pid%100000, n)
 	vc := fmt.Sprintf("ndr%dc%d", pid%100000, n)
 
-	for _, ns := range []string{p.pod, p.client} {
-		run(tb, "ip", "netns", "add", ns)
-		name := ns
-		tb.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
-	}
+	netnstest.Add(tb, p.pod)
+	netnstest.Add(tb, p.client)
 	run(tb, "ip", "link", "add", vp, "netns", p.pod, "type", "veth", "peer", "name", vc, "netns", p.client)
 	for _, c := range []struct {
 		ns, dev string
@@ -99,31 +95,7 @@ func newPair(tb testing.TB) *pair {
 }
 
 // inNetns runs fn on a locked thread switched into ns.
-func inNetns(ns netns.NsHandle, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
-			errc <- err
-			return
-		}
-		err = fn()
-		if serr := netns.Set(orig); serr != nil {
-			// Leave the thread locked: the runtime discards it.
-			errc <- fmt.Errorf("restore netns: %v (after %v)", serr, err)
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- err
-	}()
-	return <-errc
-}
+func inNetns(ns netns.NsHandle, fn func() error) error { return netnstest.Do(ns, fn) }
 
 // connectRefused makes n blocking TCP connection attempts from the client
 // namespace to dst; each must be refused (one RST each).
