@@ -7,11 +7,9 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 	"github.com/netdrift/netdrift/internal/watch"
 	"github.com/netdrift/netdrift/internal/watch/informer"
 )
@@ -33,28 +32,11 @@ const lagTolerance = 150 * time.Millisecond
 // event) plus one read on a loaded machine.
 const firstSeenWithin = 500 * time.Millisecond
 
-var netnsSeq atomic.Int32
-
 // newNetns creates an empty named network namespace, removed on cleanup.
 func newNetns(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
-	}
-	ip, err := exec.LookPath("ip")
-	if err != nil {
-		t.Skipf("no ip command (iproute2): %v", err)
-	}
-	name := fmt.Sprintf("nd-agent-%d-%d", os.Getpid(), netnsSeq.Add(1))
-	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(ip, "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	return name
+	netnstest.RequireRoot(t, "network namespaces")
+	return netnstest.New(t, "nd-agent")
 }
 
 // Datapath modes the live test plays kube-proxy in.
