@@ -115,7 +115,8 @@ func (d *demoRun) freeze(ctx context.Context) error {
 		"story 1's clients that timed out against deleted v1 pods: conntrack keeps them, SYN_SENT, for up to 2 minutes.)", d.nodes[0].name))
 	d.show(d.nodes[0], "drift")
 	time.Sleep(2 * time.Second)
-	d.say(fmt.Sprintf("kube-proxy on %s resumes (SIGCONT) after %s; it syncs and the finding clears.", n.name,
+	d.say(fmt.Sprintf("kube-proxy on %s resumes (SIGCONT) after %s; it syncs and stale_backend clears. (A stale_conntrack\n"+
+		"    finding may stay: story 1's timed-out SYNs to deleted pods, which conntrack forgets within 2 minutes.)", n.name,
 		time.Since(frozeAt).Round(time.Second)))
 	if err := syscall.Kill(n.proxyPID, syscall.SIGCONT); err != nil {
 		return err
