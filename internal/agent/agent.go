@@ -58,6 +58,7 @@ type Agent struct {
 	extraFound   []model.Finding // its findings
 	extraRunning bool
 	extraDone    bool                       // a node-level run finished since the last read
+	extraSoon    bool                       // a Node was deleted: run the node-level sources at the next step
 	deletions    map[netip.Addr]podDeletion // this node's pods being deleted, by IP
 	state        State
 }
@@ -138,6 +139,9 @@ func (a *Agent) OnEvent(ev watch.Event) {
 			a.dirty[ev.Service] = d
 		}
 	case watch.KindNode:
+		if ev.Deleted { // endpoints on it, routes to it: check now, not on the slow cadence
+			a.extraSoon = true
+		}
 		if ev.Name == a.cfg.NodeName { // zone label: topology may change
 			for _, k := range a.cluster.ServiceKeys() {
 				a.dirty[k] = dirtyService{t1: ev.At}

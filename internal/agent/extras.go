@@ -12,10 +12,11 @@ import (
 // (a conntrack dump can take hundreds of milliseconds): run inline they
 // would hold up the datapath reads that time kube-proxy's changes.
 func (a *Agent) startExtrasLocked(ctx context.Context, now time.Time, desired model.Desired) {
-	if len(a.extra) == 0 || a.extraRunning || (!a.lastExtra.IsZero() && now.Sub(a.lastExtra) < a.cfg.AuditInterval) {
+	due := a.extraSoon || a.lastExtra.IsZero() || now.Sub(a.lastExtra) >= a.cfg.AuditInterval
+	if len(a.extra) == 0 || a.extraRunning || !due {
 		return
 	}
-	a.extraRunning, a.lastExtra = true, now
+	a.extraRunning, a.extraSoon, a.lastExtra = true, false, now
 	go a.runExtras(ctx, desired)
 }
 

@@ -79,3 +79,23 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A Node deletion runs the node-level sources at once instead of on the
+// slow cadence (endpoint_on_missing_node, stale_route).
+func TestNodeDeletionRunsExtrasNow(t *testing.T) {
+	src := &slowSource{release: make(chan error, 4), calls: make(chan struct{}, 4)}
+	h := newHarnessWith(t, nil, src)
+	src.release <- nil
+	h.start()
+	<-src.calls
+	waitFor(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.extraDone })
+	h.advance(time.Second) // folds the first run in; the next is 10 s away
+	h.a.OnEvent(watch.Event{Kind: watch.KindNode, Name: "node-3", Deleted: true, At: h.clk.Now()})
+	src.release <- nil
+	h.advance(100 * time.Millisecond)
+	select {
+	case <-src.calls:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Node deletion did not start a node-level run")
+	}
+}

@@ -84,7 +84,7 @@ func (a *Agent) busyLocked() bool {
 func (a *Agent) readDue(now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lastRead.IsZero() || !a.hinted.IsZero() || a.extraDone {
+	if a.lastRead.IsZero() || !a.hinted.IsZero() || a.extraDone || a.extraSoon && !a.extraRunning {
 		return true
 	}
 	if a.freshChange && now.Sub(a.lastRead) >= a.cfg.FastPoll {
