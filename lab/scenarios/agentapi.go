@@ -88,6 +88,16 @@ type RSTReport struct {
 	} `json:"probe"`
 	Watched []string          `json:"watched"`
 	Totals  map[string]uint64 `json:"totals"`
+	Events  []RSTEvent        `json:"events"`
+}
+
+// RSTEvent is one RST of /v1/rsts events (subset).
+type RSTEvent struct {
+	Time      time.Time `json:"time"`
+	Direction string    `json:"direction"`
+	Reason    string    `json:"reason"`
+	Service   string    `json:"service"`
+	Namespace string    `json:"namespace"`
 }
 
 // Agent queries one node's agent through an HTTP client whose sockets live
