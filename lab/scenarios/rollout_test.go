@@ -19,7 +19,7 @@ type rolloutResult struct {
 	perClient map[string]Counts
 	rstMetric float64
 	rstAPI    uint64
-	noSocket  int // RSTs with reason NO_SOCKET in /v1/rsts events
+	noSocket  int                    // RSTs with reason NO_SOCKET in /v1/rsts events
 	lag       map[string][]LagSample // node -> remove samples of the service
 }
 
