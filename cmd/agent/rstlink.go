@@ -133,6 +133,8 @@ func (l *rstLink) sync(now time.Time) {
 				l.log.Warn("rst probe: cannot watch", "ip", a, "err", err)
 				continue
 			}
+			l.log.Debug("rst probe: watching a terminating pod", "ip", a, "pod", tg.Namespace+"/"+tg.Pod,
+				"since_deletion", now.Sub(tg.Deleted))
 		}
 		l.targets[a] = tg
 		delete(l.gone, a)
