@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/rst"
@@ -109,10 +108,8 @@ func (l *rstLink) sync(now time.Time) {
 		if p.DeletionTimestamp == nil {
 			continue
 		}
-		for _, ip := range p.Status.PodIPs {
-			if a, err := netip.ParseAddr(ip.IP); err == nil {
-				current[a.Unmap()] = rst.Target{Namespace: p.Namespace, Pod: p.Name, Deleted: deletedAt(p)}
-			}
+		for _, a := range informer.PodIPs(p) {
+			current[a] = rst.Target{Namespace: p.Namespace, Pod: p.Name, Deleted: informer.DeletionRequested(p)}
 		}
 	}
 	services := servicesOf(l.agent.State().Desired.Frontends, current)
@@ -164,16 +161,6 @@ func (l *rstLink) tableLocked() rst.Table {
 	t := rst.Table{Addrs: map[netip.Addr]rst.Target{}}
 	for a, tg := range l.targets {
 		t.Addrs[a] = tg
-	}
-	return t
-}
-
-// deletedAt is when the pod's deletion was requested: the API server sets
-// deletionTimestamp to that time plus the grace period.
-func deletedAt(p *corev1.Pod) time.Time {
-	t := p.DeletionTimestamp.Time
-	if g := p.DeletionGracePeriodSeconds; g != nil {
-		t = t.Add(-time.Duration(*g) * time.Second)
 	}
 	return t
 }

@@ -18,8 +18,9 @@ type podDeletion struct {
 	seen      time.Time // agent clock, for expiry
 }
 
-// removalT0: an endpoint removal that a pod deletion triggers carries no
-// trigger time in its EndpointSlice (the controller sets the annotation from
+// recordDeletionLocked remembers when this node's pods were asked to go. An
+// endpoint removal that a pod deletion triggers carries no trigger time in
+// its EndpointSlice (the controller sets the annotation from
 // the pod's Ready transition, which comes later). For this node's pods the
 // agent knows the deletion request time, which is the start the preStop
 // advice must cover. Called with a.mu held.

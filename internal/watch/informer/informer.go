@@ -126,24 +126,39 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandlerFuncs {
 	}
 }
 
-func podDeletion(p *corev1.Pod, deleted bool, at time.Time) ([]netip.Addr, time.Time) {
+// PodIPs are a pod's addresses (IPv4-mapped IPv6 unmapped; bad ones skipped).
+func PodIPs(p *corev1.Pod) []netip.Addr {
 	var ips []netip.Addr
 	for _, ip := range p.Status.PodIPs {
 		if a, err := netip.ParseAddr(ip.IP); err == nil {
 			ips = append(ips, a.Unmap())
 		}
 	}
-	switch {
-	case p.DeletionTimestamp != nil:
-		t := p.DeletionTimestamp.Time
-		if g := p.DeletionGracePeriodSeconds; g != nil {
-			t = t.Add(-time.Duration(*g) * time.Second)
-		}
-		return ips, t
-	case deleted:
-		return ips, at
+	return ips
+}
+
+// DeletionRequested is when the pod's deletion was requested: the API
+// server sets deletionTimestamp to that time plus the grace period (second
+// precision). Zero while the pod is not being deleted.
+func DeletionRequested(p *corev1.Pod) time.Time {
+	if p.DeletionTimestamp == nil {
+		return time.Time{}
 	}
-	return ips, time.Time{}
+	t := p.DeletionTimestamp.Time
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		t = t.Add(-time.Duration(*g) * time.Second)
+	}
+	return t
+}
+
+// podDeletion: a pod's IPs and deletion request time; a deletion delivered
+// without a deletionTimestamp is dated by its delivery.
+func podDeletion(p *corev1.Pod, deleted bool, at time.Time) ([]netip.Addr, time.Time) {
+	t := DeletionRequested(p)
+	if t.IsZero() && deleted {
+		t = at
+	}
+	return PodIPs(p), t
 }
 
 func (w *Watcher) deliver(kind string, obj any, deleted bool) {
