@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -111,7 +111,7 @@ func (s Spec) IPTablesRestore() string {
 }
 
 func (s Spec) iptService(filter, nat *iptBuf, v Service) {
-	name := datapath.KubeProxyPortName(v.Port)
+	name := iptables.KubeProxyPortName(v.Port)
 	if len(v.Endpoints) == 0 {
 		filter.rule("KUBE-SERVICES", `-d %s/32 -p tcp -m comment --comment "%s has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable`, v.ClusterIP, name)
 		if v.NodePort != 0 {
@@ -119,17 +119,17 @@ func (s Spec) iptService(filter, nat *iptBuf, v Service) {
 		}
 		return
 	}
-	svc := "KUBE-SVC-" + datapath.ChainHash(v.Port)
+	svc := "KUBE-SVC-" + iptables.ChainHash(v.Port)
 	nat.rule("KUBE-SERVICES", `-d %s/32 -p tcp -m comment --comment "%s cluster IP" -m tcp --dport 80 -j %s`, v.ClusterIP, name, svc)
 	if v.NodePort != 0 {
-		ext := "KUBE-EXT-" + datapath.ChainHash(v.Port)
+		ext := "KUBE-EXT-" + iptables.ChainHash(v.Port)
 		nat.rule("KUBE-NODEPORTS", `-p tcp -m comment --comment "%s" -m tcp --dport %d -j %s`, name, v.NodePort, ext)
 		nat.rule(ext, `-m comment --comment "masquerade traffic for %s external destinations" -j KUBE-MARK-MASQ`, name)
 		nat.rule(ext, `-j %s`, svc)
 	}
 	nat.rule(svc, `! -s %s -d %s/32 -p tcp -m comment --comment "%s cluster IP" -m tcp --dport 80 -j KUBE-MARK-MASQ`, podCIDR, v.ClusterIP, name)
 	for i, ep := range v.Endpoints {
-		sep := "KUBE-SEP-" + datapath.EndpointChainHash(v.Port, ep.String())
+		sep := "KUBE-SEP-" + iptables.EndpointChainHash(v.Port, ep.String())
 		if left := len(v.Endpoints) - i; left > 1 {
 			nat.rule(svc, `-m statistic --mode random --probability %.11f -j %s`, 1/float64(left), sep)
 		} else {

@@ -3,7 +3,8 @@ package bench
 import (
 	"testing"
 
-	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -20,7 +21,7 @@ func TestGeneratedTablesMatchCluster(t *testing.T) {
 	if len(want.Frontends) < small.Services {
 		t.Fatalf("%d desired frontends for %d services", len(want.Frontends), small.Services)
 	}
-	obs, err := datapath.ParseIPTables(datapath.IPTablesDumps{IPv4: []byte(small.IPTablesRestore())}, datapath.OptionsFor(want))
+	obs, err := iptables.Parse(iptables.Dumps{IPv4: []byte(small.IPTablesRestore())}, model.HintsFor(want))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +46,9 @@ func checkNoDrift(t *testing.T, what string, want model.Desired, obs model.Obser
 // with netdrift's live sources: still no drift.
 func TestLoadedTablesMatchCluster(t *testing.T) {
 	want := watch.Expected(NodeName, small.ClusterState())
-	for _, backend := range []string{datapath.BackendNFT, datapath.BackendLegacy} {
+	for _, backend := range []string{iptables.BackendNFT, iptables.BackendLegacy} {
 		ns := loadIPTables(t, small, backend)
-		src := &datapath.IPTables{Config: datapath.IPTablesConfig{NetNS: ns, Backend: backend}}
+		src := &iptables.Reader{Config: iptables.Config{NetNS: ns, Backend: backend}}
 		obs, err := src.Snapshot(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +56,7 @@ func TestLoadedTablesMatchCluster(t *testing.T) {
 		checkNoDrift(t, "iptables-"+backend, want, obs)
 	}
 	ns := loadNFT(t, small)
-	src := &datapath.NFTables{Config: datapath.NFTConfig{NetNS: ns}}
+	src := &nftables.Reader{Config: nftables.Config{NetNS: ns}}
 	obs, err := src.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)

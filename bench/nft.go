@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/datapath/nftables"
 )
 
 // NFTText renders table ip kube-proxy as kube-proxy's nftables mode writes
@@ -18,7 +19,7 @@ func (s Spec) NFTText() string {
 	var chains strings.Builder
 	for _, v := range svcs {
 		cips = append(cips, v.ClusterIP.String())
-		name := datapath.KubeProxyPortName(v.Port)
+		name := iptables.KubeProxyPortName(v.Port)
 		if len(v.Endpoints) == 0 {
 			noeps = append(noeps, fmt.Sprintf("%s . tcp . 80 comment %q : goto reject-chain", v.ClusterIP, name))
 			if v.NodePort != 0 {
@@ -26,7 +27,7 @@ func (s Spec) NFTText() string {
 			}
 			continue
 		}
-		svc := "service-" + datapath.NFTChainHash(datapath.NFTChainBase(v.Port)) + "-" + datapath.NFTChainBase(v.Port)
+		svc := "service-" + nftables.ChainHash(nftables.ChainBase(v.Port)) + "-" + nftables.ChainBase(v.Port)
 		ips = append(ips, fmt.Sprintf("%s . tcp . 80 : goto %s", v.ClusterIP, svc))
 		var m []string
 		for i, ep := range v.Endpoints {
@@ -34,7 +35,7 @@ func (s Spec) NFTText() string {
 		}
 		fmt.Fprintf(&chains, "\tchain %s {\n\t\tmeta l4proto tcp dnat ip to numgen random mod %d map { %s }\n\t}\n", svc, len(m), strings.Join(m, ", "))
 		if v.NodePort != 0 {
-			ext := "external-" + datapath.NFTChainHash(datapath.NFTChainBase(v.Port)) + "-" + datapath.NFTChainBase(v.Port)
+			ext := "external-" + nftables.ChainHash(nftables.ChainBase(v.Port)) + "-" + nftables.ChainBase(v.Port)
 			nps = append(nps, fmt.Sprintf("tcp . %d : goto %s", v.NodePort, ext))
 			fmt.Fprintf(&chains, "\tchain %s {\n\t\tjump mark-for-masquerade\n\t\tgoto %s\n\t}\n", ext, svc)
 		}

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -29,7 +30,7 @@ var scales = []struct {
 // the same two dumps, then parses).
 func BenchmarkIPTables(b *testing.B) {
 	for _, sc := range scales {
-		for _, backend := range []string{datapath.BackendNFT, datapath.BackendLegacy} {
+		for _, backend := range []string{iptables.BackendNFT, iptables.BackendLegacy} {
 			b.Run(sc.name+"/"+backend, func(b *testing.B) { benchIPTables(b, sc.spec, backend) })
 		}
 	}
@@ -37,8 +38,9 @@ func BenchmarkIPTables(b *testing.B) {
 
 func benchIPTables(b *testing.B, s Spec, backend string) {
 	ns := loadIPTables(b, s, backend)
-	opts := datapath.OptionsFor(watch.Expected(NodeName, s.ClusterState()))
-	src := &datapath.IPTables{Config: datapath.IPTablesConfig{NetNS: ns, Backend: backend}, Known: func() datapath.ParseOptions { return opts }}
+	opts := model.HintsFor(watch.Expected(NodeName, s.ClusterState()))
+	src := &iptables.Reader{Config: iptables.Config{NetNS: ns, Backend: backend}}
+	src.SetHints(opts)
 	save := "iptables-" + backend + "-save"
 	var dump, parse, snap, exec, floor time.Duration
 	var bytes int
@@ -52,7 +54,7 @@ func benchIPTables(b *testing.B, s Spec, backend string) {
 		bytes = len(text)
 		var obs model.Observed
 		var err error
-		parse += selfCPU(func() { obs, err = datapath.ParseIPTables(datapath.IPTablesDumps{IPv4: text}, opts) })
+		parse += selfCPU(func() { obs, err = iptables.Parse(iptables.Dumps{IPv4: text}, opts) })
 		checkObserved(b, s, obs, err)
 		snap += selfCPU(func() { obs, err = src.Snapshot(context.Background()) })
 		checkObserved(b, s, obs, err)
@@ -81,8 +83,8 @@ func BenchmarkNFTables(b *testing.B) {
 
 func benchNFT(b *testing.B, s Spec) {
 	ns := loadNFT(b, s)
-	opts := datapath.NFTOptionsFor(watch.Expected(NodeName, s.ClusterState()))
-	cached := &datapath.NFTables{Config: datapath.NFTConfig{NetNS: ns, Options: opts}}
+	opts := model.HintsFor(watch.Expected(NodeName, s.ClusterState()))
+	cached := &nftables.Reader{Config: nftables.Config{NetNS: ns, Hints: opts}}
 	if _, err := cached.Snapshot(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -96,16 +98,16 @@ func benchNFT(b *testing.B, s Spec) {
 		ref, exec, bytes = ref+c, exec+c2, len(out)
 		var obs model.Observed
 		var err error
-		parse += selfCPU(func() { obs, err = datapath.ParseNFTJSON(out, nil, opts) })
+		parse += selfCPU(func() { obs, err = nftables.ParseJSON(out, nil, opts) })
 		checkObserved(b, s, obs, err)
 		live += selfCPU(func() {
-			fresh := &datapath.NFTables{Config: datapath.NFTConfig{NetNS: ns, Options: opts}}
+			fresh := &nftables.Reader{Config: nftables.Config{NetNS: ns, Hints: opts}}
 			obs, err = fresh.Snapshot(context.Background())
 		})
 		checkObserved(b, s, obs, err)
 		gen += selfCPU(func() {
 			for range genReps {
-				if _, err := datapath.NFTGeneration(ns); err != nil {
+				if _, err := nftables.Generation(ns); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -145,7 +147,7 @@ func BenchmarkDesired(b *testing.B) {
 func benchDesired(b *testing.B, s Spec) {
 	cs := s.ClusterState()
 	text := []byte(s.IPTablesRestore())
-	opts := datapath.OptionsFor(watch.Expected(NodeName, cs))
+	opts := model.HintsFor(watch.Expected(NodeName, cs))
 	perSvc := map[string]map[model.Frontend]model.Verdict{}
 	node := cs.Nodes[0]
 	for i, svc := range cs.Services {
@@ -173,7 +175,7 @@ func benchDesired(b *testing.B, s Spec) {
 		})
 		var obs model.Observed
 		var err error
-		parse += selfCPU(func() { obs, err = datapath.ParseIPTables(datapath.IPTablesDumps{IPv4: text}, opts) })
+		parse += selfCPU(func() { obs, err = iptables.Parse(iptables.Dumps{IPv4: text}, opts) })
 		checkObserved(b, s, obs, err)
 		var found []model.Finding
 		compare += selfCPU(func() { found = drift.Compare(want, obs) })

@@ -2,17 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+	"time"
 
 	"github.com/netdrift/netdrift/internal/api"
-	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/capture"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nodecheck"
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
@@ -22,59 +22,15 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // dumpFlags name captured datapath dumps (or a live netns).
-type dumpFlags struct {
-	iptables, ip6tables string
-	nftJSON, nft6JSON   string
-	ipvsadm             string
-	netns               string
-	live                bool
-}
+type dumpFlags struct{ capture.Files }
 
 func (d *dumpFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.iptables, "iptables-save", "", "iptables-save output (nat and filter tables)")
-	fs.StringVar(&d.ip6tables, "ip6tables-save", "", "ip6tables-save output")
-	fs.StringVar(&d.nftJSON, "nft-json", "", "output of `nft -j list table ip kube-proxy`")
-	fs.StringVar(&d.nft6JSON, "nft6-json", "", "output of `nft -j list table ip6 kube-proxy`")
-	fs.StringVar(&d.ipvsadm, "ipvsadm-save", "", "output of `ipvsadm-save -n`")
-	fs.StringVar(&d.netns, "netns", "", "read the live datapath inside this named network namespace")
-}
-
-func (d *dumpFlags) count() int {
-	n := 0
-	for _, s := range []string{d.iptables, d.nftJSON, d.ipvsadm} {
-		if s != "" {
-			n++
-		}
-	}
-	return n
-}
-
-// observe parses the given dumps (exactly one datapath) or reads the live one.
-func (d *dumpFlags) observe(ctx context.Context, desired model.Desired) (model.Observed, error) {
-	opts := datapath.OptionsFor(desired)
-	switch {
-	case d.count() > 1:
-		return model.Observed{}, errors.New("give one datapath: --iptables-save, --nft-json or --ipvsadm-save")
-	case d.iptables != "":
-		v4, err := os.ReadFile(d.iptables)
-		if err != nil {
-			return model.Observed{}, err
-		}
-		dumps := datapath.IPTablesDumps{IPv4: v4}
-		if d.ip6tables != "" {
-			if dumps.IPv6, err = os.ReadFile(d.ip6tables); err != nil {
-				return model.Observed{}, err
-			}
-		}
-		obs, err := datapath.ParseIPTables(dumps, opts)
-		if err != nil {
-			return obs, fmt.Errorf("%s: %w", d.iptables, err)
-		}
-		return obs, nil
-	case d.nftJSON != "" || d.ipvsadm != "":
-		return observeOther(d, desired)
-	}
-	return observeLive(ctx, d, desired)
+	fs.StringVar(&d.IPTables, "iptables-save", "", "iptables-save output (nat and filter tables)")
+	fs.StringVar(&d.IP6Tables, "ip6tables-save", "", "ip6tables-save output")
+	fs.StringVar(&d.NFTJSON, "nft-json", "", "output of `nft -j list table ip kube-proxy`")
+	fs.StringVar(&d.NFT6JSON, "nft6-json", "", "output of `nft -j list table ip6 kube-proxy`")
+	fs.StringVar(&d.IPVSAdm, "ipvsadm-save", "", "output of `ipvsadm-save -n`")
+	fs.StringVar(&d.NetNS, "netns", "", "read the live datapath inside this named network namespace")
 }
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
@@ -93,7 +49,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
 		return exitError
 	}
-	if *node == "" || len(clusters) == 0 || (dumps.count() == 0 && dumps.netns == "") {
+	if *node == "" || len(clusters) == 0 || dumps.Empty() {
 		fmt.Fprintln(stderr, "netdrift diff: need --node, at least one --cluster FILE, and a datapath dump (or --netns)")
 		return exitError
 	}
@@ -104,7 +60,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	desired := watch.Expected(*node, cs)
 	ctx := context.Background()
-	obs, err := dumps.observe(ctx, desired)
+	obs, err := capture.Observe(ctx, dumps.Files, desired)
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
 		return exitError
@@ -113,7 +69,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	if obs.Datapath != model.ModeNone {
 		findings = drift.Compare(desired, obs)
 	}
-	nf, warnings := offlineNodeFindings(ctx, *node, cs, desired, dumps.netns)
+	nf, warnings := capture.NodeFindings(ctx, *node, cs, desired, dumps.NetNS, nodecheck.Config{}, time.Now())
 	findings = append(findings, nf...)
 	model.SortFindings(findings)
 	rep := api.DiffReport{Node: *node, Datapath: obs.Datapath, Findings: api.FindingsOf(findings),

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/netdrift/netdrift/internal/api"
+	"github.com/netdrift/netdrift/internal/capture"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
 )
-
-var nowFunc = time.Now
 
 // SnapshotFrontend is one observed frontend in `netdrift snapshot -o json`.
 type SnapshotFrontend struct {
@@ -59,7 +57,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		}
 		desired = watch.Expected(*node, cs)
 	}
-	obs, err := dumps.observe(context.Background(), desired)
+	obs, err := capture.Observe(context.Background(), dumps.Files, desired)
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift snapshot:", err)
 		return exitError

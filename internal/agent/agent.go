@@ -16,7 +16,9 @@ import (
 )
 
 // FindingSource adds findings beyond the service datapath (routes, links,
-// conntrack, cluster-scope checks). It is evaluated on every audit.
+// conntrack, cluster-scope checks). It is evaluated on every audit. On a
+// partial failure it returns what it could check together with the error:
+// the source is reported down and its findings are kept.
 type FindingSource interface {
 	Name() string
 	Findings(ctx context.Context, cs *watch.ClusterState, desired model.Desired) ([]model.Finding, error)
@@ -29,10 +31,10 @@ type Agent struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	cluster  Cluster
-	src      datapath.Source // nil when no kube-proxy state is present
+	src      datapath.Reader // nil when no kube-proxy state is present
 	mode     string
 	reason   string
-	hints    <-chan time.Time
+	changes  <-chan datapath.ChangeEvent // nil: no change events (polling only)
 	extra    []FindingSource
 	recorder Recorder
 
@@ -52,6 +54,7 @@ type Agent struct {
 	lastRead     time.Time
 	lastReadCost time.Duration
 	hinted       time.Time
+	hintsGiven   bool // the reader holds the hints of the current merged desired state
 	sources      map[string]SourceStatus
 	freshChange  bool            // a change was recorded since the last read
 	lastExtra    time.Time       // when the last node-level run started
@@ -71,10 +74,12 @@ type Options struct {
 	Clock    clock.Clock
 	Log      *slog.Logger
 	Cluster  Cluster
-	Datapath datapath.Source // nil: none detected
+	Datapath datapath.Reader // nil: none detected
 	Mode     string          // datapath mode name (model.Mode*)
 	Reason   string          // why that mode
-	Hints    <-chan time.Time
+	// Changes are the nf_tables change events of the node (nil: none); the
+	// loop applies each to the reader and dates the next read by it.
+	Changes  <-chan datapath.ChangeEvent
 	Extra    []FindingSource
 	Recorder Recorder
 }
@@ -92,7 +97,7 @@ func New(o Options) *Agent {
 	}
 	a := &Agent{
 		cfg: o.Config, clock: o.Clock, log: o.Log, cluster: o.Cluster, src: o.Datapath,
-		mode: o.Mode, reason: o.Reason, hints: o.Hints, extra: o.Extra, recorder: o.Recorder,
+		mode: o.Mode, reason: o.Reason, changes: o.Changes, extra: o.Extra, recorder: o.Recorder,
 		kick:    make(chan struct{}, 1),
 		dirty:   map[string]dirtyService{},
 		changed: map[string]bool{},
@@ -187,18 +192,42 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-a.kick:
-		case at := <-a.hints:
-			a.hint(at)
+		case ev, ok := <-a.changes:
+			a.onChange(ctx, ev, ok)
 		case <-t.C():
 		}
 		// select picks at random among ready cases: a change event that came
 		// while the step ran must date the next read even when the timer won.
 		select {
-		case at := <-a.hints:
-			a.hint(at)
+		case ev, ok := <-a.changes:
+			a.onChange(ctx, ev, ok)
 		default:
 		}
 	}
+}
+
+// onChange applies an nf_tables change event to the reader (so the next read
+// re-reads only what changed) and dates the next read by it. A closed
+// channel means the subscription ended: the loop polls from then on.
+func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) {
+	if !ok {
+		a.log.Warn("nftables change events ended: polling only")
+		a.changes = nil
+		return
+	}
+	if a.log.Enabled(ctx, slog.LevelDebug) {
+		a.log.Debug("datapath changed", "generation", ev.Generation, "process", ev.Process, "pid", ev.PID)
+	}
+	if a.src != nil && !ev.Lost { // a lost event: the next read's generation check reads everything
+		if err := a.src.ApplyChange(ctx, ev); err != nil {
+			a.log.Warn("applying a datapath change event failed; the next read is a full one", "err", err)
+		}
+	}
+	at := ev.Received
+	if at.IsZero() {
+		at = a.clock.Now()
+	}
+	a.hint(at)
 }
 
 // hint records an nf_tables change event time for the next read (the

@@ -34,8 +34,8 @@ func (a *Agent) runExtras(ctx context.Context, desired model.Desired) {
 			st.Error = err.Error()
 		} else {
 			st.LastSuccess = start
-			found = append(found, f...)
 		}
+		found = append(found, f...) // a degraded source still reports what it could check
 		statuses = append(statuses, st)
 	}
 	a.mu.Lock()

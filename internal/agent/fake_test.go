@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
 )
@@ -84,6 +86,10 @@ type fakeSource struct {
 }
 
 func (f *fakeSource) Name() string { return model.ModeIPTables }
+
+func (f *fakeSource) SetHints(model.Hints)                                    {}
+func (f *fakeSource) ApplyChange(context.Context, datapath.ChangeEvent) error { return nil }
+func (f *fakeSource) LastReadCPU() time.Duration                              { return 0 }
 
 func (f *fakeSource) Snapshot(context.Context) (model.Observed, error) {
 	f.mu.Lock()

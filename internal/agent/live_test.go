@@ -17,6 +17,8 @@ import (
 
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
@@ -102,8 +104,8 @@ func (k *kubeProxy) program(eps ...string) {
 // The table is re-created in the same transaction (nft -f is atomic).
 func kubeProxyNFT(vip string, eps []string) []byte {
 	sp := model.ServicePort{Namespace: testNS, Name: testSvc, Port: "http", Protocol: model.TCP}
-	base := datapath.NFTChainBase(sp)
-	svc := "service-" + datapath.NFTChainHash(base) + "-" + base
+	base := nftables.ChainBase(sp)
+	svc := "service-" + nftables.ChainHash(base) + "-" + base
 	var b strings.Builder
 	b.WriteString("table ip kube-proxy\ndelete table ip kube-proxy\ntable ip kube-proxy {\n")
 	b.WriteString("\tcomment \"rules for kube-proxy\"\n")
@@ -111,7 +113,7 @@ func kubeProxyNFT(vip string, eps []string) []byte {
 	var vmap []string
 	for i, ep := range eps {
 		name := base + "__" + ep + "/8080"
-		chain := "endpoint-" + datapath.NFTChainHash(name) + "-" + name
+		chain := "endpoint-" + nftables.ChainHash(name) + "-" + name
 		fmt.Fprintf(&b, "\tchain %s {\n\t\tip saddr %s jump mark-for-masquerade\n\t\tmeta l4proto tcp dnat to %s:8080\n\t}\n", chain, ep, ep)
 		vmap = append(vmap, fmt.Sprintf("%d : goto %s", i, chain))
 	}
@@ -147,33 +149,19 @@ func kubeProxyNFT(vip string, eps []string) []byte {
 	return []byte(b.String())
 }
 
-// nftSource is the nftables reader told the API's service ports and
-// frontends before each read, as cmd/agent wires it.
-type nftSource struct {
-	nft     *datapath.NFTables
-	desired func() model.Desired
-}
-
-func (s *nftSource) Name() string { return model.ModeNFTables }
-
-func (s *nftSource) Snapshot(ctx context.Context) (model.Observed, error) {
-	s.nft.Config.Options = datapath.NFTOptionsFor(s.desired())
-	return s.nft.Snapshot(ctx)
-}
-
 // kubeProxyRules renders kube-proxy's iptables-mode nat rules for one
 // ClusterIP service port, with its chain names, comments and probabilities.
 func kubeProxyRules(vip string, eps []string) []byte {
 	sp := model.ServicePort{Namespace: testNS, Name: testSvc, Port: "http", Protocol: model.TCP}
-	name := datapath.KubeProxyPortName(sp)
-	svc := "KUBE-SVC-" + datapath.ChainHash(sp)
+	name := iptables.KubeProxyPortName(sp)
+	svc := "KUBE-SVC-" + iptables.ChainHash(sp)
 	var b strings.Builder
 	b.WriteString("*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n")
 	b.WriteString(":KUBE-SERVICES - [0:0]\n:KUBE-NODEPORTS - [0:0]\n:KUBE-POSTROUTING - [0:0]\n:KUBE-MARK-MASQ - [0:0]\n")
 	b.WriteString(":" + svc + " - [0:0]\n")
 	seps := make([]string, len(eps))
 	for i, ep := range eps {
-		seps[i] = "KUBE-SEP-" + datapath.EndpointChainHash(sp, ep+":8080")
+		seps[i] = "KUBE-SEP-" + iptables.EndpointChainHash(sp, ep+":8080")
 		b.WriteString(":" + seps[i] + " - [0:0]\n")
 	}
 	b.WriteString(`-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
@@ -232,31 +220,28 @@ func startLive(t *testing.T, mode string, eps ...string) *liveRig {
 	// Poll at --fast-poll whatever a read costs on this (loaded) machine: the
 	// test measures precision; the cost guard has its own unit test.
 	r.cfg.MinPollCostFactor = 1
-	desired := func() model.Desired { return r.a.State().Desired }
 	opts := agent.Options{Config: r.cfg, Clock: clock.RealClock{}, Mode: model.ModeIPTables}
-	switch mode {
-	case modeNFTables:
+	if mode == modeNFTables {
 		opts.Mode = model.ModeNFTables
-		opts.Datapath = &nftSource{nft: &datapath.NFTables{Config: datapath.NFTConfig{NetNS: ns}}, desired: desired}
-	case modeIPTablesNFT:
-		opts.Datapath = &datapath.IPTables{Config: datapath.IPTablesConfig{NetNS: ns, Backend: datapath.BackendNFT},
-			Known: func() datapath.ParseOptions { return datapath.OptionsFor(desired()) }}
-	case modeIPTablesLegacy:
-		r.polled = &timedSource{Source: &datapath.IPTables{Config: datapath.IPTablesConfig{NetNS: ns, Backend: datapath.BackendLegacy},
-			Known: func() datapath.ParseOptions { return datapath.OptionsFor(desired()) }}}
+	}
+	src, err := datapath.Open(opts.Mode, ns) // the iptables backend holding the rules is picked, as in the agent
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Datapath = src
+	if mode == modeIPTablesLegacy {
+		r.polled = &timedSource{Reader: src}
 		opts.Datapath = r.polled
 	}
 	if mode != modeIPTablesLegacy {
 		// nft and iptables-nft commit nf_tables transactions: their events
-		// are the read hints (and the precise T2), as cmd/agent wires them.
+		// go to the loop (and date T2), as cmd/agent wires them.
 		cw, err := datapath.WatchChanges(ctx, ns)
 		if err != nil {
 			t.Fatalf("nf_tables events: %v", err)
 		}
 		t.Cleanup(func() { _ = cw.Close() })
-		hints := make(chan time.Time, 1)
-		go forwardHints(ctx, cw, hints)
-		opts.Hints = hints
+		opts.Changes = cw.Events()
 	} else {
 		// iptables-legacy has no events: fast polling is the precision.
 		r.cfg.FastPoll = 20 * time.Millisecond
@@ -282,27 +267,6 @@ func startLive(t *testing.T, mode string, eps ...string) *liveRig {
 		return s.Ready && len(s.Observed.Frontends) > 0 && s.Converged()
 	})
 	return r
-}
-
-func forwardHints(ctx context.Context, cw *datapath.ChangeWatcher, hints chan<- time.Time) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-cw.Events():
-			if !ok {
-				return
-			}
-			at := ev.Received
-			if at.IsZero() {
-				at = time.Now()
-			}
-			select {
-			case hints <- at:
-			default:
-			}
-		}
-	}
 }
 
 // change updates the slice in the API and waits for the watcher to deliver
@@ -437,14 +401,14 @@ func (r *liveRig) staleAndFix(t *testing.T) {
 
 // timedSource records the slowest read of a source.
 type timedSource struct {
-	datapath.Source
+	datapath.Reader
 	mu  sync.Mutex
 	max time.Duration
 }
 
 func (s *timedSource) Snapshot(ctx context.Context) (model.Observed, error) {
 	start := time.Now()
-	obs, err := s.Source.Snapshot(ctx)
+	obs, err := s.Reader.Snapshot(ctx)
 	d := time.Since(start)
 	s.mu.Lock()
 	if d > s.max {

@@ -131,6 +131,7 @@ func (a *Agent) audit(ctx context.Context) {
 	a.freshChange, a.extraDone = false, false
 	a.mu.Unlock()
 
+	a.handHints()
 	obs, ok := a.readDatapath(ctx)
 	if a.log.Enabled(ctx, slog.LevelDebug) {
 		a.log.Debug("datapath read", "observed_at", obsAt, "hint", hinted, "took", a.clock.Since(obsAt),
@@ -174,6 +175,22 @@ func (a *Agent) audit(ctx context.Context) {
 	a.publishLocked(now, desired, obs, ok)
 }
 
+// handHints gives the reader what the API knows, once per desired-state change.
+func (a *Agent) handHints() {
+	if a.src == nil {
+		return
+	}
+	a.mu.Lock()
+	if a.merged != nil && a.hintsGiven {
+		a.mu.Unlock()
+		return
+	}
+	desired := a.mergedDesiredLocked()
+	a.hintsGiven = true
+	a.mu.Unlock()
+	a.src.SetHints(model.HintsFor(desired))
+}
+
 func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
 	if a.src == nil {
 		return model.Observed{Datapath: model.ModeNone}, false
@@ -184,10 +201,10 @@ func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lastReadCost = dur
-	if c, ok := a.src.(interface{ LastReadCPU() time.Duration }); ok && c.LastReadCPU() > 0 {
+	if cpu := a.src.LastReadCPU(); cpu > 0 {
 		// Bound polling by what reading costs the node (CPU), not by wall
 		// time, which a busy node inflates.
-		a.lastReadCost = c.LastReadCPU()
+		a.lastReadCost = cpu
 	}
 	st := a.sources[a.src.Name()]
 	st.Name, st.LastAttempt, st.Duration = a.src.Name(), start, dur
@@ -214,6 +231,7 @@ func (a *Agent) mergedDesiredLocked() model.Desired {
 		}
 	}
 	a.merged = m // never mutated after this: published states share it
+	a.hintsGiven = false
 	return model.Desired{Node: a.cfg.NodeName, Frontends: m}
 }
 

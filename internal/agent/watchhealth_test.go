@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/agent/agenttest"
 	"github.com/netdrift/netdrift/internal/metrics"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -117,7 +118,7 @@ func TestWatchHealthFakeAPI(t *testing.T) {
 	cfg.AuditInterval = 250 * time.Millisecond // no nft events here: audits find kube-proxy's changes
 	var a *agent.Agent
 	w := informer.NewWatcher(api.cs, nodeName, clk, func(ev watch.Event) { a.OnEvent(ev) })
-	a = agent.New(agent.Options{Config: cfg, Clock: clk, Cluster: w, Datapath: kp, Mode: model.ModeIPTables})
+	a = agent.New(agent.Options{Config: cfg, Clock: clk, Cluster: w, Datapath: agenttest.Reader(kp), Mode: model.ModeIPTables})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(a.State, "test", 100))
 	ctx, cancel := context.WithCancel(context.Background())

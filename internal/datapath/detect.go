@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nsutil"
 )
 
 // IPVSServices counts IPVS virtual servers in a network namespace (given as
@@ -52,7 +54,7 @@ func (d ModeDetector) Detect(ctx context.Context, netns string) (string, string,
 	if f.ipvs, err = d.probeIPVS(netns); err != nil {
 		return "", "", err
 	}
-	if f.nft, f.nftServices, err = probeNFTTables(netns); err != nil {
+	if f.nft, f.nftServices, err = nftables.ProbeTables(netns); err != nil {
 		return "", "", err
 	}
 	if f.iptables, err = d.probeIPTables(ctx, netns); err != nil {
@@ -88,7 +90,7 @@ func decideMode(f detectFindings) (string, string) {
 // probeIPTables looks for KUBE-SERVICES in the nat table: over nf_tables
 // netlink for the nft backend, with iptables-legacy for the legacy one.
 func (d ModeDetector) probeIPTables(ctx context.Context, netns string) (string, error) {
-	found, err := nftIPTablesKubeServices(netns)
+	found, err := nftables.IPTablesKubeServices(netns)
 	if err != nil {
 		return "", err
 	}
@@ -105,14 +107,14 @@ func (d ModeDetector) probeIPTables(ctx context.Context, netns string) (string, 
 // legacyKubeServices asks iptables-legacy for KUBE-SERVICES, but only when
 // the namespace already has a legacy nat table (asking would create one).
 func (d ModeDetector) legacyKubeServices(ctx context.Context, netns string) (bool, error) {
-	names, err := readProcNetInNetns(netns, "ip_tables_names")
+	names, err := nsutil.ReadProcNet(netns, "ip_tables_names")
 	if err != nil || !strings.Contains(names, "nat") {
 		return false, nil // no legacy iptables in this kernel or netns
 	}
 	bin := d.IPTablesLegacy
 	if bin == "" {
 		if bin, err = exec.LookPath("iptables-legacy"); err != nil {
-			return false, fmt.Errorf("%w: a legacy nat table exists but iptables-legacy is not installed", ErrUnsupported)
+			return false, fmt.Errorf("%w: a legacy nat table exists but iptables-legacy is not installed", model.ErrUnsupported)
 		}
 	}
 	args := []string{bin, "-w", "5", "-t", "nat", "-S", "KUBE-SERVICES"}
@@ -150,7 +152,7 @@ func (d ModeDetector) probeIPVS(netns string) (string, error) {
 		}
 		counter = netlinkIPVS{}
 	}
-	n, err := counter.CountServices(netnsPath(netns))
+	n, err := counter.CountServices(nsutil.Path(netns))
 	if err != nil {
 		return "", fmt.Errorf("ipvs: %w", err)
 	}
@@ -158,12 +160,4 @@ func (d ModeDetector) probeIPVS(netns string) (string, error) {
 		return fmt.Sprintf("%d IPVS virtual servers", n), nil
 	}
 	return "", nil
-}
-
-// netnsPath turns a namespace name into the path netlink libraries want.
-func netnsPath(netns string) string {
-	if netns == "" || strings.Contains(netns, "/") {
-		return netns
-	}
-	return filepath.Join("/run/netns", netns)
 }

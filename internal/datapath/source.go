@@ -1,24 +1,66 @@
-// Package datapath reads what the kernel holds: kube-proxy's iptables and
-// nftables rules, routes, links and conntrack. Every source is split into a
-// fetch step (syscall or exec, no logic) and a pure parse step.
-// The agent never writes to the datapath: nothing here changes kernel state.
+// Package datapath is the contract between the agent and the kernel readers:
+// what a reader is (Source, Reader and the interfaces it is made of), mode
+// detection, and the Open factory that builds a reader for a mode. The
+// readers live in one package per source — datapath/iptables,
+// datapath/nftables, datapath/node and internal/ipvs — and satisfy these
+// interfaces without importing this package (docs/architecture.md,
+// "Package rules"). The agent never writes to the datapath: nothing here
+// changes kernel state.
 package datapath
 
 import (
 	"context"
-	"errors"
+	"time"
 
+	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
 // Source reads one kind of kube-proxy state into the observed model.
 type Source interface {
-	// Name is the datapath mode: model.ModeIPTables, ModeNFTables or ModeIPVS.
+	// Name is the datapath mode: model.ModeIPTables, ModeNFTables, ModeIPVS
+	// (or ModeNone before a mode is detected).
 	Name() string
 	// Snapshot fetches and parses the current state. It never modifies it.
 	Snapshot(ctx context.Context) (model.Observed, error)
 }
 
-// ErrUnsupported marks a source the node cannot provide (missing tool or
-// kernel feature). Wrap it with the reason: fmt.Errorf("%w: no nft binary", ErrUnsupported).
-var ErrUnsupported = errors.New("unsupported")
+// HintReceiver takes what the API knows (service ports, frontend kinds).
+// The agent calls it when the desired state changes; a reader never pulls
+// the desired state itself.
+type HintReceiver interface {
+	SetHints(model.Hints)
+}
+
+// ChangeEvent is one committed nf_tables transaction (kube-proxy's nftables
+// mode and iptables-nft both write nf_tables tables).
+type ChangeEvent = nftables.ChangeEvent
+
+// ChangeWatcher delivers ChangeEvents of one network namespace.
+type ChangeWatcher = nftables.ChangeWatcher
+
+// ChangeApplier uses a change event to make the next Snapshot cheap (re-read
+// only what the event names). An error means the reader dropped its cache:
+// the next Snapshot reads everything.
+type ChangeApplier interface {
+	ApplyChange(ctx context.Context, ev ChangeEvent) error
+}
+
+// CostReporter says what the last read cost in CPU time (forked dump tools);
+// zero when unknown (in-process netlink reads), and callers then use wall time.
+type CostReporter interface {
+	LastReadCPU() time.Duration
+}
+
+// Reader is what the agent drives. Every reader Open returns is one.
+type Reader interface {
+	Source
+	HintReceiver
+	ChangeApplier
+	CostReporter
+}
+
+// WatchChanges subscribes to nf_tables change events in netns ("" = own).
+func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
+	return nftables.WatchChanges(ctx, netns)
+}

@@ -13,7 +13,6 @@ import (
 	mobyipvs "github.com/moby/ipvs"
 	"golang.org/x/sys/unix"
 
-	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -79,7 +78,7 @@ func kubeProxyFake(t *testing.T) *Fake {
 // The netlink path and the ipvsadm text path must produce the same model.
 func TestNetlinkMatchesSave(t *testing.T) {
 	f := kubeProxyFake(t)
-	r := NewReader(Config{Netns: "nd-test", SysModuleDir: moduleDir(t), Options: kubeProxyOptions(), Open: f.Opener()})
+	r := NewReader(Config{NetNS: "nd-test", SysModuleDir: moduleDir(t), Hints: kubeProxyHints(), Open: f.Opener()})
 	obs, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -98,11 +97,11 @@ func TestReaderNetnsPath(t *testing.T) {
 	}
 	mod := moduleDir(t)
 	for _, ns := range []string{"", "nd-x", "/proc/1/ns/net"} {
-		if _, err := NewReader(Config{Netns: ns, SysModuleDir: mod, Open: open}).Snapshot(context.Background()); err != nil {
+		if _, err := NewReader(Config{NetNS: ns, SysModuleDir: mod, Open: open}).Snapshot(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := []string{"", "/var/run/netns/nd-x", "/proc/1/ns/net"}
+	want := []string{"", "/run/netns/nd-x", "/proc/1/ns/net"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("netns paths %q, want %q", got, want)
 	}
@@ -139,7 +138,7 @@ func TestReaderLinkAddrs(t *testing.T) {
 func TestReaderErrors(t *testing.T) {
 	ctx := context.Background()
 	r := NewReader(Config{SysModuleDir: t.TempDir(), Open: (&Fake{}).Opener()})
-	if _, err := r.Snapshot(ctx); !errors.Is(err, datapath.ErrUnsupported) {
+	if _, err := r.Snapshot(ctx); !errors.Is(err, model.ErrUnsupported) {
 		t.Errorf("no ip_vs module: err = %v, want ErrUnsupported", err)
 	}
 	boom := errors.New("boom")
@@ -219,11 +218,11 @@ func TestForwardName(t *testing.T) {
 	}
 }
 
-func TestOptionsFromDesired(t *testing.T) {
+func TestOptionsFor(t *testing.T) {
 	vip := model.NewFrontend(netip.MustParseAddr("203.0.113.7"), 443, model.TCP, model.LoadBalancer)
 	np := model.NewNodePort(30080, model.TCP, model.IPv4)
 	sp := model.ServicePort{Namespace: "shop", Name: "frontend", Port: "https", Protocol: model.TCP}
-	o := OptionsFromDesired(model.Desired{Frontends: map[model.Frontend]model.Verdict{vip: {Service: sp}, np: {Service: sp}}})
+	o := OptionsFor(model.HintsFor(model.Desired{Frontends: map[model.Frontend]model.Verdict{vip: {Service: sp}, np: {Service: sp}}}))
 	if o.Kinds[vip.IP] != model.LoadBalancer || !o.NodePorts[PortKey{30080, model.TCP}] || o.Services[np] != sp || len(o.Kinds) != 1 {
 		t.Errorf("options %+v", o)
 	}

@@ -58,7 +58,7 @@ type Table struct {
 }
 
 // Options tell Build what IPVS alone cannot: the kind of each VIP and which
-// ports are node ports. Fill them from the desired state (OptionsFromDesired).
+// ports are node ports. Prepared from the API's hints (OptionsFor).
 type Options struct {
 	// Kinds maps a VIP to its frontend kind (cluster_ip, external_ip,
 	// load_balancer). Unknown VIPs are taken as cluster_ip.
@@ -78,21 +78,21 @@ type PortKey struct {
 	Protocol model.Protocol
 }
 
-// OptionsFromDesired derives Options from the desired state of the node.
-func OptionsFromDesired(d model.Desired) Options {
+// OptionsFor prepares the API's hints for Build.
+func OptionsFor(h model.Hints) Options {
 	o := Options{
 		Kinds:     map[netip.Addr]model.FrontendKind{},
 		NodePorts: map[PortKey]bool{},
 		Services:  map[model.Frontend]model.ServicePort{},
 	}
-	for f, v := range d.Frontends {
+	for f, sp := range h.Frontends {
 		if f.Kind == model.NodePort {
 			o.NodePorts[PortKey{f.Port, f.Protocol}] = true
 		} else if f.IP.IsValid() {
 			o.Kinds[f.IP] = f.Kind
 		}
-		if !v.Service.IsZero() {
-			o.Services[f] = v.Service
+		if !sp.IsZero() {
+			o.Services[f] = sp
 		}
 	}
 	return o

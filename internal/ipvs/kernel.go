@@ -7,11 +7,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 
 	mobyipvs "github.com/moby/ipvs"
 
-	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nsutil"
 )
 
 // Kernel is the fetch step: raw IPVS services and destinations over generic
@@ -30,27 +31,28 @@ var ErrNoLink = errors.New("link not found")
 
 // Config configures a Reader. Zero values mean the defaults.
 type Config struct {
-	// Netns is a named network namespace ("nd-x", under /var/run/netns) or
+	// NetNS is a named network namespace ("nd-x", under /var/run/netns) or
 	// a path to one ("/proc/123/ns/net"); empty: the caller's namespace.
-	Netns string
+	NetNS string
 	// Link is the dummy link holding the VIPs (default kube-ipvs0).
 	Link string
 	// SysModuleDir is where the ip_vs module shows up when loaded
 	// (default /sys/module); used to report "unsupported" without making
 	// the netlink library load the module.
 	SysModuleDir string
-	// Options map virtual servers to frontends (see Options).
-	Options Options
+	// Hints is what the API knows (VIP kinds, node ports, service names); see SetHints.
+	Hints model.Hints
 	// Open opens the kernel; nil means generic netlink (OpenNetlink).
 	Open func(netnsPath string) (Kernel, error)
 }
 
-// Reader reads IPVS state; it implements datapath.Source.
+// Reader reads IPVS state (the datapath.Source contract, satisfied without
+// importing it: see docs/architecture.md).
 type Reader struct {
-	cfg Config
+	cfg  Config
+	mu   sync.Mutex
+	opts Options // cfg.Hints prepared for Build
 }
-
-var _ datapath.Source = (*Reader)(nil)
 
 // NewReader returns a reader for cfg.
 func NewReader(cfg Config) *Reader {
@@ -63,15 +65,19 @@ func NewReader(cfg Config) *Reader {
 	if cfg.Open == nil {
 		cfg.Open = OpenNetlink
 	}
-	return &Reader{cfg: cfg}
+	return &Reader{cfg: cfg, opts: OptionsFor(cfg.Hints)}
 }
 
 // Name is model.ModeIPVS.
 func (r *Reader) Name() string { return model.ModeIPVS }
 
-// SetOptions replaces the frontend-mapping options (for example after the
-// desired state changed). Not safe for concurrent use with Snapshot.
-func (r *Reader) SetOptions(o Options) { r.cfg.Options = o }
+// SetHints hands the reader what the API knows (after the desired state changed).
+func (r *Reader) SetHints(h model.Hints) {
+	o := OptionsFor(h)
+	r.mu.Lock()
+	r.opts = o
+	r.mu.Unlock()
+}
 
 // Snapshot reads the current IPVS state into the observed model.
 func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
@@ -86,7 +92,10 @@ func (r *Reader) Read(ctx context.Context) (Table, model.Observed, error) {
 	if err != nil {
 		return Table{}, model.Observed{}, err
 	}
-	return t, Build(t, r.cfg.Options), nil
+	r.mu.Lock()
+	o := r.opts
+	r.mu.Unlock()
+	return t, Build(t, o), nil
 }
 
 // Table reads the raw IPVS state (virtual servers and kube-ipvs0 addresses).
@@ -95,22 +104,14 @@ func (r *Reader) Table(ctx context.Context) (Table, error) {
 		return Table{}, err
 	}
 	if _, err := os.Stat(filepath.Join(r.cfg.SysModuleDir, "ip_vs")); err != nil {
-		return Table{}, fmt.Errorf("%w: ip_vs kernel module not loaded (kube-proxy not in ipvs mode?)", datapath.ErrUnsupported)
+		return Table{}, fmt.Errorf("%w: ip_vs kernel module not loaded (kube-proxy not in ipvs mode?)", model.ErrUnsupported)
 	}
-	k, err := r.cfg.Open(netnsPath(r.cfg.Netns))
+	k, err := r.cfg.Open(nsutil.Path(r.cfg.NetNS))
 	if err != nil {
 		return Table{}, fmt.Errorf("ipvs: open netlink: %w", err)
 	}
 	defer k.Close()
 	return fetch(k, r.cfg.Link)
-}
-
-// netnsPath resolves a namespace name to its path under /var/run/netns.
-func netnsPath(ns string) string {
-	if ns == "" || filepath.IsAbs(ns) {
-		return ns
-	}
-	return filepath.Join("/var/run/netns", ns)
 }
 
 // fetch collects the raw state and decodes it (decode.go).

@@ -84,8 +84,7 @@ func TestLiveIPVS(t *testing.T) {
 		t.Fatalf("ipvsadm -R: %v\n%s", err, out)
 	}
 
-	opts := kubeProxyOptions()
-	r := NewReader(Config{Netns: ns, Options: opts})
+	r := NewReader(Config{NetNS: ns, Hints: kubeProxyHints()})
 	tab, err := r.Table(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +111,7 @@ func TestLiveIPVS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := render(t, Build(textTab, opts)), render(t, obs); string(a) != string(b) {
+	if a, b := render(t, Build(textTab, kubeProxyOptions())), render(t, obs); string(a) != string(b) {
 		t.Errorf("text path:\n%s\nnetlink path:\n%s", a, b)
 	}
 

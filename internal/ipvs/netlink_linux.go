@@ -77,3 +77,15 @@ func (k *netlinkKernel) Close() error {
 	k.link.Close()
 	return nil
 }
+
+// CountServices counts the virtual servers in the namespace at netnsPath
+// ("" for the caller's own), for datapath mode detection.
+func CountServices(netnsPath string) (int, error) {
+	k, err := OpenNetlink(netnsPath)
+	if err != nil {
+		return 0, err
+	}
+	defer k.Close()
+	svcs, err := k.Services()
+	return len(svcs), err
+}

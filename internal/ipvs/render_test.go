@@ -60,21 +60,17 @@ func golden(t *testing.T, name string, got []byte) {
 	goldenfile.Check(t, filepath.Join("testdata", name), got)
 }
 
-// kubeProxyOptions is what the desired state would say about the VIPs in
+// kubeProxyHints is what the desired state would say about the VIPs in
 // testdata/kube-proxy.save.
-func kubeProxyOptions() Options {
+func kubeProxyHints() model.Hints {
 	cart := model.NewFrontend(netip.MustParseAddr("10.97.12.7"), 80, model.TCP, model.ClusterIP)
 	np := model.NewNodePort(30080, model.TCP, model.IPv4)
-	return Options{
-		Kinds: map[netip.Addr]model.FrontendKind{
-			netip.MustParseAddr("10.97.12.7"):  model.ClusterIP,
-			netip.MustParseAddr("192.0.2.10"):  model.ExternalIP,
-			netip.MustParseAddr("203.0.113.7"): model.LoadBalancer,
-		},
-		NodePorts: map[PortKey]bool{{30080, model.TCP}: true},
-		Services: map[model.Frontend]model.ServicePort{
-			cart: {Namespace: "shop", Name: "cart", Port: "grpc", Protocol: model.TCP},
-			np:   {Namespace: "shop", Name: "search", Port: "http", Protocol: model.TCP},
-		},
-	}
+	return model.Hints{Frontends: map[model.Frontend]model.ServicePort{
+		cart: {Namespace: "shop", Name: "cart", Port: "grpc", Protocol: model.TCP},
+		np:   {Namespace: "shop", Name: "search", Port: "http", Protocol: model.TCP},
+		model.NewFrontend(netip.MustParseAddr("192.0.2.10"), 80, model.TCP, model.ExternalIP):    {},
+		model.NewFrontend(netip.MustParseAddr("203.0.113.7"), 80, model.TCP, model.LoadBalancer): {},
+	}}
 }
+
+func kubeProxyOptions() Options { return OptionsFor(kubeProxyHints()) }

@@ -13,20 +13,20 @@ import (
 // each), 100 pods, a service per 10 nodes, and flows conntrack entries of
 // which one in ten goes to a removed backend.
 func benchInputs(nodes, flows int) Inputs {
-	in := Inputs{NodeName: "n0", Snapshot: &NodeSnapshot{Links: baseLinks()}, Desired: map[model.Frontend]model.Verdict{}}
+	in := Inputs{NodeName: "n0", Snapshot: &model.NodeSnapshot{Links: baseLinks()}, Desired: map[model.Frontend]model.Verdict{}}
 	for i := 0; i < nodes; i++ {
 		cidr := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(100 + i/256), byte(i % 256), 0}), 24)
 		ip := netip.AddrFrom4([4]byte{192, 168, byte(i / 256), byte(i%256 + 1)})
-		in.Nodes = append(in.Nodes, NodeInfo{Name: fmt.Sprintf("n%d", i), PodCIDRs: []netip.Prefix{cidr},
+		in.Nodes = append(in.Nodes, model.NodeInfo{Name: fmt.Sprintf("n%d", i), PodCIDRs: []netip.Prefix{cidr},
 			Addresses: []netip.Addr{ip}, Ready: true, ReadySince: now.Add(-time.Hour)})
 		if i > 0 {
-			in.Snapshot.Routes = append(in.Snapshot.Routes, Route{Dst: cidr, Type: RouteUnicast, Table: MainTable, Gateway: ip, Dev: "eth0"})
+			in.Snapshot.Routes = append(in.Snapshot.Routes, model.Route{Dst: cidr, Type: model.RouteUnicast, Table: model.MainTable, Gateway: ip, Dev: "eth0"})
 		}
 	}
 	for i := 0; i < 100; i++ {
 		a := netip.AddrFrom4([4]byte{10, 100, 0, byte(i + 2)})
-		in.Pods = append(in.Pods, PodInfo{Namespace: "x", Name: fmt.Sprintf("p%d", i), NodeName: "n0", IPs: []netip.Addr{a}})
-		in.Snapshot.Routes = append(in.Snapshot.Routes, Route{Dst: netip.PrefixFrom(a, 32), Type: RouteUnicast, Table: MainTable, Dev: fmt.Sprintf("cali%d", i)})
+		in.Pods = append(in.Pods, model.PodInfo{Namespace: "x", Name: fmt.Sprintf("p%d", i), NodeName: "n0", IPs: []netip.Addr{a}})
+		in.Snapshot.Routes = append(in.Snapshot.Routes, model.Route{Dst: netip.PrefixFrom(a, 32), Type: model.RouteUnicast, Table: model.MainTable, Dev: fmt.Sprintf("cali%d", i)})
 		l := veth(fmt.Sprintf("cali%d", i), i)
 		in.Snapshot.Links = append(in.Snapshot.Links, l)
 	}
@@ -46,8 +46,8 @@ func benchInputs(nodes, flows int) Inputs {
 			reply = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 100, 9, 9}), 8080)
 		}
 		src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 100, 0, byte(i%100 + 2)}), uint16(1024+i%60000))
-		in.Snapshot.Flows = append(in.Snapshot.Flows, Flow{Protocol: model.TCP, TCPState: "ESTABLISHED",
-			Orig: Tuple{Src: src, Dst: netip.AddrPortFrom(fe.IP, fe.Port)}, Reply: Tuple{Src: reply, Dst: src}})
+		in.Snapshot.Flows = append(in.Snapshot.Flows, model.Flow{Protocol: model.TCP, TCPState: "ESTABLISHED",
+			Orig: model.Tuple{Src: src, Dst: netip.AddrPortFrom(fe.IP, fe.Port)}, Reply: model.Tuple{Src: reply, Dst: src}})
 	}
 	return in
 }

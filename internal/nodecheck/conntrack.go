@@ -53,7 +53,7 @@ func NewConntrackIndex(desired map[model.Frontend]model.Verdict, local map[netip
 }
 
 // Frontend returns the frontend a flow was sent to, if any.
-func (x *ConntrackIndex) Frontend(f Flow) (model.Frontend, bool) {
+func (x *ConntrackIndex) Frontend(f model.Flow) (model.Frontend, bool) {
 	dst := f.Orig.Dst
 	a := dst.Addr().Unmap()
 	if fe, ok := x.byIP[ipKey{a, dst.Port(), f.Protocol}]; ok {
@@ -71,7 +71,7 @@ func (x *ConntrackIndex) Frontend(f Flow) (model.Frontend, bool) {
 // API still lists as an endpoint of the service port (ready or not,
 // terminating or not) is not stale: its pod still exists. Uncertain
 // frontends are never stale.
-func (x *ConntrackIndex) Classify(f Flow) (fe model.Frontend, stale bool) {
+func (x *ConntrackIndex) Classify(f model.Flow) (fe model.Frontend, stale bool) {
 	if f.Dying || !f.DNATed() || f.TCPState == "TIME_WAIT" || f.TCPState == "CLOSE" {
 		return model.Frontend{}, false
 	}
@@ -96,12 +96,12 @@ func (x *ConntrackIndex) Classify(f Flow) (fe model.Frontend, stale bool) {
 type staleGroup struct {
 	fe       model.Frontend
 	backends map[netip.AddrPort]int
-	example  map[netip.AddrPort]Flow
+	example  map[netip.AddrPort]model.Flow
 	total    int
 }
 
 // conntrackRule produces one stale_conntrack finding per frontend.
-func conntrackRule(w *world, in Inputs, s *NodeSnapshot, info *Info) []model.Finding {
+func conntrackRule(w *world, in Inputs, s *model.NodeSnapshot, info *Info) []model.Finding {
 	switch {
 	case in.Desired == nil:
 		info.Skipped = append(info.Skipped, "stale_conntrack: desired state unknown")
@@ -121,7 +121,7 @@ func conntrackRule(w *world, in Inputs, s *NodeSnapshot, info *Info) []model.Fin
 		info.StaleConntrack[f.Protocol]++
 		g := groups[fe]
 		if g == nil {
-			g = &staleGroup{fe: fe, backends: map[netip.AddrPort]int{}, example: map[netip.AddrPort]Flow{}}
+			g = &staleGroup{fe: fe, backends: map[netip.AddrPort]int{}, example: map[netip.AddrPort]model.Flow{}}
 			groups[fe] = g
 		}
 		b := f.Reply.Src

@@ -48,20 +48,20 @@ func testDesired() map[model.Frontend]model.Verdict {
 	}
 }
 
-func flow(p model.Protocol, src, dst, replySrc string) Flow {
-	f := Flow{Protocol: p, Orig: Tuple{Src: ap(src), Dst: ap(dst)}, Reply: Tuple{Src: ap(replySrc), Dst: ap(src)}}
+func flow(p model.Protocol, src, dst, replySrc string) model.Flow {
+	f := model.Flow{Protocol: p, Orig: model.Tuple{Src: ap(src), Dst: ap(dst)}, Reply: model.Tuple{Src: ap(replySrc), Dst: ap(src)}}
 	if p == model.TCP {
 		f.TCPState = "ESTABLISHED"
 	}
 	return f
 }
 
-func testFlows() []Flow {
+func testFlows() []model.Flow {
 	tw := flow(model.TCP, "10.244.0.5:40006", "10.96.0.10:53", "10.244.3.3:53")
 	tw.TCPState = "TIME_WAIT"
 	dying := flow(model.UDP, "10.244.0.5:40013", "10.96.0.10:53", "10.244.3.3:53")
 	dying.Dying = true
-	return []Flow{
+	return []model.Flow{
 		flow(model.UDP, "10.244.0.5:40001", "10.96.0.10:53", "10.244.1.5:53"), // valid backend
 		flow(model.UDP, "10.244.0.5:40002", "10.96.0.10:53", "10.244.3.3:53"), // stale
 		flow(model.UDP, "10.244.0.6:40003", "10.96.0.10:53", "10.244.3.3:53"), // stale, same backend

@@ -17,12 +17,12 @@ type epGroupKey struct {
 
 // endpointRule produces endpoint_on_missing_node findings: one per service
 // and missing node, cluster-scoped.
-func endpointRule(w *world, eps []EndpointInfo, info *Info) []model.Finding {
+func endpointRule(w *world, eps []model.EndpointInfo, info *Info) []model.Finding {
 	if len(w.nodes) == 0 {
 		info.Skipped = append(info.Skipped, "endpoint_on_missing_node: no Node objects known")
 		return nil
 	}
-	groups := map[epGroupKey][]EndpointInfo{}
+	groups := map[epGroupKey][]model.EndpointInfo{}
 	for _, e := range eps {
 		if e.NodeName == "" {
 			continue
@@ -40,7 +40,7 @@ func endpointRule(w *world, eps []EndpointInfo, info *Info) []model.Finding {
 	return out
 }
 
-func endpointFinding(k epGroupKey, es []EndpointInfo, why string) model.Finding {
+func endpointFinding(k epGroupKey, es []model.EndpointInfo, why string) model.Finding {
 	sort.Slice(es, func(i, j int) bool {
 		if c := es[i].Addr.Compare(es[j].Addr); c != 0 {
 			return c < 0

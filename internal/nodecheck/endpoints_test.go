@@ -8,9 +8,9 @@ import (
 	"github.com/netdrift/netdrift/internal/model"
 )
 
-func ep(svc, slice, ip, nodeName string, ready bool) EndpointInfo {
+func ep(svc, slice, ip, nodeName string, ready bool) model.EndpointInfo {
 	ns, name, _ := strings.Cut(svc, "/")
-	return EndpointInfo{Service: model.ServicePort{Namespace: ns, Name: name}, Slice: slice, Addr: addr(ip),
+	return model.EndpointInfo{Service: model.ServicePort{Namespace: ns, Name: name}, Slice: slice, Addr: addr(ip),
 		NodeName: nodeName, Ready: ready, Serving: ready}
 }
 
@@ -18,7 +18,7 @@ func TestEndpointOnMissingNode(t *testing.T) {
 	nodes := threeNodes("10.244.0.0/24", "10.244.1.0/24", "10.244.2.0/24")
 	nodes[1].Ready, nodes[1].ReadySince = false, now.Add(-6*time.Minute) // b: NotReady 6m: gone
 	nodes[2].Ready, nodes[2].ReadySince = false, now.Add(-4*time.Minute) // c: NotReady 4m: not yet
-	eps := []EndpointInfo{
+	eps := []model.EndpointInfo{
 		ep("shop/cart", "cart-abc", "10.244.0.5", "a", true),
 		ep("shop/cart", "cart-abc", "10.244.1.7", "b", false),
 		ep("shop/cart", "cart-abc", "10.244.2.8", "c", true),
@@ -63,7 +63,7 @@ func TestEndpointOnMissingNode(t *testing.T) {
 }
 
 func TestEndpointRuleNeedsNodes(t *testing.T) {
-	fs, info := Check(Inputs{Endpoints: []EndpointInfo{ep("shop/cart", "s", "10.0.0.1", "x", true)}}, Config{}, now)
+	fs, info := Check(Inputs{Endpoints: []model.EndpointInfo{ep("shop/cart", "s", "10.0.0.1", "x", true)}}, Config{}, now)
 	wantFindings(t, fs)
 	if len(info.Skipped) != 1 || !strings.Contains(info.Skipped[0], "no Node objects") {
 		t.Errorf("skipped %q", info.Skipped)
@@ -71,7 +71,7 @@ func TestEndpointRuleNeedsNodes(t *testing.T) {
 }
 
 func TestNodeWithoutReadyConditionIsNotGone(t *testing.T) {
-	nodes := []NodeInfo{{Name: "new"}}
-	fs, _ := Check(Inputs{Nodes: nodes, Endpoints: []EndpointInfo{ep("shop/cart", "s", "10.0.0.1", "new", true)}}, Config{}, now)
+	nodes := []model.NodeInfo{{Name: "new"}}
+	fs, _ := Check(Inputs{Nodes: nodes, Endpoints: []model.EndpointInfo{ep("shop/cart", "s", "10.0.0.1", "new", true)}}, Config{}, now)
 	wantFindings(t, fs)
 }

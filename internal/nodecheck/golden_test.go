@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
 
@@ -43,7 +44,7 @@ func TestGoldenFindings(t *testing.T) {
 			in, _ := hostGW()
 			in.Desired = testDesired()
 			in.Snapshot.Flows = testFlows()
-			in.Endpoints = []EndpointInfo{ep("shop/cart", "cart-abc", "10.244.9.3", "d", true)}
+			in.Endpoints = []model.EndpointInfo{ep("shop/cart", "cart-abc", "10.244.9.3", "d", true)}
 			in.ServicesKnown = true
 			in.ServiceIPs = addrs("10.96.0.10")
 			in.Snapshot.Links = append(in.Snapshot.Links, link("kube-ipvs0", "dummy", "10.96.0.10/32", "10.96.7.7/32"))

@@ -38,43 +38,43 @@ func prefixes(ss ...string) []netip.Prefix {
 }
 
 // node builds a Ready node: name, podCIDRs (comma separated, may be empty), addresses.
-func node(name, cidrs string, as ...string) NodeInfo {
-	n := NodeInfo{Name: name, Ready: true, ReadySince: now.Add(-time.Hour), Addresses: addrs(as...)}
+func node(name, cidrs string, as ...string) model.NodeInfo {
+	n := model.NodeInfo{Name: name, Ready: true, ReadySince: now.Add(-time.Hour), Addresses: addrs(as...)}
 	if cidrs != "" {
 		n.PodCIDRs = prefixes(strings.Split(cidrs, ",")...)
 	}
 	return n
 }
 
-func pod(ns, name, nodeName string, ips ...string) PodInfo {
-	return PodInfo{Namespace: ns, Name: name, NodeName: nodeName, IPs: addrs(ips...)}
+func pod(ns, name, nodeName string, ips ...string) model.PodInfo {
+	return model.PodInfo{Namespace: ns, Name: name, NodeName: nodeName, IPs: addrs(ips...)}
 }
 
 // via builds a unicast main-table route "dst via gw dev dev".
-func via(dst, gw, dev string) Route {
-	r := Route{Dst: pfx(dst), Type: RouteUnicast, Table: MainTable, Protocol: "boot", Dev: dev}
+func via(dst, gw, dev string) model.Route {
+	r := model.Route{Dst: pfx(dst), Type: model.RouteUnicast, Table: model.MainTable, Protocol: "boot", Dev: dev}
 	if gw != "" {
 		r.Gateway = addr(gw)
 	}
 	return r
 }
 
-func onlink(r Route) Route { r.OnLink = true; return r }
+func onlink(r model.Route) model.Route { r.OnLink = true; return r }
 
-func proto(r Route, p string) Route { r.Protocol = p; return r }
+func proto(r model.Route, p string) model.Route { r.Protocol = p; return r }
 
-func reject(typ, dst, protocol string) Route {
-	return Route{Dst: pfx(dst), Type: typ, Table: MainTable, Protocol: protocol}
+func reject(typ, dst, protocol string) model.Route {
+	return model.Route{Dst: pfx(dst), Type: typ, Table: model.MainTable, Protocol: protocol}
 }
 
-func link(name, kind string, as ...string) Link {
-	l := Link{Name: name, Kind: kind, AdminUp: true, OperState: "up", PeerNetnsID: -1}
+func link(name, kind string, as ...string) model.Link {
+	l := model.Link{Name: name, Kind: kind, AdminUp: true, OperState: "up", PeerNetnsID: -1}
 	l.Addrs = prefixes(as...)
 	return l
 }
 
 // veth builds a host-side veth whose peer is in netns id nsid.
-func veth(name string, nsid int, peerAddrs ...string) Link {
+func veth(name string, nsid int, peerAddrs ...string) model.Link {
 	l := link(name, "veth")
 	l.PeerNetnsID = nsid
 	if peerAddrs != nil {

@@ -1,37 +1,39 @@
 package nodecheck
 
+import "github.com/netdrift/netdrift/internal/model"
+
 // CNI route layouts used by the rule tests. Each returns a healthy node "a"
 // in a three-node cluster (a, b, c); tests break one thing and look.
 
-func baseLinks() []Link {
-	return []Link{
+func baseLinks() []model.Link {
+	return []model.Link{
 		link("lo", "device", "127.0.0.1/8", "::1/128"),
 		link("eth0", "device", "192.168.1.10/24", "fd00:192::10/64"),
 	}
 }
 
-func threeNodes(cidrA, cidrB, cidrC string) []NodeInfo {
-	return []NodeInfo{
+func threeNodes(cidrA, cidrB, cidrC string) []model.NodeInfo {
+	return []model.NodeInfo{
 		node("a", cidrA, "192.168.1.10", "fd00:192::10"),
 		node("b", cidrB, "192.168.1.11", "fd00:192::11"),
 		node("c", cidrC, "192.168.1.12", "fd00:192::12"),
 	}
 }
 
-func commonRoutes() []Route {
-	return []Route{
+func commonRoutes() []model.Route {
+	return []model.Route{
 		proto(via("0.0.0.0/0", "192.168.1.1", "eth0"), "dhcp"),
 		proto(via("192.168.1.0/24", "", "eth0"), "kernel"),
 		proto(via("fd00:192::/64", "", "eth0"), "kernel"),
-		{Dst: pfx("192.168.1.10"), Type: RouteLocal, Table: 255, Protocol: "kernel", Dev: "eth0"},
+		{Dst: pfx("192.168.1.10"), Type: model.RouteLocal, Table: 255, Protocol: "kernel", Dev: "eth0"},
 	}
 }
 
-func bridgePods() ([]Link, []PodInfo) {
+func bridgePods() ([]model.Link, []model.PodInfo) {
 	ls := append(baseLinks(), link("cni0", "bridge", "10.244.0.1/24"),
 		veth("veth1", 0, "10.244.0.5"), veth("veth2", 1, "10.244.0.6"))
 	ls[3].Master, ls[4].Master = "cni0", "cni0"
-	pods := []PodInfo{pod("shop", "cart-1", "a", "10.244.0.5"), pod("shop", "web-1", "a", "10.244.0.6"),
+	pods := []model.PodInfo{pod("shop", "cart-1", "a", "10.244.0.5"), pod("shop", "web-1", "a", "10.244.0.6"),
 		pod("shop", "cart-2", "b", "10.244.1.7")}
 	return ls, pods
 }
@@ -45,7 +47,7 @@ func hostGW() (Inputs, Config) {
 		via("10.244.2.0/24", "192.168.1.12", "eth0"),
 	)
 	in := Inputs{NodeName: "a", Nodes: threeNodes("10.244.0.0/24", "10.244.1.0/24", "10.244.2.0/24"), Pods: pods,
-		Snapshot: &NodeSnapshot{Routes: routes, Links: ls}}
+		Snapshot: &model.NodeSnapshot{Routes: routes, Links: ls}}
 	return in, Config{}
 }
 
@@ -60,7 +62,7 @@ func flannelVXLAN() (Inputs, Config) {
 		onlink(via("10.244.2.0/24", "10.244.2.0", "flannel.1")),
 	)
 	in := Inputs{NodeName: "a", Nodes: threeNodes("10.244.0.0/24", "10.244.1.0/24", "10.244.2.0/24"), Pods: pods,
-		Snapshot: &NodeSnapshot{Routes: routes, Links: ls}}
+		Snapshot: &model.NodeSnapshot{Routes: routes, Links: ls}}
 	return in, Config{}
 }
 
@@ -71,15 +73,15 @@ func calicoIPIP() (Inputs, Config) {
 	ls := append(baseLinks(), link("tunl0", "ipip", "10.244.64.0/32"),
 		veth("cali1111", 3), veth("cali2222", 4))
 	routes := append(commonRoutes(),
-		reject(RouteBlackhole, "10.244.64.0/26", "bird"),
+		reject(model.RouteBlackhole, "10.244.64.0/26", "bird"),
 		proto(via("10.244.64.1", "", "cali1111"), "static"),
 		proto(via("10.244.64.2", "", "cali2222"), "static"),
 		proto(onlink(via("10.244.100.0/26", "192.168.1.11", "tunl0")), "bird"),
 		proto(onlink(via("10.244.200.0/26", "192.168.1.12", "tunl0")), "bird"),
 	)
-	pods := []PodInfo{pod("shop", "cart-1", "a", "10.244.64.1"), pod("shop", "web-1", "a", "10.244.64.2")}
+	pods := []model.PodInfo{pod("shop", "cart-1", "a", "10.244.64.1"), pod("shop", "web-1", "a", "10.244.64.2")}
 	in := Inputs{NodeName: "a", Nodes: threeNodes("", "", ""), Pods: pods,
-		Snapshot: &NodeSnapshot{Routes: routes, Links: ls}}
+		Snapshot: &model.NodeSnapshot{Routes: routes, Links: ls}}
 	return in, Config{ClusterCIDRs: prefixes("10.244.0.0/16")}
 }
 
@@ -111,7 +113,7 @@ func ciliumTunnel() (Inputs, Config) {
 		proto(via("10.0.2.0/24", "10.0.0.79", "cilium_host"), "kernel"),
 	)
 	in := Inputs{NodeName: "a", Nodes: threeNodes("10.0.0.0/24", "10.0.1.0/24", "10.0.2.0/24"),
-		Pods: []PodInfo{pod("shop", "cart-1", "a", "10.0.0.12")}, Snapshot: &NodeSnapshot{Routes: routes, Links: ls}}
+		Pods: []model.PodInfo{pod("shop", "cart-1", "a", "10.0.0.12")}, Snapshot: &model.NodeSnapshot{Routes: routes, Links: ls}}
 	return in, Config{}
 }
 
@@ -121,7 +123,7 @@ func nativeBlackhole() (Inputs, Config) {
 	in, cfg := hostGW()
 	s := in.Snapshot
 	s.Routes = append(commonRoutes(),
-		reject(RouteBlackhole, "10.244.0.0/24", "static"),
+		reject(model.RouteBlackhole, "10.244.0.0/24", "static"),
 		proto(via("10.244.0.5", "", "veth1"), "static"),
 		proto(via("10.244.0.6", "", "veth2"), "static"),
 		via("10.244.1.0/24", "192.168.1.11", "eth0"),

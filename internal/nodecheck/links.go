@@ -11,7 +11,7 @@ import (
 )
 
 // linkRules produces orphan_link, link_down and (IPVS) stale_frontend findings.
-func linkRules(w *world, in Inputs, s *NodeSnapshot, info *Info) []model.Finding {
+func linkRules(w *world, in Inputs, s *model.NodeSnapshot, info *Info) []model.Finding {
 	hostRoutes, podRoutes := routesByDev(w, s.Routes)
 	if len(w.nodes) == 0 {
 		info.Skipped = append(info.Skipped, "orphan_link: no Node objects known (cluster state not synced)")
@@ -40,10 +40,10 @@ func linkRules(w *world, in Inputs, s *NodeSnapshot, info *Info) []model.Finding
 
 // routesByDev indexes main-table unicast routes into the pod network by
 // device: host routes (one pod address) and all pod routes.
-func routesByDev(w *world, routes []Route) (host, pod map[string][]netip.Prefix) {
+func routesByDev(w *world, routes []model.Route) (host, pod map[string][]netip.Prefix) {
 	host, pod = map[string][]netip.Prefix{}, map[string][]netip.Prefix{}
 	for _, r := range routes {
-		if !mainTable(r) || r.Type != RouteUnicast || !w.inPodNetwork(r.Dst) {
+		if !mainTable(r) || r.Type != model.RouteUnicast || !w.inPodNetwork(r.Dst) {
 			continue
 		}
 		for _, h := range r.Hops() {
@@ -59,7 +59,7 @@ func routesByDev(w *world, routes []Route) (host, pod map[string][]netip.Prefix)
 	return host, pod
 }
 
-func anyLinkDown(routes []Route, dev string) bool {
+func anyLinkDown(routes []model.Route, dev string) bool {
 	for _, r := range routes {
 		if r.LinkDown && r.Dev == dev {
 			return true
@@ -70,7 +70,7 @@ func anyLinkDown(routes []Route, dev string) bool {
 
 // podAddrs returns the pod addresses a host-side interface leads to: its
 // host routes and the addresses on its peer, restricted to the pod network.
-func podAddrs(w *world, l Link, host []netip.Prefix) []netip.Addr {
+func podAddrs(w *world, l model.Link, host []netip.Prefix) []netip.Addr {
 	var out []netip.Addr
 	for _, p := range host {
 		out = append(out, p.Addr().Unmap())
@@ -89,7 +89,7 @@ func podAddrs(w *world, l Link, host []netip.Prefix) []netip.Addr {
 // orphanLink returns a finding when every pod address the link leads to
 // belongs to no existing pod of this node. attributed is false when the
 // link's pod addresses are unknown (nothing can be said about it).
-func orphanLink(w *world, l Link, host []netip.Prefix) (f *model.Finding, attributed bool) {
+func orphanLink(w *world, l model.Link, host []netip.Prefix) (f *model.Finding, attributed bool) {
 	addrs := podAddrs(w, l, host)
 	if len(addrs) == 0 {
 		return nil, false
@@ -124,7 +124,7 @@ func orphanLink(w *world, l Link, host []netip.Prefix) (f *model.Finding, attrib
 	}, true
 }
 
-func linkDown(l Link, dsts []netip.Prefix) model.Finding {
+func linkDown(l model.Link, dsts []netip.Prefix) model.Finding {
 	var ds []string
 	for _, d := range dsts {
 		ds = append(ds, d.String())
@@ -144,7 +144,7 @@ func linkDown(l Link, dsts []netip.Prefix) model.Finding {
 
 // ipvsStaleFrontends reports addresses bound to kube-ipvs0 that belong to no
 // existing Service.
-func ipvsStaleFrontends(in Inputs, l Link, info *Info) []model.Finding {
+func ipvsStaleFrontends(in Inputs, l model.Link, info *Info) []model.Finding {
 	if !in.ServicesKnown {
 		info.Skipped = append(info.Skipped, "stale_frontend on "+l.Name+": service IPs unknown")
 		return nil

@@ -3,10 +3,12 @@ package nodecheck
 import (
 	"strings"
 	"testing"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 func deletePod(in Inputs, name string) Inputs {
-	var keep []PodInfo
+	var keep []model.PodInfo
 	for _, p := range in.Pods {
 		if p.Name != name {
 			keep = append(keep, p)

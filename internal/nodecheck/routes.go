@@ -9,7 +9,7 @@ import (
 )
 
 // routeRules produces stale_route and missing_route findings.
-func routeRules(w *world, s *NodeSnapshot, info *Info) []model.Finding {
+func routeRules(w *world, s *model.NodeSnapshot, info *Info) []model.Finding {
 	if len(w.podNet) == 0 {
 		info.Skipped = append(info.Skipped, "stale_route, missing_route: pod network unknown "+
 			"(no --cluster-cidr, no node podCIDRs, no pod IPs)")
@@ -43,7 +43,7 @@ func routeRules(w *world, s *NodeSnapshot, info *Info) []model.Finding {
 	return append(out, missingRoutes(w, s.Routes, mode)...)
 }
 
-func linkKinds(ls []Link) map[string]string {
+func linkKinds(ls []model.Link) map[string]string {
 	m := make(map[string]string, len(ls))
 	for _, l := range ls {
 		m[l.Name] = l.Kind
@@ -51,14 +51,14 @@ func linkKinds(ls []Link) map[string]string {
 	return m
 }
 
-func mainTable(r Route) bool { return r.Table == 0 || r.Table == MainTable }
+func mainTable(r model.Route) bool { return r.Table == 0 || r.Table == model.MainTable }
 
 // podRoute reports whether r is a route into the pod network that the route
 // rules judge: main table, unicast or reject type, not an aggregate of node
 // podCIDRs, not the node network, and not a host route onto a pod interface
 // (those belong to orphan_link).
-func (w *world) podRoute(r Route, kinds map[string]string) bool {
-	if !mainTable(r) || r.Dst.Bits() == 0 || !(r.Type == RouteUnicast || r.Reject()) {
+func (w *world) podRoute(r model.Route, kinds map[string]string) bool {
+	if !mainTable(r) || r.Dst.Bits() == 0 || !(r.Type == model.RouteUnicast || r.Reject()) {
 		return false
 	}
 	if !w.inPodNetwork(r.Dst) || w.aggregate(r.Dst) || w.containsNodeAddr(r.Dst) {
@@ -73,7 +73,7 @@ func (w *world) podRoute(r Route, kinds map[string]string) bool {
 func isPodLinkKind(k string) bool { return k == "veth" || k == "netkit" }
 
 // staleRoute says why r is stale, or "" when it is not.
-func (w *world) staleRoute(r Route, mode RouteMode) string {
+func (w *world) staleRoute(r model.Route, mode RouteMode) string {
 	owners := w.overlapNodes(r.Dst)
 	if r.Reject() {
 		if len(owners) > 0 || w.localPodIn(r.Dst) || r.Protocol == "bird" {
@@ -95,7 +95,7 @@ func (w *world) staleRoute(r Route, mode RouteMode) string {
 	return ""
 }
 
-func (w *world) routeEvidence(r Route) []string {
+func (w *world) routeEvidence(r model.Route) []string {
 	ev := []string{"route: " + r.String()}
 	var pn []string
 	for _, p := range w.podNet {
@@ -145,7 +145,7 @@ func familyHasCIDRs(w *world, fam model.IPFamily) bool {
 // decideRouteModes decides, per address family, whether the CNI routes
 // each node's podCIDR (host-gw, flannel vxlan, Cilium/kube-router native
 // routing) so a missing one is a finding.
-func decideRouteModes(w *world, routes []Route) []RouteDecision {
+func decideRouteModes(w *world, routes []model.Route) []RouteDecision {
 	var out []RouteDecision
 	for _, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
 		if !familyHasCIDRs(w, fam) {
@@ -181,10 +181,10 @@ func decideRouteModes(w *world, routes []Route) []RouteDecision {
 }
 
 // unicastDsts returns the destinations of unicast main-table routes.
-func unicastDsts(routes []Route) map[netip.Prefix]bool {
+func unicastDsts(routes []model.Route) map[netip.Prefix]bool {
 	m := make(map[netip.Prefix]bool, len(routes))
 	for _, r := range routes {
-		if mainTable(r) && r.Type == RouteUnicast && r.Dst.IsValid() {
+		if mainTable(r) && r.Type == model.RouteUnicast && r.Dst.IsValid() {
 			m[r.Dst.Masked()] = true
 		}
 	}
@@ -202,7 +202,7 @@ func covered(dsts map[netip.Prefix]bool, p netip.Prefix) bool {
 	return false
 }
 
-func missingRoutes(w *world, routes []Route, mode map[model.IPFamily]RouteMode) []model.Finding {
+func missingRoutes(w *world, routes []model.Route, mode map[model.IPFamily]RouteMode) []model.Finding {
 	var out []model.Finding
 	dsts := unicastDsts(routes)
 	for _, fam := range []model.IPFamily{model.IPv4, model.IPv6} {

@@ -40,7 +40,7 @@ func TestHealthyLayoutsHaveNoFindings(t *testing.T) {
 
 // deleteNode removes node c from the cluster state, as kubectl delete node does.
 func deleteNode(in Inputs, name string) Inputs {
-	var keep []NodeInfo
+	var keep []model.NodeInfo
 	for _, n := range in.Nodes {
 		if n.Name != name {
 			keep = append(keep, n)
@@ -103,17 +103,17 @@ func TestStaleRouteGatewayReusedPerNode(t *testing.T) {
 func TestBlackholeRoutes(t *testing.T) {
 	cases := []struct {
 		name  string
-		route Route
+		route model.Route
 		want  []string
 	}{
-		{"local podCIDR", reject(RouteBlackhole, "10.244.0.0/24", "static"), nil},
-		{"inside local podCIDR", reject(RouteUnreachable, "10.244.0.128/25", "static"), nil},
-		{"old podCIDR of this node", reject(RouteBlackhole, "10.244.9.0/24", "static"),
+		{"local podCIDR", reject(model.RouteBlackhole, "10.244.0.0/24", "static"), nil},
+		{"inside local podCIDR", reject(model.RouteUnreachable, "10.244.0.128/25", "static"), nil},
+		{"old podCIDR of this node", reject(model.RouteBlackhole, "10.244.9.0/24", "static"),
 			[]string{"stale_route blackhole 10.244.9.0/24 proto static"}},
-		{"calico empty block", reject(RouteBlackhole, "10.244.9.0/26", "bird"), nil},
-		{"prohibit old range", reject(RouteProhibit, "10.244.9.0/24", "kernel"),
+		{"calico empty block", reject(model.RouteBlackhole, "10.244.9.0/26", "bird"), nil},
+		{"prohibit old range", reject(model.RouteProhibit, "10.244.9.0/24", "kernel"),
 			[]string{"stale_route prohibit 10.244.9.0/24 proto kernel"}},
-		{"outside pod network", reject(RouteBlackhole, "172.16.0.0/24", "static"), nil},
+		{"outside pod network", reject(model.RouteBlackhole, "172.16.0.0/24", "static"), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestRoutesNotJudged(t *testing.T) {
 		via("10.244.0.0/16", "192.168.1.99", "eth0"), // aggregate of podCIDRs
 		via("172.17.0.0/16", "", "docker0"),          // not the pod network
 		via("10.96.0.0/12", "192.168.1.99", "eth0"),  // service range
-		Route{Dst: pfx("10.244.9.0/24"), Type: RouteUnicast, Table: 100, Gateway: addr("192.168.1.99"), Dev: "eth0"},
+		model.Route{Dst: pfx("10.244.9.0/24"), Type: model.RouteUnicast, Table: 100, Gateway: addr("192.168.1.99"), Dev: "eth0"},
 		via("0.0.0.0/0", "192.168.1.99", "eth0"),
 	)
 	fs, info := Check(in, cfg, now)
@@ -154,8 +154,8 @@ func TestExtraGateway(t *testing.T) {
 
 func TestMultipathRoute(t *testing.T) {
 	in, cfg := calicoIPIP()
-	in.Snapshot.Routes = append(in.Snapshot.Routes, Route{Dst: pfx("10.244.150.0/26"), Type: RouteUnicast,
-		Table: MainTable, Protocol: "bird", NextHops: []NextHop{
+	in.Snapshot.Routes = append(in.Snapshot.Routes, model.Route{Dst: pfx("10.244.150.0/26"), Type: model.RouteUnicast,
+		Table: model.MainTable, Protocol: "bird", NextHops: []model.NextHop{
 			{Gateway: addr("192.168.1.11"), Dev: "tunl0", OnLink: true},
 			{Gateway: addr("192.168.1.13"), Dev: "tunl0", OnLink: true}}})
 	fs, _ := Check(in, cfg, now)
@@ -163,7 +163,7 @@ func TestMultipathRoute(t *testing.T) {
 }
 
 func removeRoute(in Inputs, dst string) Inputs {
-	var keep []Route
+	var keep []model.Route
 	for _, r := range in.Snapshot.Routes {
 		if r.Dst != pfx(dst) {
 			keep = append(keep, r)
@@ -226,7 +226,7 @@ func TestMissingRouteSkipsGoneNodes(t *testing.T) {
 
 func TestRouteRulesSkippedWithoutPodNetwork(t *testing.T) {
 	in := Inputs{NodeName: "a", Nodes: threeNodes("", "", ""),
-		Snapshot: &NodeSnapshot{Routes: commonRoutes(), Links: baseLinks()}}
+		Snapshot: &model.NodeSnapshot{Routes: commonRoutes(), Links: baseLinks()}}
 	fs, info := Check(in, Config{}, now)
 	wantFindings(t, fs)
 	if len(info.Skipped) == 0 || !strings.Contains(info.Skipped[0], "pod network unknown") {
@@ -256,13 +256,13 @@ func TestInferCover(t *testing.T) {
 
 func TestRouteString(t *testing.T) {
 	cases := []struct {
-		r    Route
+		r    model.Route
 		want string
 	}{
 		{via("10.244.1.0/24", "192.168.1.11", "eth0"), "10.244.1.0/24 via 192.168.1.11 dev eth0"},
 		{onlink(via("10.244.1.0/24", "10.244.1.0", "flannel.1")), "10.244.1.0/24 via 10.244.1.0 dev flannel.1 onlink"},
-		{reject(RouteBlackhole, "10.244.0.0/24", "bird"), "blackhole 10.244.0.0/24 proto bird"},
-		{Route{Dst: pfx("10.0.0.0/8"), Type: RouteUnicast, Table: 100, Dev: "wg0"}, "10.0.0.0/8 dev wg0 table 100"},
+		{reject(model.RouteBlackhole, "10.244.0.0/24", "bird"), "blackhole 10.244.0.0/24 proto bird"},
+		{model.Route{Dst: pfx("10.0.0.0/8"), Type: model.RouteUnicast, Table: 100, Dev: "wg0"}, "10.0.0.0/8 dev wg0 table 100"},
 	}
 	for _, c := range cases {
 		if got := c.r.String(); got != c.want {

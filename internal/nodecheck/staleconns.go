@@ -31,7 +31,7 @@ func (s *StaleConnections) SetIndex(x *ConntrackIndex) {
 }
 
 // Observe classifies one new flow and counts it when stale.
-func (s *StaleConnections) Observe(f Flow) bool {
+func (s *StaleConnections) Observe(f model.Flow) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.idx == nil {

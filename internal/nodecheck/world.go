@@ -20,11 +20,11 @@ type world struct {
 	cfg        Config
 	now        time.Time
 	self       string
-	nodes      map[string]NodeInfo
+	nodes      map[string]model.NodeInfo
 	nodeAddrs  map[netip.Addr]string
 	podCIDRs   []ownedPrefix
-	localPods  map[netip.Addr]PodInfo // pods of this node that still exist
-	goneByAddr map[netip.Addr]PodInfo // deleted pods of this node, to name previous owners
+	localPods  map[netip.Addr]model.PodInfo // pods of this node that still exist
+	goneByAddr map[netip.Addr]model.PodInfo // deleted pods of this node, to name previous owners
 	localAddrs map[netip.Addr]bool
 	extraGW    map[netip.Addr]bool
 	podNet     []netip.Prefix
@@ -40,10 +40,10 @@ type world struct {
 func newWorld(in Inputs, cfg Config, now time.Time) *world {
 	w := &world{
 		cfg: cfg, now: now, self: in.NodeName,
-		nodes:      map[string]NodeInfo{},
+		nodes:      map[string]model.NodeInfo{},
 		nodeAddrs:  map[netip.Addr]string{},
-		localPods:  map[netip.Addr]PodInfo{},
-		goneByAddr: map[netip.Addr]PodInfo{},
+		localPods:  map[netip.Addr]model.PodInfo{},
+		goneByAddr: map[netip.Addr]model.PodInfo{},
 		localAddrs: map[netip.Addr]bool{},
 		extraGW:    map[netip.Addr]bool{},
 	}
@@ -109,7 +109,7 @@ func anyIn(sorted []netip.Addr, p netip.Prefix) bool {
 }
 
 // podNetwork returns the cluster pod network and where it came from.
-func podNetwork(cidrs []netip.Prefix, owned []ownedPrefix, pods map[netip.Addr]PodInfo) ([]netip.Prefix, string) {
+func podNetwork(cidrs []netip.Prefix, owned []ownedPrefix, pods map[netip.Addr]model.PodInfo) ([]netip.Prefix, string) {
 	if len(cidrs) > 0 {
 		out := make([]netip.Prefix, 0, len(cidrs))
 		for _, c := range cidrs {

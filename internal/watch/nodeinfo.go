@@ -33,8 +33,8 @@ var (
 // NodeInfoOf converts a Node: pod CIDRs from spec.podCIDRs (or podCIDR) and
 // CNI annotations; addresses from status and CNI annotations; Ready and the
 // Ready condition's last transition.
-func NodeInfoOf(n *corev1.Node) nodecheck.NodeInfo {
-	out := nodecheck.NodeInfo{Name: n.Name}
+func NodeInfoOf(n *corev1.Node) model.NodeInfo {
+	out := model.NodeInfo{Name: n.Name}
 	cidrs := n.Spec.PodCIDRs
 	if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
 		cidrs = []string{n.Spec.PodCIDR}
@@ -100,8 +100,8 @@ func appendPrefix(ps []netip.Prefix, p netip.Prefix) []netip.Prefix {
 
 // PodInfoOf converts a Pod. A pod with a deletion timestamp is Terminating;
 // Deleted is for callers that keep tombstones.
-func PodInfoOf(p *corev1.Pod) nodecheck.PodInfo {
-	out := nodecheck.PodInfo{
+func PodInfoOf(p *corev1.Pod) model.PodInfo {
+	out := model.PodInfo{
 		Namespace:   p.Namespace,
 		Name:        p.Name,
 		NodeName:    p.Spec.NodeName,
@@ -120,12 +120,12 @@ func PodInfoOf(p *corev1.Pod) nodecheck.PodInfo {
 
 // EndpointInfos converts the endpoints of one EndpointSlice (addresses[0]
 // only, as kube-proxy does). Slices without a service-name label are skipped.
-func EndpointInfos(s *discoveryv1.EndpointSlice) []nodecheck.EndpointInfo {
+func EndpointInfos(s *discoveryv1.EndpointSlice) []model.EndpointInfo {
 	svc := s.Labels[discoveryv1.LabelServiceName]
 	if svc == "" {
 		return nil
 	}
-	var out []nodecheck.EndpointInfo
+	var out []model.EndpointInfo
 	for _, e := range s.Endpoints {
 		if len(e.Addresses) == 0 {
 			continue
@@ -134,7 +134,7 @@ func EndpointInfos(s *discoveryv1.EndpointSlice) []nodecheck.EndpointInfo {
 		if err != nil {
 			continue
 		}
-		ei := nodecheck.EndpointInfo{
+		ei := model.EndpointInfo{
 			Service: model.ServicePort{Namespace: s.Namespace, Name: svc},
 			Slice:   s.Name,
 			Addr:    a.Unmap(),

@@ -1,0 +1,24 @@
+package iptables
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/netdrift/netdrift/internal/testutil/golden"
+)
+
+// checkGolden compares got with testdata/iptables/NAME, or rewrites it with -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	golden.Check(t, filepath.Join("testdata", name), []byte(got))
+}
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,67 @@
+//go:build linux
+
+package nftables_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/netdrift/netdrift/internal/datapath/nftables"
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// TestNFTDriftOnFixtures runs the whole offline pipeline on worker-b's real
+// kube-proxy nftables dumps: the fixture README's expected answers.
+func TestNFTDriftOnFixtures(t *testing.T) {
+	for _, tc := range []struct {
+		cluster, dump string
+		want          []string
+	}{
+		{"cluster.json", "worker-b.nft.json", nil},
+		{"stale.cluster.json", "stale.worker-b.nft.json", []string{
+			"stale_backend shop/cart:grpc cluster_ip 10.97.233.167:9090/TCP 10.214.1.41:50051",
+			"stale_backend shop/cart:metrics cluster_ip 10.97.233.167:9100/TCP 10.214.1.41:9100",
+			"stale_frontend shop/payments:https cluster_ip 10.97.230.30:443/TCP",
+		}},
+	} {
+		t.Run(tc.dump, func(t *testing.T) {
+			cs, err := watch.LoadClusterFiles(filepath.Join("testdata", tc.cluster))
+			if err != nil {
+				t.Fatal(err)
+			}
+			desired := watch.Expected("worker-b", cs)
+			dump, err := os.ReadFile(filepath.Join("testdata", tc.dump))
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs, err := nftables.ParseJSON(dump, nil, model.HintsFor(desired))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := nftFindingIDs(drift.Compare(desired, obs))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("findings:\n%q\nwant:\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+func nftFindingIDs(fs []model.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		s := string(f.Kind) + " " + f.Service.String()
+		if f.Frontend != nil {
+			s += " " + string(f.Frontend.Kind) + " " + f.Frontend.String() + "/" + string(f.Frontend.Protocol)
+		}
+		if f.Backend.IsValid() {
+			s += " " + f.Backend.String()
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,228 @@
+package nftables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mdlayher/netlink"
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nsutil"
+	"golang.org/x/sys/unix"
+)
+
+// ChangeWatcher follows nf_tables change notifications (netlink group
+// NFNLGRP_NFTABLES) in one network namespace. It only listens: it never
+// sends a request that changes anything. Events are hints (see
+// CONVENTIONS.md rule 3): on an event, re-read what it names.
+type ChangeWatcher struct {
+	netns  string
+	conn   *netlink.Conn
+	events chan ChangeEvent
+	gen    atomic.Uint32
+	lost   atomic.Bool
+	errMu  sync.Mutex
+	err    error
+	done   chan struct{}
+	once   sync.Once
+}
+
+// WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
+type WatchOptions struct {
+	// Events is how many transactions may wait for the reader (default 256).
+	Events int
+	// ReadBuffer is the socket receive buffer in bytes (default 8 MiB:
+	// kube-proxy's full syncs send one message per map element).
+	ReadBuffer int
+}
+
+// WatchChanges subscribes to nf_tables events in the named network namespace
+// ("" for the caller's). The subscription ends when ctx is done or Close is
+// called; then Events is closed.
+func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
+	return WatchChangesWith(ctx, netns, WatchOptions{})
+}
+
+// WatchChangesWith is WatchChanges with options.
+func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*ChangeWatcher, error) {
+	if opts.Events <= 0 {
+		opts.Events = 256
+	}
+	if opts.ReadBuffer <= 0 {
+		opts.ReadBuffer = 8 << 20
+	}
+	var conn *netlink.Conn
+	err := nsutil.WithFd(netns, func(fd int) error {
+		c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
+		if err != nil {
+			return err
+		}
+		conn = c
+		return nil
+	})
+	if err != nil {
+		return nil, nftDialError(err)
+	}
+	_ = conn.SetReadBuffer(opts.ReadBuffer)
+	if err := conn.JoinGroup(nfnlGroupNFTables); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("join NFNLGRP_NFTABLES: %w", err)
+	}
+	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{})}
+	// Subscribe first, then read the current generation, so nothing is missed.
+	g, err := Generation(netns)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	w.gen.Store(g)
+	go w.run()
+	go func() {
+		select {
+		case <-ctx.Done():
+			w.Close()
+		case <-w.done:
+		}
+	}()
+	return w, nil
+}
+
+// Events delivers one event per committed transaction. When the reader
+// falls behind, events are dropped and the next one carries Lost.
+func (w *ChangeWatcher) Events() <-chan ChangeEvent { return w.events }
+
+// Generation returns the last generation id seen: an O(1) "did anything
+// change since I last read?" check.
+func (w *ChangeWatcher) Generation() uint32 { return w.gen.Load() }
+
+// Err returns the error that ended the subscription, if any.
+func (w *ChangeWatcher) Err() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
+}
+
+// Close ends the subscription.
+func (w *ChangeWatcher) Close() error {
+	var err error
+	w.once.Do(func() {
+		close(w.done)
+		err = w.conn.Close()
+	})
+	return err
+}
+
+func (w *ChangeWatcher) run() {
+	defer close(w.events)
+	var batch changeBatch
+	for {
+		msgs, err := w.conn.Receive()
+		if err != nil {
+			select {
+			case <-w.done:
+				return
+			default:
+			}
+			if errors.Is(err, syscall.ENOBUFS) {
+				w.overrun(&batch)
+				continue
+			}
+			w.errMu.Lock()
+			w.err = err
+			w.errMu.Unlock()
+			return
+		}
+		for _, m := range msgs {
+			w.handle(m, &batch)
+		}
+	}
+}
+
+// overrun handles notifications the kernel dropped (socket buffer full):
+// the partial batch is discarded and an event with Lost set is sent at once,
+// carrying the current generation, so the reader re-reads everything.
+func (w *ChangeWatcher) overrun(batch *changeBatch) {
+	batch.flush()
+	ev := ChangeEvent{Generation: w.gen.Load(), Lost: true, Received: time.Now()}
+	if g, err := Generation(w.netns); err == nil {
+		ev.Generation = g
+		w.gen.Store(g)
+	}
+	w.lost.Store(false)
+	select {
+	case w.events <- ev:
+	default:
+		w.lost.Store(true)
+	}
+}
+
+func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch) {
+	item, gen, ok, err := parseChangeMessage(m)
+	if err != nil || !ok {
+		return
+	}
+	if gen == nil {
+		batch.add(item)
+		return
+	}
+	w.gen.Store(gen.ID)
+	ev := ChangeEvent{
+		Generation: gen.ID, PID: gen.PID, Process: gen.Process,
+		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: time.Now(),
+	}
+	select {
+	case w.events <- ev:
+	default:
+		w.lost.Store(true)
+	}
+}
+
+// Generation asks the kernel for the current nf_tables generation id in
+// a network namespace ("" for the caller's). Reading the same id before and
+// after a multi-request read proves the read was consistent.
+func Generation(netns string) (uint32, error) {
+	var gen uint32
+	err := nsutil.WithFd(netns, func(fd int) error {
+		c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
+		if err != nil {
+			return nftDialError(err)
+		}
+		defer c.Close()
+		g, err := nftGenerationOn(c)
+		gen = g
+		return err
+	})
+	return gen, err
+}
+
+func nftGenerationOn(c *netlink.Conn) (uint32, error) {
+	req := netlink.Message{
+		Header: netlink.Header{
+			Type:  netlink.HeaderType(nfnlSubsysNFTables<<8 | nftMsgGetGen),
+			Flags: netlink.Request,
+		},
+		Data: []byte{unix.AF_UNSPEC, 0 /* NFNETLINK_V0 */, 0, 0},
+	}
+	msgs, err := c.Execute(req)
+	if err != nil {
+		return 0, fmt.Errorf("nf_tables getgen: %w", err)
+	}
+	for _, m := range msgs {
+		if _, g, ok, err := parseChangeMessage(m); ok && g != nil && err == nil {
+			return g.ID, nil
+		}
+	}
+	return 0, errors.New("nf_tables getgen: no generation in the reply")
+}
+
+// nftDialError marks a kernel without nf_tables as unsupported.
+func nftDialError(err error) error {
+	if errors.Is(err, syscall.EPROTONOSUPPORT) || errors.Is(err, syscall.EAFNOSUPPORT) {
+		return fmt.Errorf("%w: nf_tables netlink: %v", model.ErrUnsupported, err)
+	}
+	return err
+}

@@ -1,0 +1,252 @@
+package nftables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"github.com/google/nftables"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// Why netlink (github.com/google/nftables) and not sigs.k8s.io/knftables:
+// knftables drives the nft binary, and every nft invocation reads the whole
+// table to build its cache: 0.20 s of CPU for `nft -j list table` and still
+// 0.07 s to list a single chain at 1,000 services / 10,000 endpoints
+// (DESIGN.md, "Reading cost"). Over netlink the reader asks the kernel for
+// exactly the maps and chains it needs, one chain per request, and no
+// process is spawned; that is also what lets the agent re-read only the
+// chains a change event names. The netlink path reduces rules to the same
+// intermediate form (nftTable) as the JSON parser, so live and offline
+// reads of one table yield the same Observed (TestNFTLiveMatchesOffline).
+
+// Config configures the live nftables reader.
+type Config struct {
+	// NetNS is the network namespace to read (a name under /run/netns or a
+	// path like /proc/1/ns/net); "" reads the agent's own.
+	NetNS string
+	// Hints is what the API knows (service ports, frontend kinds); see SetHints.
+	Hints model.Hints
+	// Retries bounds re-reads when the ruleset changed during a read
+	// (default 3); the last read is used, with a warning, if none was stable.
+	Retries int
+}
+
+// Reader reads kube-proxy's nftables tables (ip and ip6 kube-proxy) over
+// netlink. It implements Source. It never writes.
+//
+// It keeps what it read. Snapshot costs one generation query while nothing
+// changed; Update applies a ChangeEvent by re-reading only the chains and
+// maps the event names (nothing for events about other tables). Returned
+// Observed values are copies: callers may keep or change them.
+type Reader struct {
+	Config Config
+
+	mu        sync.Mutex
+	cache     *nftCache
+	rehint    bool // hints changed since the cache was evaluated
+	fullReads int  // for tests: how many full reads ran
+}
+
+// SetHints hands the reader what the API knows. The cached tables are
+// evaluated with them at the next Snapshot; nothing is re-read.
+func (n *Reader) SetHints(h model.Hints) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.Config.Hints = h
+	n.rehint = true
+}
+
+// ApplyChange applies one change event (see Update), keeping the result for
+// the next Snapshot.
+func (n *Reader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
+	_, err := n.Update(ctx, ev)
+	return err
+}
+
+// cachedLocked returns the cached read, evaluated with the current hints.
+func (n *Reader) cachedLocked() model.Observed {
+	if n.rehint {
+		n.cache.obs = nftObserve(n.cache.tables, n.Config.Hints)
+		n.rehint = false
+	}
+	return n.cache.observed()
+}
+
+// nftCache is the last read: the tables (v4, v6; nil when absent) and the
+// generation they were read at.
+type nftCache struct {
+	gen    uint32
+	tables []*nftTable
+	obs    model.Observed // nftObserve(tables), computed once per change
+}
+
+// observed returns a copy of the cached result (callers may keep or change it).
+func (c *nftCache) observed() model.Observed {
+	out := model.Observed{
+		Datapath:  c.obs.Datapath,
+		Frontends: make(map[model.Frontend]model.Verdict, len(c.obs.Frontends)),
+		Warnings:  append([]string(nil), c.obs.Warnings...),
+	}
+	for fe, v := range c.obs.Frontends {
+		v.Backends = append([]netip.AddrPort(nil), v.Backends...)
+		v.Evidence = append([]string(nil), v.Evidence...)
+		out.Frontends[fe] = v
+	}
+	return out
+}
+
+var _ interface {
+	Snapshot(context.Context) (model.Observed, error)
+} = (*Reader)(nil)
+
+// Name returns model.ModeNFTables.
+func (n *Reader) Name() string { return model.ModeNFTables }
+
+// Snapshot returns the current state. It re-reads both tables unless the
+// generation id is the one of the cached read. A full read spans several
+// netlink requests; it is repeated while the generation changes under it.
+func (n *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cache != nil {
+		g, err := Generation(n.Config.NetNS)
+		if err != nil {
+			return model.Observed{}, err
+		}
+		if g == n.cache.gen {
+			return n.cachedLocked(), nil
+		}
+	}
+	return n.fullLocked(ctx)
+}
+
+// Update applies one change event: it re-reads what the event names in the
+// kube-proxy tables (everything when events were lost or a table was
+// created or deleted) and returns the new state.
+func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cache == nil || ev.Lost || nftTableLevelChange(ev) {
+		return n.fullLocked(ctx)
+	}
+	if !ev.TouchesTable("ip", nftTableName) && !ev.TouchesTable("ip6", nftTableName) {
+		n.cache.gen = ev.Generation
+		return n.cachedLocked(), nil // e.g. an iptables-nft change: nothing to read
+	}
+	err := n.withConn(func(conn *nftables.Conn) error {
+		for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
+			t := n.cache.tables[i]
+			nf := nftFamilyOf(fam)
+			if t == nil || !ev.TouchesTable(nf, nftTableName) {
+				continue
+			}
+			r := &nftNetlinkReader{conn: conn, table: &nftables.Table{Name: nftTableName, Family: nftTableFamily(fam)}, t: t}
+			if err := r.refresh(ctx, ev.Sets(nf, nftTableName), ev.Chains(nf, nftTableName)); err != nil {
+				return fmt.Errorf("%s: %w", nftTableLabel(fam), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		n.cache = nil // partly refreshed: read everything next time
+		return model.Observed{}, err
+	}
+	n.cache.gen = ev.Generation
+	n.cache.obs, n.rehint = nftObserve(n.cache.tables, n.Config.Hints), false
+	return n.cache.observed(), nil
+}
+
+// nftTableLevelChange reports a kube-proxy table created or deleted.
+func nftTableLevelChange(ev ChangeEvent) bool {
+	for _, c := range ev.Changes {
+		if c.Object == "table" && c.Table == nftTableName && (c.Family == "ip" || c.Family == "ip6") {
+			return true
+		}
+	}
+	return false
+}
+
+func nftFamilyOf(fam model.IPFamily) string {
+	if fam == model.IPv6 {
+		return "ip6"
+	}
+	return "ip"
+}
+
+func nftTableFamily(fam model.IPFamily) nftables.TableFamily {
+	if fam == model.IPv6 {
+		return nftables.TableFamilyIPv6
+	}
+	return nftables.TableFamilyIPv4
+}
+
+func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
+	n.cache = nil
+	n.fullReads++
+	tables, gen, stable, err := n.fetch(ctx)
+	if err != nil {
+		return model.Observed{}, err
+	}
+	obs := nftObserve(tables, n.Config.Hints)
+	n.rehint = false
+	if stable {
+		n.cache = &nftCache{gen: gen, tables: tables, obs: obs}
+		return n.cache.observed(), nil
+	}
+	obs.Warnings = append(obs.Warnings, "the ruleset kept changing during the read; it may mix generations")
+	return obs, nil
+}
+
+// fetch reads the tables (nil for absent ones), retrying on concurrent
+// change; it returns the generation of a stable read.
+func (n *Reader) fetch(ctx context.Context) ([]*nftTable, uint32, bool, error) {
+	retries := n.Config.Retries
+	if retries <= 0 {
+		retries = 3
+	}
+	var tables []*nftTable
+	for attempt := 0; attempt <= retries; attempt++ {
+		before, err := Generation(n.Config.NetNS)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		tables, err = n.read(ctx)
+		if err != nil && !nftIsNotFound(err) {
+			return nil, 0, false, err
+		}
+		after, gerr := Generation(n.Config.NetNS)
+		if gerr != nil {
+			return nil, 0, false, gerr
+		}
+		if before == after && err == nil {
+			return tables, after, true, nil
+		}
+	}
+	return tables, 0, false, nil
+}
+
+func (n *Reader) withConn(fn func(*nftables.Conn) error) error {
+	return WithConn(n.Config.NetNS, fn)
+}
+
+func (n *Reader) read(ctx context.Context) ([]*nftTable, error) {
+	var out []*nftTable
+	err := n.withConn(func(conn *nftables.Conn) error {
+		for _, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
+			t, err := nftReadNetlink(ctx, conn, fam)
+			if err != nil {
+				return fmt.Errorf("%s: %w", nftTableLabel(fam), err)
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil, err
+	}
+	return out, err
+}

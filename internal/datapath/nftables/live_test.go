@@ -1,0 +1,252 @@
+package nftables
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// TestNFTLiveMatchesOffline loads kube-proxy-shaped tables into a fresh
+// namespace, reads them over netlink and checks the result equals the offline
+// parse of the captured JSON and of a fresh `nft -j` dump.
+func TestNFTLiveMatchesOffline(t *testing.T) {
+	t.Run("worker-b", func(t *testing.T) {
+		ns := nftTestNetns(t)
+		nftLoad(t, ns, "worker-b.nft.txt")
+		opts := nftOptionsFromCluster(t, "testdata/cluster.json")
+		live := nftLive(t, ns, opts)
+		if len(live.Frontends) != 125 || len(live.Warnings) != 0 {
+			t.Errorf("live: %d frontends, warnings %q; want 125 and none", len(live.Frontends), live.Warnings)
+		}
+		nftSameObserved(t, "captured fixture", live, nftOffline(t, nftReadTestdata(t, "worker-b.nft.json"), nil, opts))
+		nftSameObserved(t, "fresh dump", live, nftOffline(t, nftDump(t, ns, "ip"), nftDump(t, ns, "ip6"), opts))
+	})
+	t.Run("handwritten", func(t *testing.T) {
+		ns := nftTestNetns(t)
+		nftLoad(t, ns, "handwritten.v4.nft")
+		nftLoad(t, ns, "handwritten.v6.nft")
+		for _, opts := range []model.Hints{nftHandwrittenOpts, {}} {
+			live := nftLive(t, ns, opts)
+			offline := nftOffline(t, nftReadTestdata(t, "handwritten.v4.nft.json"), nftReadTestdata(t, "handwritten.v6.nft.json"), opts)
+			nftSameObserved(t, "handwritten", live, offline)
+		}
+	})
+}
+
+// TestNFTLiveSeesMutations changes the loaded table the way a lagging or
+// foreign writer would and checks each change is observed.
+func TestNFTLiveSeesMutations(t *testing.T) {
+	ns := nftTestNetns(t)
+	nftLoad(t, ns, "worker-b.nft.txt")
+	opts := nftOptionsFromCluster(t, "testdata/cluster.json")
+	cart := model.NewFrontend(netip.MustParseAddr("10.97.233.167"), 9090, model.TCP, model.ClusterIP)
+	cache := model.NewFrontend(netip.MustParseAddr("10.97.89.70"), 11211, model.TCP, model.ClusterIP)
+	before := nftLive(t, ns, opts)
+	if _, ok := before.Frontends[cart]; !ok {
+		t.Fatalf("%s missing before the change", cart)
+	}
+	nftIn(t, ns, "nft", "delete", "element", "ip", "kube-proxy", "service-ips", "{ 10.97.233.167 . tcp . 9090 }")
+	nftIn(t, ns, "nft", "flush", "chain", "ip", "kube-proxy", "service-OQHAKIQS-shop/cache/tcp/memcache")
+	after := nftLive(t, ns, opts)
+	if _, ok := after.Frontends[cart]; ok {
+		t.Errorf("%s still observed after its map element was deleted", cart)
+	}
+	if v, ok := after.Frontends[cache]; ok {
+		t.Errorf("%s still observed after its chain was flushed: %+v", cache, v)
+	}
+	if len(after.Frontends) != len(before.Frontends)-2 {
+		t.Errorf("%d frontends after the change, want %d", len(after.Frontends), len(before.Frontends)-2)
+	}
+	if len(after.Warnings) != 1 {
+		t.Errorf("want one warning for the flushed chain, got %q", after.Warnings)
+	}
+	nftSameObserved(t, "after mutation", after, nftOffline(t, nftDump(t, ns, "ip"), nil, opts))
+}
+
+// TestChangeWatcherLatency asserts a committed change is seen in under 100 ms,
+// with the generation, the process and the touched set.
+func TestChangeWatcherLatency(t *testing.T) {
+	ns := nftTestNetns(t)
+	nftLoad(t, ns, "handwritten.v4.nft")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChanges(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	gen0 := w.Generation()
+	if g, err := Generation(ns); err != nil || g != gen0 {
+		t.Fatalf("Generation = %d, %v; watcher says %d", g, err, gen0)
+	}
+	// Latency: commit from this process, timing the commit itself (an nft
+	// command's start-up would dominate on a loaded machine).
+	var start time.Time
+	err = WithConn(ns, func(conn *nftables.Conn) error {
+		conn.AddTable(&nftables.Table{Name: "nd-latency", Family: nftables.TableFamilyIPv4})
+		start = time.Now()
+		return conn.Flush()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nd-latency") })
+	if lag := ev.Received.Sub(start); lag >= 100*time.Millisecond {
+		t.Errorf("event seen %v after the commit, want < 100ms", lag)
+	}
+	// The kernel names the committing thread (its id and the process's comm).
+	comm := filepath.Base(os.Args[0])
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
+	if ev.Generation <= gen0 || ev.PID == 0 || ev.Process != comm {
+		t.Errorf("generation %d (was %d), committer %q pid %d; want a newer generation by %q", ev.Generation, gen0, ev.Process, ev.PID, comm)
+	}
+	// A change by the nft tool names the tool, the generation and the set.
+	nftIn(t, ns, "nft", "delete", "element", "ip", "kube-proxy", "service-ips", "{ 10.96.0.13 . tcp . 80 }")
+	ev = nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+	if w.Generation() != ev.Generation {
+		t.Errorf("Generation() %d, last event %d", w.Generation(), ev.Generation)
+	}
+	if ev.Process != "nft" || ev.PID == 0 {
+		t.Errorf("committer %q pid %d, want nft", ev.Process, ev.PID)
+	}
+	if sets := ev.Sets("ip", "kube-proxy"); len(sets) != 1 || sets[0] != "service-ips" {
+		t.Errorf("touched sets %v, want [service-ips]", sets)
+	}
+	// A chain flush names the chain.
+	nftIn(t, ns, "nft", "flush", "chain", "ip", "kube-proxy", "service-7OV2ZJV7-ns2/etp-local/tcp/http")
+	ev = nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+	if chains := ev.Chains("ip", "kube-proxy"); len(chains) != 1 || chains[0] != "service-7OV2ZJV7-ns2/etp-local/tcp/http" {
+		t.Errorf("touched chains %v", chains)
+	}
+	cancel()
+	select {
+	case _, ok := <-w.Events():
+		for ok {
+			_, ok = <-w.Events()
+		}
+	case <-time.After(2 * time.Second):
+		t.Error("events channel not closed after cancel")
+	}
+}
+
+// TestNFTLiveIncremental applies change events one by one with Update and
+// checks the result equals a full read, and that an unchanged ruleset is
+// served from the cache.
+func TestNFTLiveIncremental(t *testing.T) {
+	ns := nftTestNetns(t)
+	nftLoad(t, ns, "worker-b.nft.txt")
+	opts := nftOptionsFromCluster(t, "testdata/cluster.json")
+	src := &Reader{Config: Config{NetNS: ns, Hints: opts}}
+	first := nftLive1(t, src)
+	again := nftLive1(t, src)
+	if src.fullReads != 1 {
+		t.Errorf("%d full reads for two snapshots of an unchanged ruleset, want 1", src.fullReads)
+	}
+	nftSameObserved(t, "cached snapshot", again, first)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChanges(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// A stale element removed, a chain flushed, a new service added (new
+	// chain reachable only through a new element), an endpoint changed.
+	nftIn(t, ns, "nft", "delete", "element", "ip", "kube-proxy", "service-ips", "{ 10.97.233.167 . tcp . 9090 }")
+	nftIn(t, ns, "nft", "flush", "chain", "ip", "kube-proxy", "service-OQHAKIQS-shop/cache/tcp/memcache")
+	nftIn(t, ns, "nft", "add", "chain", "ip", "kube-proxy", "service-NEWNEWNE-shop/new/tcp/http")
+	nftIn(t, ns, "nft", "add", "rule", "ip", "kube-proxy", "service-NEWNEWNE-shop/new/tcp/http", "meta", "l4proto", "tcp", "dnat", "to", "10.214.9.9:80")
+	nftIn(t, ns, "nft", "add", "element", "ip", "kube-proxy", "service-ips", "{ 10.97.99.99 . tcp . 80 : goto service-NEWNEWNE-shop/new/tcp/http }")
+	nftIn(t, ns, "nft", "flush", "chain", "ip", "kube-proxy", "service-EEISWTY7-shop/legacy/tcp/tcp")
+	nftIn(t, ns, "nft", "add", "rule", "ip", "kube-proxy", "service-EEISWTY7-shop/legacy/tcp/tcp", "meta", "l4proto", "tcp", "dnat", "to", "10.214.1.72:2525")
+	var got model.Observed
+	for i := 0; i < 7; i++ {
+		ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+		if got, err = src.Update(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if src.fullReads != 1 {
+		t.Errorf("%d full reads, want 1 (updates must be incremental)", src.fullReads)
+	}
+	nftSameObserved(t, "incremental vs full", got, nftOffline(t, nftDump(t, ns, "ip"), nil, opts))
+	legacy := got.Frontends[model.NewFrontend(netip.MustParseAddr("10.97.34.204"), 25, model.TCP, model.ClusterIP)]
+	if len(legacy.Backends) != 1 || legacy.Backends[0] != netip.MustParseAddrPort("10.214.1.72:2525") {
+		t.Errorf("changed endpoint not seen: %v", legacy.Backends)
+	}
+	if _, ok := got.Frontends[model.NewFrontend(netip.MustParseAddr("10.97.99.99"), 80, model.TCP, model.ClusterIP)]; !ok {
+		t.Error("new service not seen")
+	}
+}
+
+func nftLive1(t *testing.T, src *Reader) model.Observed {
+	t.Helper()
+	o, err := src.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestNFTLiveUpdateIgnoresOtherTables: an iptables-nft change (another
+// table) is applied without reading, and results are independent copies.
+func TestNFTLiveUpdateIgnoresOtherTables(t *testing.T) {
+	ns := nftTestNetns(t)
+	nftLoad(t, ns, "handwritten.v4.nft")
+	src := &Reader{Config: Config{NetNS: ns, Hints: nftHandwrittenOpts}}
+	first := nftLive1(t, src)
+	for fe, v := range first.Frontends { // callers may change what they got
+		v.Backends = nil
+		first.Frontends[fe] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChanges(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	nftIn(t, ns, "nft", "add", "table", "ip", "nat")
+	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+	got, err := src.Update(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.fullReads != 1 {
+		t.Errorf("%d full reads, want 1", src.fullReads)
+	}
+	nftSameObserved(t, "after a foreign change", got, nftOffline(t, nftReadTestdata(t, "handwritten.v4.nft.json"), nil, nftHandwrittenOpts))
+}
+
+// TestChangeWatcherOverrun: when the kernel drops notifications (tiny
+// socket buffer, large transaction), the watcher says so at once with the
+// current generation.
+func TestChangeWatcherOverrun(t *testing.T) {
+	ns := nftTestNetns(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChangesWith(ctx, ns, WatchOptions{ReadBuffer: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	nftLoad(t, ns, "worker-b.nft.txt") // one transaction, hundreds of messages
+	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.Lost })
+	g, err := Generation(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Generation != g || w.Generation() != g {
+		t.Errorf("lost event generation %d, watcher %d, kernel %d", ev.Generation, w.Generation(), g)
+	}
+}
