@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/netdrift/netdrift/internal/cli"
 	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
@@ -104,25 +105,25 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	var f agentFlags
 	f.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return exitError
+		return cli.ExitError
 	}
 	if err := f.validate(); err != nil {
 		fmt.Fprintln(stderr, "netdrift agent:", err)
-		return exitError
+		return cli.ExitError
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 		fmt.Fprintln(stderr, "netdrift agent: --log-level:", err)
-		return exitError
+		return cli.ExitError
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := serveAgent(ctx, f, log); err != nil {
 		log.Error("agent stopped", "err", err)
-		return exitError
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/netdrift/netdrift/internal/api"
 )
 
 // TestMain lets the test binary act as netdrift itself (NETDRIFT_AS_MAIN=1),
@@ -130,7 +132,7 @@ func TestDiffProcess(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
-		var r SnapshotReport
+		var r api.SnapshotReport
 		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Datapath != "iptables" || len(r.Frontends) < 100 {
 			t.Fatalf("snapshot %d frontends err %v", len(r.Frontends), err)
 		}

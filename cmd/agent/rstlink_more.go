@@ -45,16 +45,6 @@ func (l *rstLink) eventLoop(ctx context.Context) {
 	}
 }
 
-// RSTReport is /v1/rsts.
-type RSTReport struct {
-	Probe   api.Probe         `json:"probe"`
-	Watched []string          `json:"watched"`
-	Totals  map[string]uint64 `json:"totals"`
-	Events  []rst.Record      `json:"events"`
-	// RecommendedPreStopSeconds: see recommendPreStop.
-	RecommendedPreStopSeconds *float64 `json:"recommended_prestop_seconds,omitempty"`
-}
-
 func (l *rstLink) extras() api.Extras {
 	return api.Extras{
 		Probe: func() *api.Probe {
@@ -74,8 +64,8 @@ func (l *rstLink) extras() api.Extras {
 	}
 }
 
-func (l *rstLink) report() RSTReport {
-	rep := RSTReport{Watched: []string{}, Totals: map[string]uint64{}, Events: []rst.Record{}}
+func (l *rstLink) report() api.RSTReport {
+	rep := api.RSTReport{Watched: []string{}, Totals: map[string]uint64{}, Events: []rst.Record{}}
 	rep.Probe = *l.extras().Probe()
 	if v, ok := recommendPreStop(l.agent.State().Recent, time.Now(), 30*time.Minute); ok {
 		rep.RecommendedPreStopSeconds = &v

@@ -20,9 +20,9 @@ func TestDocsMatchGolden(t *testing.T) {
 		"testdata/status.json.golden", "testdata/status-starting.json.golden", "testdata/drift.json.golden",
 		"testdata/service-web.json.golden", "testdata/service-unknown.json.golden", "testdata/lag.json.golden",
 		"testdata/post-refused.golden",
-		"../../cmd/agent/testdata/cli/rsts.json", "../../cmd/agent/testdata/cli/status.txt",
-		"../../cmd/agent/testdata/cli/drift.txt", "../../cmd/agent/testdata/cli/explain-web.txt",
-		"../../cmd/agent/testdata/cli/lag.txt", "../../cmd/agent/testdata/cli/rsts.txt",
+		"../cli/testdata/rsts.json", "../cli/testdata/status.txt",
+		"../cli/testdata/drift.txt", "../cli/testdata/explain-web.txt",
+		"../cli/testdata/lag.txt", "../cli/testdata/rsts.txt",
 	} {
 		want, err := os.ReadFile(f)
 		if err != nil {

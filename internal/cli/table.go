@@ -1,4 +1,7 @@
-package main
+// Package cli holds netdrift's responder commands: the queries of a running
+// agent (status, drift, explain, lag, rsts), the offline analysis of captures
+// (diff, snapshot) and trace-rsts. Tables for people, -o json for tools.
+package cli
 
 import (
 	"encoding/json"
@@ -6,6 +9,13 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+)
+
+// Exit statuses: 0 ok / no findings, 1 findings, 2 error.
+const (
+	ExitOK       = 0
+	ExitFindings = 1
+	ExitError    = 2
 )
 
 // table prints aligned columns; cells longer than max are cut with "…" so

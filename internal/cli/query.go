@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -65,18 +65,18 @@ func fetch(name, path string, args []string, stderr io.Writer, v any) (*queryFla
 	return q, true
 }
 
-func runStatus(args []string, stdout, stderr io.Writer) int {
+func RunStatus(args []string, stdout, stderr io.Writer) int {
 	var s api.Status
 	q, ok := fetch("status", "/v1/status", args, stderr, &s)
 	if !ok {
-		return exitError
+		return ExitError
 	}
 	if q.out == "json" {
 		printJSON(stdout, s)
 	} else {
 		printStatus(stdout, s)
 	}
-	return exitOK
+	return ExitOK
 }
 
 func printStatus(w io.Writer, s api.Status) {
@@ -126,11 +126,11 @@ func upDown(b bool) string {
 	return "DOWN"
 }
 
-func runDrift(args []string, stdout, stderr io.Writer) int {
+func RunDrift(args []string, stdout, stderr io.Writer) int {
 	var d api.Drift
 	q, ok := fetch("drift", "/v1/drift", args, stderr, &d)
 	if !ok {
-		return exitError
+		return ExitError
 	}
 	if q.out == "json" {
 		printJSON(stdout, d)
@@ -138,9 +138,9 @@ func runDrift(args []string, stdout, stderr io.Writer) int {
 		printDrift(stdout, d)
 	}
 	if len(d.Findings) > 0 {
-		return exitFindings
+		return ExitFindings
 	}
-	return exitOK
+	return ExitOK
 }
 
 func printDrift(w io.Writer, d api.Drift) {

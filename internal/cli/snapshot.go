@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,26 +13,7 @@ import (
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
-// SnapshotFrontend is one observed frontend in `netdrift snapshot -o json`.
-type SnapshotFrontend struct {
-	Frontend     string   `json:"frontend"`
-	FrontendKind string   `json:"frontend_kind"`
-	Family       string   `json:"family"`
-	Protocol     string   `json:"protocol"`
-	Service      string   `json:"service,omitempty"`
-	Port         string   `json:"port,omitempty"`
-	Action       string   `json:"action"`
-	Backends     []string `json:"backends,omitempty"`
-}
-
-// SnapshotReport is `netdrift snapshot -o json`.
-type SnapshotReport struct {
-	Datapath  string             `json:"datapath"`
-	Frontends []SnapshotFrontend `json:"frontends"`
-	Warnings  []string           `json:"warnings,omitempty"`
-}
-
-func runSnapshot(args []string, stdout, stderr io.Writer) int {
+func RunSnapshot(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var dumps dumpFlags
@@ -42,30 +23,30 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	node := fs.String("node", "", "node name, with --cluster")
 	out := fs.String("o", "table", "output: table or json")
 	if err := fs.Parse(args); err != nil {
-		return exitError
+		return ExitError
 	}
 	if err := checkOutput(*out); err != nil {
 		fmt.Fprintln(stderr, "netdrift snapshot:", err)
-		return exitError
+		return ExitError
 	}
 	desired := model.Desired{}
 	if len(clusters) > 0 {
 		cs, err := watch.LoadClusterFiles(clusters...)
 		if err != nil {
 			fmt.Fprintln(stderr, "netdrift snapshot:", err)
-			return exitError
+			return ExitError
 		}
 		desired = watch.Expected(*node, cs)
 	}
 	obs, err := capture.Observe(context.Background(), dumps.Files, desired)
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift snapshot:", err)
-		return exitError
+		return ExitError
 	}
 	rep := snapshotReport(obs)
 	if *out == "json" {
 		printJSON(stdout, rep)
-		return exitOK
+		return ExitOK
 	}
 	fmt.Fprintf(stdout, "datapath %s  frontends %d\n", rep.Datapath, len(rep.Frontends))
 	t := newTable("FRONTEND", "KIND", "PROTO", "SERVICE", "ACTION", "BACKENDS").limit(24, 13, 5, 28, 7, 40)
@@ -76,15 +57,15 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(stdout, "warning:", w)
 	}
-	return exitOK
+	return ExitOK
 }
 
-func snapshotReport(obs model.Observed) SnapshotReport {
-	rep := SnapshotReport{Datapath: obs.Datapath, Frontends: []SnapshotFrontend{}, Warnings: obs.Warnings}
+func snapshotReport(obs model.Observed) api.SnapshotReport {
+	rep := api.SnapshotReport{Datapath: obs.Datapath, Frontends: []api.SnapshotFrontend{}, Warnings: obs.Warnings}
 	for _, fe := range model.SortedFrontends(obs.Frontends) {
 		v := obs.Frontends[fe]
 		vv := api.VerdictOf(v)
-		sf := SnapshotFrontend{Frontend: fe.String(), FrontendKind: string(fe.Kind), Family: string(fe.Family),
+		sf := api.SnapshotFrontend{Frontend: fe.String(), FrontendKind: string(fe.Kind), Family: string(fe.Family),
 			Protocol: string(fe.Protocol), Action: vv.Action, Backends: vv.Backends}
 		if !v.Service.IsZero() {
 			sf.Service, sf.Port = v.Service.Service(), v.Service.Port

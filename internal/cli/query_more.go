@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -10,19 +10,19 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 )
 
-func runExplain(args []string, stdout, stderr io.Writer) int {
+func RunExplain(args []string, stdout, stderr io.Writer) int {
 	q, pos, ok := parseQuery("explain", args, stderr, 1)
 	if !ok {
-		return exitError
+		return ExitError
 	}
 	ns, name, found := strings.Cut(pos[0], "/")
 	if !found || ns == "" || name == "" || strings.Contains(name, "/") {
 		fmt.Fprintln(stderr, "netdrift explain: want NAMESPACE/NAME")
-		return exitError
+		return ExitError
 	}
 	var v api.ServiceView
 	if !q.get("/v1/services/"+url.PathEscape(ns)+"/"+url.PathEscape(name), &v, stderr, "explain") {
-		return exitError
+		return ExitError
 	}
 	if q.out == "json" {
 		printJSON(stdout, v)
@@ -30,9 +30,9 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		printExplain(stdout, v)
 	}
 	if !v.Exists && len(v.Frontends) == 0 {
-		return exitError
+		return ExitError
 	}
-	return exitOK
+	return ExitOK
 }
 
 func printExplain(w io.Writer, v api.ServiceView) {
@@ -86,15 +86,15 @@ func verdictText(v *api.Verdict) string {
 	return v.Action
 }
 
-func runLag(args []string, stdout, stderr io.Writer) int {
+func RunLag(args []string, stdout, stderr io.Writer) int {
 	var l api.Lag
 	q, ok := fetch("lag", "/v1/lag", args, stderr, &l)
 	if !ok {
-		return exitError
+		return ExitError
 	}
 	if q.out == "json" {
 		printJSON(stdout, l)
-		return exitOK
+		return ExitOK
 	}
 	fmt.Fprintf(stdout, "node %s  samples %d  pending %d\n", l.Node, len(l.Samples), len(l.Pending))
 	kinds := make([]string, 0, len(l.NodeLag))
@@ -131,20 +131,20 @@ func runLag(args []string, stdout, stderr io.Writer) int {
 	for _, p := range l.Pending {
 		fmt.Fprintf(stdout, "pending: %s %s for %.1fs\n", p.Service, p.Change, p.AgeSeconds)
 	}
-	return exitOK
+	return ExitOK
 }
 
 func secs(v float64) string { return fmt.Sprintf("%.3fs", v) }
 
-func runRSTs(args []string, stdout, stderr io.Writer) int {
-	var r RSTReport
+func RunRSTs(args []string, stdout, stderr io.Writer) int {
+	var r api.RSTReport
 	q, ok := fetch("rsts", "/v1/rsts", args, stderr, &r)
 	if !ok {
-		return exitError
+		return ExitError
 	}
 	if q.out == "json" {
 		printJSON(stdout, r)
-		return exitOK
+		return ExitOK
 	}
 	fmt.Fprintf(stdout, "rst probe %s %s  watched %d\n", upDown(r.Probe.Up), r.Probe.Mode, len(r.Watched))
 	keys := make([]string, 0, len(r.Totals))
@@ -172,7 +172,7 @@ func runRSTs(args []string, stdout, stderr io.Writer) int {
 		}
 		e.write(stdout)
 	}
-	return exitOK
+	return ExitOK
 }
 
 // rstDirection says what the watched pod did, short enough for the table.

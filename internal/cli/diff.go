@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func (d *dumpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.NetNS, "netns", "", "read the live datapath inside this named network namespace")
 }
 
-func runDiff(args []string, stdout, stderr io.Writer) int {
+func RunDiff(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var clusters multiFlag
@@ -43,27 +43,27 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	dumps.register(fs)
 	out := fs.String("o", "table", "output: table or json")
 	if err := fs.Parse(args); err != nil {
-		return exitError
+		return ExitError
 	}
 	if err := checkOutput(*out); err != nil {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
-		return exitError
+		return ExitError
 	}
 	if *node == "" || len(clusters) == 0 || dumps.Empty() {
 		fmt.Fprintln(stderr, "netdrift diff: need --node, at least one --cluster FILE, and a datapath dump (or --netns)")
-		return exitError
+		return ExitError
 	}
 	cs, err := watch.LoadClusterFiles(clusters...)
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
-		return exitError
+		return ExitError
 	}
 	desired := watch.Expected(*node, cs)
 	ctx := context.Background()
 	obs, err := capture.Observe(ctx, dumps.Files, desired)
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
-		return exitError
+		return ExitError
 	}
 	var findings []model.Finding
 	if obs.Datapath != model.ModeNone {
@@ -83,9 +83,9 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		printFindingsTable(stdout, rep.Node, rep.Datapath, rep.Findings, rep.Warnings)
 	}
 	if len(findings) > 0 {
-		return exitFindings
+		return ExitFindings
 	}
-	return exitOK
+	return ExitOK
 }
 
 func nodeKnown(cs *watch.ClusterState, node string) bool {

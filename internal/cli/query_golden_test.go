@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -21,9 +21,9 @@ import (
 const maxColumns = 100
 
 // fixedRSTs is what /v1/rsts serves in these tests.
-func fixedRSTs() RSTReport {
+func fixedRSTs() api.RSTReport {
 	since, prestop := 1.25, 3.0
-	return RSTReport{
+	return api.RSTReport{
 		Probe:   api.Probe{Up: true, Mode: "tracepoint", Reason: "tcp/tcp_send_reset with reason"},
 		Watched: []string{"10.244.1.13", "10.244.2.12"},
 		Totals:  map[string]uint64{"shop/web": 3, "shop/cart": 1},
@@ -65,24 +65,24 @@ func TestQueryCommandsGolden(t *testing.T) {
 		args   []string
 		code   int
 	}{
-		{"status.txt", []string{"status"}, exitOK},
-		{"status.json", []string{"status", "-o", "json"}, exitOK},
-		{"drift.txt", []string{"drift"}, exitFindings},
-		{"drift.json", []string{"drift", "-o", "json"}, exitFindings},
-		{"explain-web.txt", []string{"explain", "shop/web"}, exitOK},
-		{"explain-web.json", []string{"explain", "shop/web", "-o", "json"}, exitOK},
-		{"explain-cart.txt", []string{"explain", "shop/cart"}, exitOK},
-		{"explain-unknown.txt", []string{"explain", "shop/nope"}, exitError},
-		{"lag.txt", []string{"lag"}, exitOK},
-		{"lag.json", []string{"lag", "-o", "json"}, exitOK},
-		{"rsts.txt", []string{"rsts"}, exitOK},
-		{"rsts.json", []string{"rsts", "-o", "json"}, exitOK},
+		{"status.txt", []string{"status"}, ExitOK},
+		{"status.json", []string{"status", "-o", "json"}, ExitOK},
+		{"drift.txt", []string{"drift"}, ExitFindings},
+		{"drift.json", []string{"drift", "-o", "json"}, ExitFindings},
+		{"explain-web.txt", []string{"explain", "shop/web"}, ExitOK},
+		{"explain-web.json", []string{"explain", "shop/web", "-o", "json"}, ExitOK},
+		{"explain-cart.txt", []string{"explain", "shop/cart"}, ExitOK},
+		{"explain-unknown.txt", []string{"explain", "shop/nope"}, ExitError},
+		{"lag.txt", []string{"lag"}, ExitOK},
+		{"lag.json", []string{"lag", "-o", "json"}, ExitOK},
+		{"rsts.txt", []string{"rsts"}, ExitOK},
+		{"rsts.json", []string{"rsts", "-o", "json"}, ExitOK},
 	}
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			args := append(c.args, "--agent", url)
-			code := run(args, &out, &errb)
+			code, _ := Run(args, &out, &errb)
 			if code != c.code {
 				t.Errorf("netdrift %s: exit %d, want %d (stderr %q)", strings.Join(c.args, " "), code, c.code, errb.String())
 			}
@@ -99,7 +99,7 @@ func TestQueryCommandsGolden(t *testing.T) {
 					}
 				}
 			}
-			golden.Check(t, filepath.Join("testdata", "cli", c.golden), out.Bytes())
+			golden.Check(t, filepath.Join("testdata", c.golden), out.Bytes())
 		})
 	}
 }
@@ -123,8 +123,8 @@ func TestQueryCommandErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
-		if code := run(c.args, &out, &errb); code != exitError {
-			t.Errorf("netdrift %s: exit %d, want %d", strings.Join(c.args, " "), code, exitError)
+		if code, _ := Run(c.args, &out, &errb); code != ExitError {
+			t.Errorf("netdrift %s: exit %d, want %d", strings.Join(c.args, " "), code, ExitError)
 		}
 		if !strings.Contains(errb.String(), c.want) {
 			t.Errorf("netdrift %s: stderr %q, want it to mention %q", strings.Join(c.args, " "), errb.String(), c.want)
@@ -160,7 +160,7 @@ func TestQueryTablesFitLongNames(t *testing.T) {
 	svc := st.Stale[0].Service.Service()
 	for _, args := range [][]string{{"status"}, {"drift"}, {"explain", svc}, {"lag"}, {"rsts"}} {
 		var out, errb bytes.Buffer
-		run(append(args, "--agent", srv.URL), &out, &errb)
+		Run(append(args, "--agent", srv.URL), &out, &errb)
 		if out.Len() == 0 {
 			t.Errorf("netdrift %s: no output (stderr %q)", args[0], errb.String())
 		}
