@@ -18,8 +18,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
+	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/cli"
+	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/rst"
 	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
@@ -74,20 +79,31 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 }
 
-func (f *agentFlags) validate() error {
+// agentSettings are the flags turned into each package's configuration.
+type agentSettings struct {
+	agent     agent.Config
+	nodeCheck nodecheck.Config
+	rstMode   rst.Mode
+	logLevel  slog.Level
+}
+
+// settings validates every flag up front; each error names its flag and
+// says what it wants.
+func (f *agentFlags) settings() (agentSettings, error) {
+	var st agentSettings
 	var errs []error
+	bad := func(flag string, err error) { errs = append(errs, fmt.Errorf("%s: %w", flag, err)) }
 	if f.nodeName == "" {
 		errs = append(errs, errors.New("--node-name (or $NODE_NAME) is required"))
 	}
-	switch f.datapath {
-	case "auto", "iptables", "nftables", "ipvs":
-	default:
-		errs = append(errs, fmt.Errorf("--datapath must be auto, iptables, nftables or ipvs, not %q", f.datapath))
+	if _, err := datapath.ParseMode(f.datapath); err != nil {
+		bad("--datapath", err)
 	}
 	for name, d := range map[string]time.Duration{"--stale-after": f.staleAfter, "--fast-poll": f.fastPoll,
-		"--audit-interval": f.auditInterval, "--watch-unhealthy-after": f.watchUnhealthy} {
+		"--audit-interval": f.auditInterval, "--watch-unhealthy-after": f.watchUnhealthy,
+		"--rst-window": f.rstWindow, "--node-gone-after": f.nodeGoneAfter} {
 		if d <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be positive", name))
+			errs = append(errs, fmt.Errorf("%s must be positive, not %s", name, d))
 		}
 	}
 	if f.apiReconnect < 0 {
@@ -96,7 +112,24 @@ func (f *agentFlags) validate() error {
 	if f.maxServiceSeries < 1 {
 		errs = append(errs, errors.New("--max-service-series must be at least 1"))
 	}
-	return errors.Join(errs...)
+	var err error
+	if st.rstMode, err = rst.ParseMode(f.rstMode); err != nil {
+		bad("--rst-probe-mode", err)
+	}
+	st.nodeCheck.NodeGoneAfter = f.nodeGoneAfter
+	if st.nodeCheck.RouteMode, err = nodecheck.ParseRouteMode(f.routeMode); err != nil {
+		bad("--route-mode", err)
+	}
+	if st.nodeCheck.ClusterCIDRs, err = nodecheck.ParseCIDRList(f.clusterCIDRs); err != nil {
+		bad("--cluster-cidr", err)
+	}
+	if err := st.logLevel.UnmarshalText([]byte(f.logLevel)); err != nil {
+		bad("--log-level", fmt.Errorf("%q is not a level (want debug, info, warn or error)", f.logLevel))
+	}
+	st.agent = agent.DefaultConfig()
+	st.agent.NodeName, st.agent.StaleAfter, st.agent.FastPoll = f.nodeName, f.staleAfter, f.fastPoll
+	st.agent.AuditInterval, st.agent.WatchUnhealthyAfter = f.auditInterval, f.watchUnhealthy
+	return st, errors.Join(errs...)
 }
 
 func runAgent(args []string, stdout, stderr io.Writer) int {
@@ -107,19 +140,16 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return cli.ExitError
 	}
-	if err := f.validate(); err != nil {
+	st, err := f.settings()
+	if err != nil {
 		fmt.Fprintln(stderr, "netdrift agent:", err)
 		return cli.ExitError
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
-		fmt.Fprintln(stderr, "netdrift agent: --log-level:", err)
-		return cli.ExitError
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: st.logLevel}))
+	klog.SetSlogLogger(log) // client-go logs through the same handler: one format on stderr
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serveAgent(ctx, f, log); err != nil {
+	if err := serveAgent(ctx, f, st, log); err != nil {
 		log.Error("agent stopped", "err", err)
 		return cli.ExitError
 	}
@@ -144,7 +174,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func serveAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
+func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.Logger) error {
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
@@ -158,7 +188,7 @@ func serveAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	w, err := wireAgent(ctx, f, client, reconnect, log)
+	w, err := wireAgent(ctx, f, st, client, reconnect, log)
 	if err != nil {
 		return err
 	}

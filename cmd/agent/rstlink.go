@@ -38,7 +38,7 @@ type rstLink struct {
 
 const maxRSTRecords = 1000
 
-func newRSTLink(f agentFlags, a *agent.Agent, w *informer.Watcher, log *slog.Logger) *rstLink {
+func newRSTLink(f agentFlags, mode rst.Mode, a *agent.Agent, w *informer.Watcher, log *slog.Logger) *rstLink {
 	l := &rstLink{agent: a, watcher: w, window: f.rstWindow, log: log, metrics: rst.NewMetrics(f.maxServiceSeries),
 		targets: map[netip.Addr]rst.Target{}, gone: map[netip.Addr]time.Time{}, totals: map[string]uint64{},
 		kicked: make(chan struct{}, 1)}
@@ -46,7 +46,6 @@ func newRSTLink(f agentFlags, a *agent.Agent, w *informer.Watcher, log *slog.Log
 		l.metrics.SetStatus(rst.Status{Mode: rst.ModeNone, Reason: "disabled by --no-rst-probe"})
 		return l
 	}
-	mode, _ := rst.ParseMode(f.rstMode)
 	p, err := rst.Load(rst.Config{Mode: mode})
 	if err != nil {
 		log.Warn("rst probe not loaded; the agent runs without it", "err", err)

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,7 +16,6 @@ import (
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/metrics"
 	"github.com/netdrift/netdrift/internal/model"
-	"github.com/netdrift/netdrift/internal/nodecheck"
 	"github.com/netdrift/netdrift/internal/watch"
 	"github.com/netdrift/netdrift/internal/watch/informer"
 )
@@ -36,7 +32,7 @@ type wired struct {
 
 // wireAgent builds the agent; reconnect (may be nil) reports API server
 // reachability in the watch health reason.
-func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, reconnect *informer.ReconnectTransport,
+func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kubernetes.Interface, reconnect *informer.ReconnectTransport,
 	log *slog.Logger) (*wired, error) {
 	w := &wired{log: log}
 	clk := clock.RealClock{}
@@ -62,21 +58,20 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, r
 			w.changes = cw
 		}
 	}
-	nodeCfg, err := nodeCheckConfig(f)
-	if err != nil {
-		return nil, err
-	}
 	rec := metrics.NewRecorder()
+	if reconnect != nil {
+		st.agent.APIUnreachable = reconnect.Unreachable
+	}
 	opts := agent.Options{
-		Config: agentConfig(f, reconnect), Clock: clk, Log: log, Mode: mode, Reason: reason,
+		Config: st.agent, Clock: clk, Log: log, Mode: mode, Reason: reason,
 		Datapath: src, Recorder: rec,
 	}
 	if w.changes != nil {
 		opts.Changes = w.changes.Events()
 	}
-	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: nodeCfg}, clk)
+	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: st.nodeCheck}, clk)
 	opts.Extra = []agent.FindingSource{nf}
-	w.watcher = informer.NewWatcher(client, f.nodeName, clock.RealClock{}, func(ev watch.Event) {
+	w.watcher = informer.NewWatcher(client, f.nodeName, clk, func(ev watch.Event) {
 		w.agent.OnEvent(ev)
 		if ev.Kind == watch.KindPod {
 			w.rst.kick()
@@ -84,7 +79,7 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, r
 	})
 	opts.Cluster = w.watcher
 	w.agent = agent.New(opts)
-	w.rst = newRSTLink(f, w.agent, w.watcher, log)
+	w.rst = newRSTLink(f, st.rstMode, w.agent, w.watcher, log)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -93,36 +88,6 @@ func wireAgent(ctx context.Context, f agentFlags, client kubernetes.Interface, r
 	w.rst.register(reg)
 	w.handler = api.NewHandler(w.agent.State, reg, w.rst.extras())
 	return w, nil
-}
-
-func agentConfig(f agentFlags, reconnect *informer.ReconnectTransport) agent.Config {
-	c := agent.DefaultConfig()
-	if reconnect != nil {
-		c.APIUnreachable = reconnect.Unreachable
-	}
-	c.NodeName, c.StaleAfter, c.FastPoll, c.AuditInterval = f.nodeName, f.staleAfter, f.fastPoll, f.auditInterval
-	c.WatchUnhealthyAfter = f.watchUnhealthy
-	return c
-}
-
-func nodeCheckConfig(f agentFlags) (nodecheck.Config, error) {
-	c := nodecheck.Config{NodeGoneAfter: f.nodeGoneAfter}
-	rm, err := nodecheck.ParseRouteMode(f.routeMode)
-	if err != nil {
-		return c, fmt.Errorf("--route-mode: %w", err)
-	}
-	c.RouteMode = rm
-	for _, s := range strings.Split(f.clusterCIDRs, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return c, fmt.Errorf("--cluster-cidr: %w", err)
-		}
-		c.ClusterCIDRs = append(c.ClusterCIDRs, p.Masked())
-	}
-	return c, nil
 }
 
 func (w *wired) start(ctx context.Context, g *errgroup.Group) {

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"log/slog"
-	"net/netip"
 	"sync"
 	"time"
 
@@ -40,33 +39,18 @@ type Agent struct {
 
 	kick chan struct{}
 
-	mu           sync.Mutex
-	dirty        map[string]dirtyService
-	changed      map[string]bool // services changed since the last audit
-	lastDelivery time.Time
-	lease        WatchStatus
-	desired      map[string]map[model.Frontend]model.Verdict
-	merged       map[model.Frontend]model.Verdict // cache of the merged desired state; nil = stale
-	initialized  bool
-	lag          *drift.LagTracker
-	findings     *drift.FindingTracker
-	recent       []drift.LagSample
-	lastRead     time.Time
-	lastReadCost time.Duration
-	hinted       time.Time
-	hintsGiven   bool // the reader holds the hints of the current merged desired state
-	sources      map[string]SourceStatus
-	freshChange  bool            // a change was recorded since the last read
-	lastExtra    time.Time       // when the last node-level run started
-	extraFound   []model.Finding // its findings
-	extraRunning bool
-	extraDone    bool                       // a node-level run finished since the last read
-	extraSoon    bool                       // a Node was deleted: run the node-level sources at the next step
-	deletions    map[netip.Addr]podDeletion // this node's pods being deleted, by IP
-	state        State
+	// mu guards the parts below. Each part is one responsibility with its
+	// own methods; Agent composes them (docs/architecture.md, "The agent loop").
+	mu       sync.Mutex
+	tracker  changeTracker // dirty services, desired and merged state, lag
+	sched    scheduler     // when to read: due time, change-event hints, read cost
+	health   watchHealth   // is the watch current (Lease renewals, deliveries)
+	nodeRuns nodeRuns      // the node-level sources' background runs
+	findings *drift.FindingTracker
+	recent   []drift.LagSample
+	sources  map[string]SourceStatus
+	state    State
 }
-
-type dirtyService struct{ t0, t1 time.Time }
 
 // Options wires the agent's collaborators explicitly.
 type Options struct {
@@ -98,12 +82,10 @@ func New(o Options) *Agent {
 	a := &Agent{
 		cfg: o.Config, clock: o.Clock, log: o.Log, cluster: o.Cluster, src: o.Datapath,
 		mode: o.Mode, reason: o.Reason, changes: o.Changes, extra: o.Extra, recorder: o.Recorder,
-		kick:    make(chan struct{}, 1),
-		dirty:   map[string]dirtyService{},
-		changed: map[string]bool{},
-		desired: map[string]map[model.Frontend]model.Verdict{},
-		lag:     drift.NewLagTracker(), findings: drift.NewFindingTracker(o.Config.StaleAfter),
-		sources: map[string]SourceStatus{},
+		kick:     make(chan struct{}, 1),
+		tracker:  newChangeTracker(),
+		findings: drift.NewFindingTracker(o.Config.StaleAfter),
+		sources:  map[string]SourceStatus{},
 	}
 	if a.mode == "" {
 		a.mode = model.ModeNone
@@ -119,10 +101,10 @@ func (a *Agent) State() State {
 	s := a.state
 	s.Now = a.clock.Now()
 	s.Watch = a.watchStatusLocked(s.Now)
-	if a.initialized {
+	if a.tracker.initialized {
 		// Changes are recorded as the watch delivers them, not at the next
 		// audit: show them at once (the next read may be a poll away).
-		s.PendingChanges = a.lag.Pending()
+		s.PendingChanges = a.tracker.lag.Pending()
 	}
 	return s
 }
@@ -130,37 +112,21 @@ func (a *Agent) State() State {
 // OnEvent records a watch delivery. Safe to call from informer goroutines.
 func (a *Agent) OnEvent(ev watch.Event) {
 	a.mu.Lock()
-	if ev.At.After(a.lastDelivery) {
-		a.lastDelivery = ev.At
-	}
+	a.health.record(ev)
 	switch ev.Kind {
 	case watch.KindService, watch.KindEndpointSlice:
-		if ev.Service != "" {
-			d := a.dirty[ev.Service]
-			d.t1 = ev.At
-			if ev.TriggerTime.After(d.t0) {
-				d.t0 = ev.TriggerTime
-			}
-			a.dirty[ev.Service] = d
-		}
+		a.tracker.markDirty(ev.Service, ev.At, ev.TriggerTime)
 	case watch.KindNode:
 		if ev.Deleted { // endpoints on it, routes to it: check now, not on the slow cadence
-			a.extraSoon = true
+			a.nodeRuns.soon = true
 		}
 		if ev.Name == a.cfg.NodeName { // zone label: topology may change
 			for _, k := range a.cluster.ServiceKeys() {
-				a.dirty[k] = dirtyService{t1: ev.At}
+				a.tracker.markDirty(k, ev.At, time.Time{})
 			}
 		}
 	case watch.KindPod:
-		a.recordDeletionLocked(ev)
-	case watch.KindLease:
-		a.lease.LeaseSeen = true
-		a.lease.LastLeaseDelivery = ev.At
-		if !ev.LeaseRenew.IsZero() {
-			a.lease.LastLeaseRenew = ev.LeaseRenew
-			a.lease.LeaseDelay = ev.At.Sub(ev.LeaseRenew)
-		}
+		a.tracker.recordDeletion(ev)
 	}
 	a.mu.Unlock()
 	if ev.Kind == watch.KindLease && !ev.LeaseRenew.IsZero() {
@@ -234,8 +200,6 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 // earliest one since the last read).
 func (a *Agent) hint(at time.Time) {
 	a.mu.Lock()
-	if a.hinted.IsZero() || at.Before(a.hinted) {
-		a.hinted = at
-	}
+	a.sched.hint(at)
 	a.mu.Unlock()
 }

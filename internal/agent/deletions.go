@@ -23,32 +23,32 @@ type podDeletion struct {
 // its EndpointSlice (the controller sets the annotation from
 // the pod's Ready transition, which comes later). For this node's pods the
 // agent knows the deletion request time, which is the start the preStop
-// advice must cover. Called with a.mu held.
-func (a *Agent) recordDeletionLocked(ev watch.Event) {
+// advice must cover.
+func (t *changeTracker) recordDeletion(ev watch.Event) {
 	if ev.DeletionRequested.IsZero() {
 		return
 	}
-	if a.deletions == nil {
-		a.deletions = map[netip.Addr]podDeletion{}
+	if t.deletions == nil {
+		t.deletions = map[netip.Addr]podDeletion{}
 	}
 	for _, ip := range ev.PodIPs {
-		old, ok := a.deletions[ip]
+		old, ok := t.deletions[ip]
 		if ok && old.pod == ev.Name && !old.requested.After(ev.DeletionRequested) {
 			continue // a second delete (e.g. grace 0) does not move the first
 		}
-		a.deletions[ip] = podDeletion{pod: ev.Name, requested: ev.DeletionRequested, seen: ev.At}
+		t.deletions[ip] = podDeletion{pod: ev.Name, requested: ev.DeletionRequested, seen: ev.At}
 	}
 }
 
 // datedRemovalLocked fills T0 of a removal sample without one from the
 // earliest deletion request of the pods whose addresses it removed.
-func (a *Agent) datedRemovalLocked(s drift.LagSample) drift.LagSample {
+func (t *changeTracker) datedRemoval(s drift.LagSample) drift.LagSample {
 	if !s.T0.IsZero() || len(s.Removed) == 0 {
 		return s
 	}
 	var t0 time.Time
 	for _, ip := range s.Removed {
-		if d, ok := a.deletions[ip]; ok && (t0.IsZero() || d.requested.Before(t0)) {
+		if d, ok := t.deletions[ip]; ok && (t0.IsZero() || d.requested.Before(t0)) {
 			t0 = d.requested
 		}
 	}
@@ -58,10 +58,10 @@ func (a *Agent) datedRemovalLocked(s drift.LagSample) drift.LagSample {
 	return s
 }
 
-func (a *Agent) expireDeletionsLocked(now time.Time) {
-	for ip, d := range a.deletions {
+func (t *changeTracker) expireDeletions(now time.Time) {
+	for ip, d := range t.deletions {
 		if now.Sub(d.seen) > deletionMemory {
-			delete(a.deletions, ip)
+			delete(t.deletions, ip)
 		}
 	}
 }

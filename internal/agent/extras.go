@@ -7,16 +7,25 @@ import (
 	"github.com/netdrift/netdrift/internal/model"
 )
 
+// nodeRuns tracks the node-level sources' background runs.
+type nodeRuns struct {
+	last    time.Time       // when the last run started
+	found   []model.Finding // its findings
+	running bool
+	done    bool // a run finished since the last read
+	soon    bool // a Node was deleted: run at the next step
+}
+
 // startExtrasLocked starts the node-level sources (routes, links, conntrack)
 // in the background when their slow cadence is due. They are full audits
 // (a conntrack dump can take hundreds of milliseconds): run inline they
 // would hold up the datapath reads that time kube-proxy's changes.
 func (a *Agent) startExtrasLocked(ctx context.Context, now time.Time, desired model.Desired) {
-	due := a.extraSoon || a.lastExtra.IsZero() || now.Sub(a.lastExtra) >= a.cfg.AuditInterval
-	if len(a.extra) == 0 || a.extraRunning || !due {
+	due := a.nodeRuns.soon || a.nodeRuns.last.IsZero() || now.Sub(a.nodeRuns.last) >= a.cfg.AuditInterval
+	if len(a.extra) == 0 || a.nodeRuns.running || !due {
 		return
 	}
-	a.extraRunning, a.extraSoon, a.lastExtra = true, false, now
+	a.nodeRuns.running, a.nodeRuns.soon, a.nodeRuns.last = true, false, now
 	go a.runExtras(ctx, desired)
 }
 
@@ -45,7 +54,7 @@ func (a *Agent) runExtras(ctx context.Context, desired model.Desired) {
 		}
 		a.sources[st.Name] = st
 	}
-	a.extraFound, a.extraRunning, a.extraDone = found, false, true
+	a.nodeRuns.found, a.nodeRuns.running, a.nodeRuns.done = found, false, true
 	a.mu.Unlock()
 	a.Kick()
 }

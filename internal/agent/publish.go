@@ -13,7 +13,7 @@ func (a *Agent) publishLocked(now time.Time, desired model.Desired, obs model.Ob
 		Node: a.cfg.NodeName, Datapath: a.mode, DatapathReason: a.reason,
 		Ready: true, Now: now, LastAudit: now,
 		Stale: a.findings.Stale(), Pending: a.findings.Pending(),
-		PendingChanges: a.lag.Pending(),
+		PendingChanges: a.tracker.lag.Pending(),
 		Recent:         append([]drift.LagSample(nil), a.recent...),
 		Desired:        desired,
 		Observed:       a.state.Observed,

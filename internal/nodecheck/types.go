@@ -6,7 +6,9 @@
 package nodecheck
 
 import (
+	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -30,6 +32,23 @@ func ParseRouteMode(s string) (RouteMode, error) {
 		return RouteMode(s), nil
 	}
 	return "", &ConfigError{Field: "route-mode", Value: s, Want: "auto, per-node or none"}
+}
+
+// ParseCIDRList parses a comma-separated list of CIDRs (--cluster-cidr);
+// empty entries are skipped, each prefix is masked.
+func ParseCIDRList(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR (want e.g. 10.244.0.0/16,fd00:10:244::/56)", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // ConfigError is a bad setting.

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// changeTracker keeps the desired state per service, the services the watch
+// changed since they were last applied, and the changes whose programming
+// the lag tracker waits for.
+type changeTracker struct {
+	dirty       map[string]dirtyService // delivered, not yet applied
+	changed     map[string]bool         // services changed since the last audit
+	desired     map[string]map[model.Frontend]model.Verdict
+	merged      map[model.Frontend]model.Verdict // cache of the merged desired state; nil = stale
+	hintsGiven  bool                             // the reader holds the hints of merged
+	initialized bool
+	lag         *drift.LagTracker
+	deletions   map[netip.Addr]podDeletion // this node's pods being deleted, by IP
+}
+
+type dirtyService struct{ t0, t1 time.Time }
+
+func newChangeTracker() changeTracker {
+	return changeTracker{dirty: map[string]dirtyService{}, changed: map[string]bool{},
+		desired: map[string]map[model.Frontend]model.Verdict{}, lag: drift.NewLagTracker()}
+}
+
+// markDirty records a delivery for a service: at is T1, trigger (may be
+// zero) the control plane's T0.
+func (t *changeTracker) markDirty(svc string, at, trigger time.Time) {
+	if svc == "" {
+		return
+	}
+	d := t.dirty[svc]
+	d.t1 = at
+	if trigger.After(d.t0) {
+		d.t0 = trigger
+	}
+	t.dirty[svc] = d
+}
+
+// initialize takes the initial list as the starting point, not as changes.
+func (t *changeTracker) initialize(c Cluster, node *corev1.Node, nodeName string) {
+	for _, k := range c.ServiceKeys() {
+		t.desired[k] = watch.ExpectedService(node, nodeName, c.Service(k), c.SlicesFor(k))
+	}
+	t.dirty = map[string]dirtyService{}
+	t.merged = nil
+	t.initialized = true
+}
+
+// apply recomputes the desired state of dirty services and records their
+// changes for lag measurement. It reports whether any desired state changed.
+func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) bool {
+	any := false
+	if len(t.dirty) > 0 {
+		t.merged = nil
+	}
+	for svc, d := range t.dirty {
+		next := watch.ExpectedService(node, nodeName, c.Service(svc), c.SlicesFor(svc))
+		prev := t.desired[svc]
+		if len(next) == 0 {
+			delete(t.desired, svc)
+		} else {
+			t.desired[svc] = next
+		}
+		kind, changed := drift.ClassifyChange(prev, next)
+		if !changed {
+			continue
+		}
+		t.changed[svc], any = true, true
+		t.lag.Record(drift.Change{Service: svc, Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
+	}
+	t.dirty = map[string]dirtyService{}
+	return any
+}
+
+// mergedDesired is the node's whole desired state, rebuilt only after a
+// service's desired state changed (not on every fast poll).
+func (t *changeTracker) mergedDesired(nodeName string) model.Desired {
+	if t.merged != nil {
+		return model.Desired{Node: nodeName, Frontends: t.merged}
+	}
+	m := map[model.Frontend]model.Verdict{}
+	for _, fs := range t.desired {
+		for fe, v := range fs {
+			m[fe] = v
+		}
+	}
+	t.merged = m // never mutated after this: published states share it
+	t.hintsGiven = false
+	return model.Desired{Node: nodeName, Frontends: m}
+}

@@ -1,0 +1,73 @@
+package agent
+
+import "time"
+
+// scheduler decides when the loop reads the datapath: at once after a new
+// change or a change event, fast polls while something is pending (never
+// cheaper than the last read's cost allows), the slow audit otherwise.
+type scheduler struct {
+	lastRead     time.Time
+	lastReadCost time.Duration // CPU of the last read (wall time when unknown)
+	hinted       time.Time     // earliest change event since the last read
+	freshChange  bool          // a change was recorded since the last read
+}
+
+// pollInterval is the fast-poll interval, never cheaper than the read cost allows.
+func (s *scheduler) pollInterval(cfg Config) time.Duration {
+	iv := cfg.FastPoll
+	if min := time.Duration(cfg.MinPollCostFactor) * s.lastReadCost; min > iv {
+		iv = min
+	}
+	return iv
+}
+
+// interval is the read interval in the current state.
+func (s *scheduler) interval(busy bool, cfg Config) time.Duration {
+	if busy {
+		return s.pollInterval(cfg)
+	}
+	return cfg.AuditInterval
+}
+
+// due reports whether a read is due at now.
+func (s *scheduler) due(now time.Time, busy bool, cfg Config) bool {
+	if s.lastRead.IsZero() || !s.hinted.IsZero() {
+		return true
+	}
+	if s.freshChange && now.Sub(s.lastRead) >= cfg.FastPoll {
+		// A new change: look right away (once per change burst), so T2 is not
+		// overstated when kube-proxy programmed it before our watch delivered it.
+		return true
+	}
+	return now.Sub(s.lastRead) >= s.interval(busy, cfg)
+}
+
+// wait is how long the loop may sleep, sinceRead after the last read.
+func (s *scheduler) wait(sinceRead time.Duration, busy bool, cfg Config) time.Duration {
+	iv := s.interval(busy, cfg)
+	if s.freshChange {
+		iv = cfg.FastPoll
+	}
+	if w := iv - sinceRead; w >= time.Millisecond {
+		return w
+	}
+	return time.Millisecond
+}
+
+// hint records a change event time for the next read (the earliest one).
+func (s *scheduler) hint(at time.Time) {
+	if s.hinted.IsZero() || at.Before(s.hinted) {
+		s.hinted = at
+	}
+}
+
+// startRead takes the hint for a read starting at now: the change event's
+// time, when earlier, is the precise observation time (T2).
+func (s *scheduler) startRead(now time.Time) (obsAt, hinted time.Time) {
+	obsAt, hinted = now, s.hinted
+	if !hinted.IsZero() && hinted.Before(obsAt) {
+		obsAt = hinted
+	}
+	s.hinted, s.freshChange = time.Time{}, false
+	return obsAt, hinted
+}
