@@ -22,8 +22,8 @@ type Spec struct {
 	NodePortEvery, EmptyEvery int
 }
 
-// Scales measured in BENCHMARKS.md: DESIGN.md's 1,000 services / 10,000
-// endpoints, and ten times that.
+// Scales measured in BENCHMARKS.md: 1,000 services / 10,000 endpoints (the
+// reference figures of docs/architecture.md, "Reading cost"), and ten times that.
 var (
 	Scale10k  = Spec{Services: 1000, Endpoints: 10, NodePortEvery: 10, EmptyEvery: 50}
 	Scale100k = Spec{Services: 10000, Endpoints: 10, NodePortEvery: 10, EmptyEvery: 50}

@@ -1,6 +1,6 @@
 // Package model holds the domain types shared by every netdrift package.
 // It imports neither client-go nor netlink: sources translate into these types
-// at their boundary (see ../shared/CONVENTIONS.md, rule 6).
+// at their boundary (docs/architecture.md, "Domain types").
 package model
 
 import (

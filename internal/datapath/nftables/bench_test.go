@@ -32,7 +32,8 @@ func nftReportCPU(b *testing.B, self0, children0 time.Duration) {
 	}
 }
 
-// Sizes: DESIGN.md measures kube-proxy at 1,000 services / 10,000 endpoints.
+// Sizes: the reference figures (docs/architecture.md, "Reading cost") are at
+// 1,000 services / 10,000 endpoints.
 var (
 	nftGenSmall = nftGenSpec{services: 50, endpoints: 3, affinityEvery: 7, nodePortEvery: 5, emptyEvery: 9}
 	nftGen10k   = nftGenSpec{services: 1000, endpoints: 10, affinityEvery: 10, nodePortEvery: 10, emptyEvery: 50}

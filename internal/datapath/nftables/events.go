@@ -17,8 +17,8 @@ import (
 
 // ChangeWatcher follows nf_tables change notifications (netlink group
 // NFNLGRP_NFTABLES) in one network namespace. It only listens: it never
-// sends a request that changes anything. Events are hints (see
-// CONVENTIONS.md rule 3): on an event, re-read what it names.
+// sends a request that changes anything. Events are hints (docs/architecture.md,
+// "The reader contract"): on an event, re-read what it names.
 type ChangeWatcher struct {
 	netns  string
 	conn   *netlink.Conn

@@ -16,7 +16,7 @@ import (
 // knftables drives the nft binary, and every nft invocation reads the whole
 // table to build its cache: 0.20 s of CPU for `nft -j list table` and still
 // 0.07 s to list a single chain at 1,000 services / 10,000 endpoints
-// (DESIGN.md, "Reading cost"). Over netlink the reader asks the kernel for
+// (docs/architecture.md, "Reading cost"). Over netlink the reader asks the kernel for
 // exactly the maps and chains it needs, one chain per request, and no
 // process is spawned; that is also what lets the agent re-read only the
 // chains a change event names. The netlink path reduces rules to the same
