@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/api"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
 
 // TestMain lets the test binary act as netdrift itself (NETDRIFT_AS_MAIN=1),
@@ -59,7 +60,7 @@ type diffJSON struct {
 
 func TestDiffProcess(t *testing.T) {
 	bin := selfBinary(t)
-	td := "testdata/"
+	td := fixture.Dir() + "/"
 	t.Run("no_findings_on_converged_iptables", func(t *testing.T) {
 		out, errs, code := runBin(t, bin, "diff", "--node", "worker-a", "--cluster", td+"cluster.json",
 			"--iptables-save", td+"worker-a.iptables-save", "-o", "json")
@@ -82,7 +83,7 @@ func TestDiffProcess(t *testing.T) {
 	})
 	for _, tc := range []struct{ name, node, flag, dump, datapath string }{
 		{"stale_iptables", "worker-a", "--iptables-save", "stale.worker-a.iptables-save", "iptables"},
-		{"stale_nftables", "worker-b", "--nft-json", "stale.worker-b.nft.json", "nftables"},
+		{"stale_nftables", "worker-b", "--nft-json", "worker-b.nft.json", "nftables"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errs, code := runBin(t, bin, "diff", "--node", tc.node, "--cluster", td+"stale.cluster.json", tc.flag, td+tc.dump, "-o", "json")

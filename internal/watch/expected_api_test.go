@@ -9,11 +9,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
 
 func loadFixture(t testing.TB) *ClusterState {
 	t.Helper()
-	cs, err := LoadClusterFiles("testdata/cluster.json")
+	cs, err := LoadClusterFiles(fixture.Path(t, "cluster.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

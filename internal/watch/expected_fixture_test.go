@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
 
 // summary renders verdicts as "kind ip:port/proto -> action backends", one
@@ -73,7 +74,7 @@ var fixtureShop = map[string][]string{
 }
 
 func TestExpectedFixture(t *testing.T) {
-	cs, err := LoadClusterFiles("testdata/cluster.json")
+	cs, err := LoadClusterFiles(fixture.Path(t, "cluster.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func findEndpoint(v model.Verdict, addr string) (model.Endpoint, bool) {
 
 // The stale fixture's cluster: payments is gone and cart lost 10.214.1.41.
 func TestExpectedStaleFixture(t *testing.T) {
-	cs, err := LoadClusterFiles("testdata/stale.cluster.json")
+	cs, err := LoadClusterFiles(fixture.Path(t, "stale.cluster.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 )
 
 func TestParseBackends(t *testing.T) {
-	ipt, err := os.ReadFile("testdata/worker-a.iptables-save")
+	ipt, err := os.ReadFile("../../testdata/kube-proxy-v1.37/worker-a.iptables-save") // the shared capture (see its README)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nft, err := os.ReadFile("testdata/worker-b.nft.txt")
+	nft, err := os.ReadFile("../../testdata/kube-proxy-v1.37/worker-b.nft.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ package iptables_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,12 +12,13 @@ import (
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
 func loadCluster(t *testing.T, name string) *watch.ClusterState {
 	t.Helper()
-	cs, err := watch.LoadClusterFiles(filepath.Join("testdata", name))
+	cs, err := watch.LoadClusterFiles(fixture.Path(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,11 @@ package iptables
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
 
 // FuzzParseIPTables: any input either parses or fails with an error naming a
@@ -14,7 +14,7 @@ import (
 func FuzzParseIPTables(f *testing.F) {
 	for _, name := range []string{"restore-input.iptables", "dualstack.v4.iptables-save", "dualstack.v6.iptables-save",
 		"large-cluster.iptables-save", "stale-chains.iptables-save", "restore-input.roundtrip.iptables-save"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+		b, err := os.ReadFile(fixture.Path(f, name))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -1,10 +1,10 @@
 package iptables
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
 
@@ -16,9 +16,5 @@ func checkGolden(t *testing.T, name, got string) {
 
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return fixture.Read(t, name)
 }

@@ -4,13 +4,13 @@ package nftables_test
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
@@ -22,19 +22,19 @@ func TestNFTDriftOnFixtures(t *testing.T) {
 		want          []string
 	}{
 		{"cluster.json", "worker-b.nft.json", nil},
-		{"stale.cluster.json", "stale.worker-b.nft.json", []string{
+		{"stale.cluster.json", "worker-b.nft.json", []string{
 			"stale_backend shop/cart:grpc cluster_ip 10.97.233.167:9090/TCP 10.214.1.41:50051",
 			"stale_backend shop/cart:metrics cluster_ip 10.97.233.167:9100/TCP 10.214.1.41:9100",
 			"stale_frontend shop/payments:https cluster_ip 10.97.230.30:443/TCP",
 		}},
 	} {
 		t.Run(tc.dump, func(t *testing.T) {
-			cs, err := watch.LoadClusterFiles(filepath.Join("testdata", tc.cluster))
+			cs, err := watch.LoadClusterFiles(fixture.Path(t, tc.cluster))
 			if err != nil {
 				t.Fatal(err)
 			}
 			desired := watch.Expected("worker-b", cs)
-			dump, err := os.ReadFile(filepath.Join("testdata", tc.dump))
+			dump, err := os.ReadFile(fixture.Path(t, tc.dump))
 			if err != nil {
 				t.Fatal(err)
 			}

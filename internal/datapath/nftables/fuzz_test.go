@@ -2,11 +2,11 @@ package nftables
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/mdlayher/netlink"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
 
 // FuzzParseNFTJSON: any input yields a result or an error, never a panic;
@@ -15,7 +15,7 @@ import (
 // small generated table and testdata/fuzz/FuzzParseNFTJSON.
 func FuzzParseNFTJSON(f *testing.F) {
 	for _, name := range []string{"handwritten.v4.nft.json", "handwritten.v6.nft.json"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name))
+		data, err := os.ReadFile(fixture.Path(f, name))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/netdrift/netdrift/internal/model"
 )
 
-// Service ports and frontends of the hand-written tables (testdata/nft/handwritten.*.nft).
+// Service ports and frontends of the hand-written tables (testdata/handwritten.*.nft).
 var (
 	nftLongPort = model.ServicePort{
 		Namespace: "team-" + strings.Repeat("x", 35),

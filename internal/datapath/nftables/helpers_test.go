@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
 
@@ -104,7 +105,7 @@ func nftRender(obs model.Observed) string {
 	return b.String()
 }
 
-// nftGolden compares got with testdata/nft/<name>, rewriting it with -update.
+// nftGolden compares got with testdata/<name>, rewriting it with -update.
 func nftGolden(t *testing.T, name, got string) {
 	t.Helper()
 	golden.Check(t, filepath.Join("testdata", name), []byte(got))
@@ -135,9 +136,5 @@ func nftLineDiff(want, got string) string {
 
 func nftReadTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return fixture.Read(t, name)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/nftables"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
 
 // TestNFTLiveMatchesOffline loads kube-proxy-shaped tables into a fresh
@@ -20,7 +21,7 @@ func TestNFTLiveMatchesOffline(t *testing.T) {
 	t.Run("worker-b", func(t *testing.T) {
 		ns := nftTestNetns(t)
 		nftLoad(t, ns, "worker-b.nft.txt")
-		opts := nftOptionsFromCluster(t, "testdata/cluster.json")
+		opts := nftOptionsFromCluster(t, fixture.Path(t, "cluster.json"))
 		live := nftLive(t, ns, opts)
 		if len(live.Frontends) != 125 || len(live.Warnings) != 0 {
 			t.Errorf("live: %d frontends, warnings %q; want 125 and none", len(live.Frontends), live.Warnings)
@@ -45,7 +46,7 @@ func TestNFTLiveMatchesOffline(t *testing.T) {
 func TestNFTLiveSeesMutations(t *testing.T) {
 	ns := nftTestNetns(t)
 	nftLoad(t, ns, "worker-b.nft.txt")
-	opts := nftOptionsFromCluster(t, "testdata/cluster.json")
+	opts := nftOptionsFromCluster(t, fixture.Path(t, "cluster.json"))
 	cart := model.NewFrontend(netip.MustParseAddr("10.97.233.167"), 9090, model.TCP, model.ClusterIP)
 	cache := model.NewFrontend(netip.MustParseAddr("10.97.89.70"), 11211, model.TCP, model.ClusterIP)
 	before := nftLive(t, ns, opts)
@@ -144,7 +145,7 @@ func TestChangeWatcherLatency(t *testing.T) {
 func TestNFTLiveIncremental(t *testing.T) {
 	ns := nftTestNetns(t)
 	nftLoad(t, ns, "worker-b.nft.txt")
-	opts := nftOptionsFromCluster(t, "testdata/cluster.json")
+	opts := nftOptionsFromCluster(t, fixture.Path(t, "cluster.json"))
 	src := &Reader{Config: Config{NetNS: ns, Hints: opts}}
 	first := nftLive1(t, src)
 	again := nftLive1(t, src)

@@ -5,15 +5,16 @@ import (
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
 
 func TestParseNFTJSONFixtures(t *testing.T) {
 	for _, tc := range []struct{ dump, cluster, golden string }{
 		{"worker-b.nft.json", "cluster.json", "worker-b.golden"},
-		{"stale.worker-b.nft.json", "stale.cluster.json", "stale.worker-b.golden"},
+		{"worker-b.nft.json", "stale.cluster.json", "stale.worker-b.golden"},
 	} {
 		t.Run(tc.dump, func(t *testing.T) {
-			opts := nftOptionsFromCluster(t, "testdata/"+tc.cluster)
+			opts := nftOptionsFromCluster(t, fixture.Path(t, tc.cluster))
 			obs, err := ParseJSON(nftReadTestdata(t, tc.dump), nil, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -32,7 +33,7 @@ func TestParseNFTJSONFixtures(t *testing.T) {
 // TestParseNFTJSONFixtureVerdicts spells out the fixture's key answers so a
 // wrong golden file cannot hide them.
 func TestParseNFTJSONFixtureVerdicts(t *testing.T) {
-	opts := nftOptionsFromCluster(t, "testdata/cluster.json")
+	opts := nftOptionsFromCluster(t, fixture.Path(t, "cluster.json"))
 	obs, err := ParseJSON(nftReadTestdata(t, "worker-b.nft.json"), nil, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/fixture"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
@@ -29,10 +30,10 @@ func nftIn(t *testing.T, ns string, args ...string) []byte {
 	return netnstest.Run(t, ns, args...)
 }
 
-// nftLoad loads testdata/nft/<file> with nft -f in the namespace.
+// nftLoad loads testdata/<file> with nft -f in the namespace.
 func nftLoad(t *testing.T, ns, file string) {
 	t.Helper()
-	nftIn(t, ns, "nft", "-f", "testdata/"+file)
+	nftIn(t, ns, "nft", "-f", fixture.Path(t, file))
 }
 
 // nftDump returns `nft -j list table <fam> kube-proxy`, or nil without the table.
