@@ -42,10 +42,11 @@ type Agent struct {
 	// mu guards the parts below. Each part is one responsibility with its
 	// own methods; Agent composes them (docs/architecture.md, "The agent loop").
 	mu       sync.Mutex
-	tracker  changeTracker // dirty services, desired and merged state, lag
-	sched    scheduler     // when to read: due time, change-event hints, read cost
-	health   watchHealth   // is the watch current (Lease renewals, deliveries)
-	nodeRuns nodeRuns      // the node-level sources' background runs
+	tracker  changeTracker   // dirty services, desired and merged state, lag
+	sched    scheduler       // when to read: due time, change-event hints, read cost
+	health   watchHealth     // is the watch current (Lease renewals, deliveries)
+	nodeRuns nodeRuns        // the node-level sources' background runs
+	comparer *drift.Comparer // desired vs observed, compared again only where either changed
 	findings *drift.FindingTracker
 	recent   []drift.LagSample
 	sources  map[string]SourceStatus
@@ -84,6 +85,7 @@ func New(o Options) *Agent {
 		mode: o.Mode, reason: o.Reason, changes: o.Changes, extra: o.Extra, recorder: o.Recorder,
 		kick:     make(chan struct{}, 1),
 		tracker:  newChangeTracker(),
+		comparer: drift.NewComparer(),
 		findings: drift.NewFindingTracker(o.Config.StaleAfter),
 		sources:  map[string]SourceStatus{},
 	}

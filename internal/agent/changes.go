@@ -15,21 +15,24 @@ import (
 // changed since they were last applied, and the changes whose programming
 // the lag tracker waits for.
 type changeTracker struct {
-	dirty       map[string]dirtyService // delivered, not yet applied
-	changed     map[string]bool         // services changed since the last audit
-	desired     map[string]map[model.Frontend]model.Verdict
-	merged      map[model.Frontend]model.Verdict // cache of the merged desired state; nil = stale
-	hintsGiven  bool                             // the reader holds the hints of merged
-	initialized bool
-	lag         *drift.LagTracker
-	deletions   map[netip.Addr]podDeletion // this node's pods being deleted, by IP
+	dirty      map[string]dirtyService // delivered, not yet applied
+	changed    map[string]bool         // services changed since the last audit
+	desired    map[string]map[model.Frontend]model.Verdict
+	merged     map[model.Frontend]model.Verdict // cache of the merged desired state; nil = stale
+	hintsStale bool                             // the frontends or their service ports changed: hand new hints
+	// frontends whose desired verdict may have changed since the last compare
+	changedFrontends map[model.Frontend]bool
+	initialized      bool
+	lag              *drift.LagTracker
+	deletions        map[netip.Addr]podDeletion // this node's pods being deleted, by IP
 }
 
 type dirtyService struct{ t0, t1 time.Time }
 
 func newChangeTracker() changeTracker {
 	return changeTracker{dirty: map[string]dirtyService{}, changed: map[string]bool{},
-		desired: map[string]map[model.Frontend]model.Verdict{}, lag: drift.NewLagTracker()}
+		desired: map[string]map[model.Frontend]model.Verdict{}, lag: drift.NewLagTracker(),
+		changedFrontends: map[model.Frontend]bool{}, hintsStale: true}
 }
 
 // markDirty records a delivery for a service: at is T1, trigger (may be
@@ -53,7 +56,7 @@ func (t *changeTracker) initialize(c Cluster, node *corev1.Node, nodeName string
 	}
 	t.dirty = map[string]dirtyService{}
 	t.merged = nil
-	t.initialized = true
+	t.initialized, t.hintsStale = true, true
 }
 
 // apply recomputes the desired state of dirty services and records their
@@ -71,6 +74,7 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 		} else {
 			t.desired[svc] = next
 		}
+		t.noteFrontends(prev, next)
 		kind, changed := drift.ClassifyChange(prev, next)
 		if !changed {
 			continue
@@ -95,6 +99,30 @@ func (t *changeTracker) mergedDesired(nodeName string) model.Desired {
 		}
 	}
 	t.merged = m // never mutated after this: published states share it
-	t.hintsGiven = false
 	return model.Desired{Node: nodeName, Frontends: m}
+}
+
+// noteFrontends records the frontends of a service whose desired state was
+// recomputed, and whether the readers' hints (frontends and their service
+// ports) changed: an endpoint change alone does not change them.
+func (t *changeTracker) noteFrontends(prev, next map[model.Frontend]model.Verdict) {
+	for fe, v := range prev {
+		t.changedFrontends[fe] = true
+		if n, ok := next[fe]; !ok || n.Service != v.Service {
+			t.hintsStale = true
+		}
+	}
+	for fe := range next {
+		t.changedFrontends[fe] = true
+		if _, ok := prev[fe]; !ok {
+			t.hintsStale = true
+		}
+	}
+}
+
+// takeChangedFrontends hands the frontends to compare again and forgets them.
+func (t *changeTracker) takeChangedFrontends() map[model.Frontend]bool {
+	c := t.changedFrontends
+	t.changedFrontends = map[model.Frontend]bool{}
+	return c
 }

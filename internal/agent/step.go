@@ -104,7 +104,7 @@ func (a *Agent) audit(ctx context.Context) {
 		if n := len(a.recent) - a.cfg.RecentSamples; n > 0 && a.cfg.RecentSamples > 0 {
 			a.recent = append([]drift.LagSample(nil), a.recent[n:]...)
 		}
-		mismatches = drift.Compare(desired, obs)
+		mismatches = append(mismatches, a.comparer.Update(desired, a.tracker.takeChangedFrontends(), false, obs)...)
 	}
 	a.startExtrasLocked(ctx, now, desired)
 	mismatches = append(mismatches, a.nodeRuns.found...)
@@ -116,18 +116,19 @@ func (a *Agent) audit(ctx context.Context) {
 	a.publishLocked(now, desired, obs, ok)
 }
 
-// handHints gives the reader what the API knows, once per desired-state change.
+// handHints gives the reader what the API knows, only when the frontends or
+// their service ports changed (not on every endpoint change).
 func (a *Agent) handHints() {
 	if a.src == nil {
 		return
 	}
 	a.mu.Lock()
-	if a.tracker.merged != nil && a.tracker.hintsGiven {
+	if !a.tracker.hintsStale {
 		a.mu.Unlock()
 		return
 	}
 	desired := a.tracker.mergedDesired(a.cfg.NodeName)
-	a.tracker.hintsGiven = true
+	a.tracker.hintsStale = false
 	a.mu.Unlock()
 	a.src.SetHints(model.HintsFor(desired))
 }

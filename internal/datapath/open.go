@@ -67,8 +67,19 @@ type iptablesReader struct {
 	hints  model.Hints
 	gen    uint32          // nf_tables generation before the cached dump began
 	dumps  *iptables.Dumps // nil: no usable cache
-	obs    model.Observed
-	parsed bool // obs is the parse of dumps with hints
+	obs     model.Observed
+	parsed  bool   // obs is the parse of dumps with hints
+	version uint64 // of the last parse (model.Observed.Version)
+}
+
+// versioned stamps a new parse with the reader's next version.
+func (k *iptablesReader) versioned(obs model.Observed) model.Observed {
+	if k.version == 0 {
+		k.version = uint64(time.Now().UnixNano()) // distinct from another reader's versions
+	}
+	k.version++
+	obs.Version = k.version
+	return obs
 }
 
 func (k *iptablesReader) Name() string { return model.ModeIPTables }
@@ -98,7 +109,7 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 			if err != nil {
 				return model.Observed{}, err
 			}
-			k.obs, k.parsed = obs, true
+			k.obs, k.parsed = k.versioned(obs), true
 		}
 		return k.obs, nil
 	}
@@ -111,6 +122,7 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 	if err != nil {
 		return model.Observed{}, fmt.Errorf("iptables (%s backend): %w", st.Backend, err)
 	}
+	obs = k.versioned(obs)
 	if genErr == nil {
 		k.dumps, k.gen, k.obs, k.parsed = &dumps, gen, obs, true
 	}

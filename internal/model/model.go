@@ -206,12 +206,17 @@ type Desired struct {
 	Frontends map[Frontend]Verdict
 }
 
-// Observed is what the kernel holds on one node.
+// Observed is what the kernel holds on one node. A reader may hand out the
+// same Observed again while nothing changed: callers never modify one.
 type Observed struct {
 	Datapath  string // ModeIPTables, ModeNFTables, ModeIPVS, ModeNone
 	Frontends map[Frontend]Verdict
 	// Warnings are things the reader saw but could not map (never fatal).
 	Warnings []string
+	// Version, when not zero, identifies the content: a reader gives two
+	// reads the same Version only when they hold the same state, so a
+	// caller may skip comparing again. Zero: unknown, compare.
+	Version uint64
 }
 
 // SortedFrontends returns the keys of m in a stable order.

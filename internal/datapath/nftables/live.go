@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/google/nftables"
 
@@ -47,8 +47,9 @@ type Reader struct {
 
 	mu        sync.Mutex
 	cache     *nftCache
-	rehint    bool // hints changed since the cache was evaluated
-	fullReads int  // for tests: how many full reads ran
+	rehint    bool   // hints changed since the cache was evaluated
+	version   uint64 // of the last evaluation (model.Observed.Version)
+	fullReads int    // for tests: how many full reads ran
 }
 
 // SetHints hands the reader what the API knows. The cached tables are
@@ -70,7 +71,7 @@ func (n *Reader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
 // cachedLocked returns the cached read, evaluated with the current hints.
 func (n *Reader) cachedLocked() model.Observed {
 	if n.rehint {
-		n.cache.obs = nftObserve(n.cache.tables, n.Config.Hints)
+		n.cache.obs = n.versioned(nftObserve(n.cache.tables, n.Config.Hints))
 		n.rehint = false
 	}
 	return n.cache.observed()
@@ -84,19 +85,18 @@ type nftCache struct {
 	obs    model.Observed // nftObserve(tables), computed once per change
 }
 
-// observed returns a copy of the cached result (callers may keep or change it).
-func (c *nftCache) observed() model.Observed {
-	out := model.Observed{
-		Datapath:  c.obs.Datapath,
-		Frontends: make(map[model.Frontend]model.Verdict, len(c.obs.Frontends)),
-		Warnings:  append([]string(nil), c.obs.Warnings...),
+// observed returns the cached result. It is shared, never modified: a
+// change builds a new one with a new Version.
+func (c *nftCache) observed() model.Observed { return c.obs }
+
+// versioned stamps a new evaluation with the reader's next version.
+func (n *Reader) versioned(obs model.Observed) model.Observed {
+	if n.version == 0 {
+		n.version = uint64(time.Now().UnixNano()) // distinct from another reader's versions
 	}
-	for fe, v := range c.obs.Frontends {
-		v.Backends = append([]netip.AddrPort(nil), v.Backends...)
-		v.Evidence = append([]string(nil), v.Evidence...)
-		out.Frontends[fe] = v
-	}
-	return out
+	n.version++
+	obs.Version = n.version
+	return obs
 }
 
 var _ interface {
@@ -156,7 +156,7 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 		return model.Observed{}, err
 	}
 	n.cache.gen = ev.Generation
-	n.cache.obs, n.rehint = nftObserve(n.cache.tables, n.Config.Hints), false
+	n.cache.obs, n.rehint = n.versioned(nftObserve(n.cache.tables, n.Config.Hints)), false
 	return n.cache.observed(), nil
 }
 
@@ -194,7 +194,7 @@ func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
 	obs := nftObserve(tables, n.Config.Hints)
 	n.rehint = false
 	if stable {
-		n.cache = &nftCache{gen: gen, tables: tables, obs: obs}
+		n.cache = &nftCache{gen: gen, tables: tables, obs: n.versioned(obs)}
 		return n.cache.observed(), nil
 	}
 	obs.Warnings = append(obs.Warnings, "the ruleset kept changing during the read; it may mix generations")

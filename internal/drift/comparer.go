@@ -1,0 +1,130 @@
+package drift
+
+import (
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// Comparer is Compare kept up to date incrementally: it holds the findings
+// per frontend and, on each Update, compares again only the frontends whose
+// desired or observed verdict changed. The result equals Compare's.
+type Comparer struct {
+	desired    map[model.Frontend]model.Verdict
+	observed   map[model.Frontend]model.Verdict
+	obsVersion uint64
+	mode       string
+	found      map[model.Frontend][]model.Finding
+	sorted     []model.Finding // nil: rebuild from found
+	// Compared counts the frontends compared by the last Update (for tests
+	// and the debug log): the work the update did.
+	Compared int
+}
+
+// NewComparer starts with nothing compared.
+func NewComparer() *Comparer { return &Comparer{found: map[model.Frontend][]model.Finding{}} }
+
+// Update returns the findings for desired and observed. desiredChanged names
+// the frontends whose desired verdict may have changed since the last Update
+// (nil with fullDesired = true means "any"); an observed state with the same
+// non-zero Version as the last one is taken as unchanged.
+func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Frontend]bool, fullDesired bool,
+	obs model.Observed) []model.Finding {
+	obsSame := obs.Version != 0 && obs.Version == c.obsVersion && obs.Datapath == c.mode && c.observed != nil
+	touched := map[model.Frontend]bool{}
+	switch {
+	case obs.Datapath != c.mode || c.desired == nil:
+		for _, m := range []map[model.Frontend]model.Verdict{c.desired, c.observed, desired.Frontends, obs.Frontends} {
+			for fe := range m {
+				touched[fe] = true
+			}
+		}
+	case !obsSame || fullDesired:
+		c.diffKeys(desired.Frontends, obs.Frontends, touched)
+	default:
+		for fe := range desiredChanged {
+			touched[fe] = true
+		}
+	}
+	c.desired, c.observed, c.obsVersion, c.mode = desired.Frontends, obs.Frontends, obs.Version, obs.Datapath
+	c.Compared = len(touched)
+	for fe := range touched {
+		c.compareOne(fe)
+	}
+	if len(touched) > 0 || c.sorted == nil {
+		c.sorted = c.flatten()
+	}
+	return c.sorted
+}
+
+// diffKeys marks every frontend whose verdict differs between the last and
+// the new maps (a cheap pass: no finding is built for unchanged ones).
+func (c *Comparer) diffKeys(desired, observed map[model.Frontend]model.Verdict, touched map[model.Frontend]bool) {
+	mark := func(old, cur map[model.Frontend]model.Verdict) {
+		for fe, v := range cur {
+			if o, ok := old[fe]; !ok || !sameContent(o, v) {
+				touched[fe] = true
+			}
+		}
+		for fe := range old {
+			if _, ok := cur[fe]; !ok {
+				touched[fe] = true
+			}
+		}
+	}
+	mark(c.desired, desired)
+	mark(c.observed, observed)
+}
+
+// compareOne recomputes the findings of one frontend.
+func (c *Comparer) compareOne(fe model.Frontend) {
+	want, wantOK := c.desired[fe]
+	got, gotOK := c.observed[fe]
+	var fs []model.Finding
+	switch {
+	case wantOK && want.Uncertain != "":
+	case wantOK && !gotOK:
+		fs = []model.Finding{missingFrontend(fe, want)}
+	case wantOK:
+		fs = compareVerdicts(fe, want, got, c.mode)
+	case gotOK:
+		fs = []model.Finding{staleFrontend(fe, got)}
+	}
+	if len(fs) == 0 {
+		delete(c.found, fe)
+		return
+	}
+	c.found[fe] = fs
+}
+
+func (c *Comparer) flatten() []model.Finding {
+	out := []model.Finding{}
+	for _, fs := range c.found {
+		out = append(out, fs...)
+	}
+	model.SortFindings(out)
+	return out
+}
+
+// sameContent reports whether two verdicts would yield the same findings:
+// same action, service, backends, endpoints and evidence.
+func sameContent(a, b model.Verdict) bool {
+	if a.Action != b.Action || a.Service != b.Service || a.Uncertain != b.Uncertain ||
+		len(a.Backends) != len(b.Backends) || len(a.Endpoints) != len(b.Endpoints) || len(a.Evidence) != len(b.Evidence) {
+		return false
+	}
+	for i := range a.Backends {
+		if a.Backends[i] != b.Backends[i] {
+			return false
+		}
+	}
+	for i := range a.Endpoints {
+		if a.Endpoints[i] != b.Endpoints[i] {
+			return false
+		}
+	}
+	for i := range a.Evidence {
+		if a.Evidence[i] != b.Evidence[i] {
+			return false
+		}
+	}
+	return true
+}

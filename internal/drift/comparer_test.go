@@ -1,0 +1,92 @@
+package drift
+
+import (
+	"fmt"
+	"math/rand"
+	"net/netip"
+	"reflect"
+	"testing"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// randomState builds a desired and an observed state over a few frontends
+// that share most verdicts, so that updates touch a few of them.
+func randomVerdict(r *rand.Rand, fe int) model.Verdict {
+	sp := model.ServicePort{Namespace: "ns", Name: fmt.Sprintf("svc%d", fe), Protocol: model.TCP}
+	switch r.Intn(5) {
+	case 0:
+		return model.Verdict{Service: sp, Action: model.Reject}
+	case 1:
+		return model.Verdict{Service: sp, Action: model.Drop}
+	}
+	var bs []netip.AddrPort
+	for i := 0; i < 1+r.Intn(3); i++ {
+		bs = append(bs, netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(fe), byte(r.Intn(4))}), 80))
+	}
+	return model.Verdict{Service: sp, Action: model.Forward, Backends: model.SortBackends(bs)}
+}
+
+func frontend(i int) model.Frontend {
+	return model.NewFrontend(netip.AddrFrom4([4]byte{10, 96, 0, byte(i)}), 80, model.TCP, model.ClusterIP)
+}
+
+func mutate(r *rand.Rand, m map[model.Frontend]model.Verdict, changed map[model.Frontend]bool) map[model.Frontend]model.Verdict {
+	out := make(map[model.Frontend]model.Verdict, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	for n := r.Intn(3); n >= 0; n-- {
+		i := r.Intn(12)
+		fe := frontend(i)
+		if changed != nil {
+			changed[fe] = true
+		}
+		if r.Intn(4) == 0 {
+			delete(out, fe)
+		} else {
+			out[fe] = randomVerdict(r, i)
+		}
+	}
+	return out
+}
+
+// TestComparerEqualsCompare: after any sequence of desired and observed
+// changes, the incremental result is Compare's, and an update that changes
+// nothing compares nothing.
+func TestComparerEqualsCompare(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	c := NewComparer()
+	desired, observed := map[model.Frontend]model.Verdict{}, map[model.Frontend]model.Verdict{}
+	version := uint64(1)
+	for step := 0; step < 2000; step++ {
+		changed := map[model.Frontend]bool{}
+		switch r.Intn(3) {
+		case 0:
+			desired = mutate(r, desired, changed)
+		case 1:
+			observed = mutate(r, observed, nil)
+			version++
+		}
+		d := model.Desired{Frontends: desired}
+		o := model.Observed{Datapath: model.ModeNFTables, Frontends: observed, Version: version}
+		got := c.Update(d, changed, false, o)
+		want := Compare(d, o)
+		if len(got) == 0 && len(want) == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: incremental\n%v\nfull\n%v", step, got, want)
+		}
+	}
+	d := model.Desired{Frontends: desired}
+	o := model.Observed{Datapath: model.ModeNFTables, Frontends: observed, Version: version}
+	c.Update(d, nil, false, o)
+	if c.Compared != 0 {
+		t.Fatalf("an unchanged state compared %d frontends", c.Compared)
+	}
+	c.Update(d, nil, false, model.Observed{Datapath: model.ModeNFTables, Frontends: observed})
+	if c.Compared != 0 {
+		t.Fatalf("an unversioned but identical observed state compared %d frontends (the diff pass must find no change)", c.Compared)
+	}
+}
