@@ -63,10 +63,10 @@ type iptablesReader struct {
 	r     *iptables.Reader
 	netns string
 
-	mu     sync.Mutex
-	hints  model.Hints
-	gen    uint32          // nf_tables generation before the cached dump began
-	dumps  *iptables.Dumps // nil: no usable cache
+	mu      sync.Mutex
+	hints   model.Hints
+	gen     uint32          // nf_tables generation before the cached dump began
+	dumps   *iptables.Dumps // nil: no usable cache
 	obs     model.Observed
 	parsed  bool   // obs is the parse of dumps with hints
 	version uint64 // of the last parse (model.Observed.Version)
