@@ -16,6 +16,7 @@ import (
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/metrics"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/rst"
 	"github.com/netdrift/netdrift/internal/watch"
 	"github.com/netdrift/netdrift/internal/watch/informer"
 )
@@ -25,7 +26,7 @@ type wired struct {
 	agent   *agent.Agent
 	watcher *informer.Watcher
 	changes *datapath.ChangeWatcher
-	rst     *rstLink
+	rst     *rst.Pipeline
 	handler http.Handler
 	log     *slog.Logger
 }
@@ -71,34 +72,47 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	}
 	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: st.nodeCheck}, clk)
 	opts.Extra = []agent.FindingSource{nf}
+	w.rst = rstPipeline(f, st.rstMode, func() agent.State { return w.agent.State() }, log)
 	w.watcher = informer.NewWatcher(client, f.nodeName, clk, func(ev watch.Event) {
 		w.agent.OnEvent(ev)
 		if ev.Kind == watch.KindPod {
-			w.rst.kick()
+			w.rst.OnPod(rst.PodChange{Name: ev.Name, IPs: ev.PodIPs, DeletionRequested: ev.DeletionRequested,
+				Deleted: ev.Deleted, At: ev.At})
 		}
 	})
 	opts.Cluster = w.watcher
 	w.agent = agent.New(opts)
-	w.rst = newRSTLink(f, st.rstMode, w.agent, w.watcher, log)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(rec.Collectors()...)
 	reg.MustRegister(metrics.NewCollector(w.agent.State, version, f.maxServiceSeries), metrics.NewNodeCollector(nf.Info))
-	w.rst.register(reg)
-	w.handler = api.NewHandler(w.agent.State, reg, w.rst.extras())
+	reg.MustRegister(rst.NewMetrics(w.rst, f.maxServiceSeries), metrics.NewPreStop(w.agent.State))
+	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst})
 	return w, nil
 }
 
 func (w *wired) start(ctx context.Context, g *errgroup.Group) {
 	w.watcher.Start(ctx)
 	g.Go(func() error { return w.agent.Run(ctx) })
-	w.rst.start(ctx, g)
+	g.Go(func() error { w.rst.Run(ctx); return nil })
 }
 
 func (w *wired) close() {
 	if w.changes != nil {
 		_ = w.changes.Close()
 	}
-	w.rst.close()
+	_ = w.rst.Close()
+}
+
+// rstPipeline loads the RST probe in mode (unless --no-rst-probe) under the
+// agent's RST pipeline, which attributes resets to the desired state's
+// services.
+func rstPipeline(f agentFlags, mode rst.Mode, state func() agent.State, log *slog.Logger) *rst.Pipeline {
+	var disabled string
+	if f.noRST {
+		disabled = "disabled by --no-rst-probe"
+	}
+	return rst.NewPipeline(rst.PipelineConfig{Probe: rst.OpenProbe(mode, disabled, log), Window: f.rstWindow, Log: log,
+		Services: rst.DesiredServices(func() map[model.Frontend]model.Verdict { return state().Desired.Frontends })})
 }

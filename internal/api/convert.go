@@ -1,7 +1,6 @@
 package api
 
 import (
-	"sort"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/drift"
@@ -89,19 +88,8 @@ func PercentilesOf(ds []time.Duration) Percentiles {
 	if len(ds) == 0 {
 		return Percentiles{}
 	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	rank := func(p float64) float64 {
-		i := int(p*float64(len(s))+0.999999) - 1
-		if i < 0 {
-			i = 0
-		}
-		if i >= len(s) {
-			i = len(s) - 1
-		}
-		return s[i].Seconds()
-	}
-	return Percentiles{Count: len(s), P50: rank(0.5), P90: rank(0.9), P99: rank(0.99), Max: s[len(s)-1].Seconds()}
+	rank := func(p float64) float64 { return drift.Percentile(ds, p).Seconds() }
+	return Percentiles{Count: len(ds), P50: rank(0.5), P90: rank(0.9), P99: rank(0.99), Max: rank(1)}
 }
 
 // LagOf builds /v1/lag from samples and pending changes.

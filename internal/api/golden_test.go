@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,35 +16,32 @@ import (
 	"github.com/netdrift/netdrift/internal/agent/agenttest"
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/metrics"
+	"github.com/netdrift/netdrift/internal/rst"
 	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
 
-// extras are fixed providers: an RST probe, a preStop advice and 3 RSTs for shop/web.
-func extras() api.Extras {
-	return api.Extras{
-		Probe: func() *api.Probe {
-			return &api.Probe{Up: true, Mode: "tracepoint", Reason: "tcp/tcp_send_reset with reason (kernel 6.12)"}
-		},
-		PreStop: func() (float64, bool) { return 3, true },
-		ServiceRSTs: func(svc string) int {
-			if svc == "shop/web" {
-				return 3
-			}
-			return 0
-		},
-		RSTs: func() any {
-			since := 1.25
-			return map[string]any{
-				"probe":   api.Probe{Up: true, Mode: "tracepoint"},
-				"watched": []string{"10.244.1.13"},
-				"totals":  map[string]int{"shop/web": 3},
-				"events": []map[string]any{{"time": agenttest.Now.Add(-9 * time.Second), "direction": "sent_by_watched",
-					"reason": "NO_SOCKET", "watched": "10.244.1.13:8080", "client": "10.244.2.7:40312",
-					"namespace": "shop", "pod": "web-7d9c-x2k4p", "service": "shop/web", "seconds_since_deletion": since}},
-			}
-		},
+// fixedRSTs is an RST pipeline serving a fixed snapshot: a probe, 3 RSTs
+// counted for shop/web and one sampled event.
+type fixedRSTs struct{}
+
+func (fixedRSTs) Status() rst.Status {
+	return rst.Status{Up: true, Mode: rst.ModeTracepoint, Reason: "tcp/tcp_send_reset with reason (kernel 6.12)"}
+}
+
+func (f fixedRSTs) Snapshot() rst.Snapshot {
+	since := 1.25
+	return rst.Snapshot{
+		Status:  f.Status(),
+		Watched: []netip.Addr{netip.MustParseAddr("10.244.1.13")},
+		Totals:  map[rst.ServiceKey]uint64{{Namespace: "shop", Service: "web"}: 3},
+		Samples: []rst.Record{{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched",
+			Reason: "NO_SOCKET", Watched: "10.244.1.13:8080", Client: "10.244.2.7:40312",
+			Namespace: "shop", Pod: "web-7d9c-x2k4p", Service: "shop/web", SecondsSinceDeletion: &since}},
+		Sampling: rst.Sampling{PerSecondPerCPU: 100, Max: 1000, RateLimited: 2},
 	}
 }
+
+func providers() api.Providers { return api.Providers{RSTs: fixedRSTs{}} }
 
 // registry holds the metrics a running agent exports, over a fixed state:
 // the Recorder fed the state's lag samples and two watch delays, and the
@@ -88,9 +86,9 @@ func TestHandlerGolden(t *testing.T) {
 	starting := agent.State{Node: "node-a", Datapath: "iptables", Now: agenttest.Now,
 		ReadyReason: "waiting for caches to sync: endpointslice, lease",
 		Watch:       agent.WatchStatus{SyncReason: "waiting for caches to sync: endpointslice, lease", HealthReason: "waiting for caches to sync: endpointslice, lease"}}
-	full := api.NewHandler(func() agent.State { return ready }, registry(func() agent.State { return ready }, 100), extras())
-	bare := api.NewHandler(func() agent.State { return ready }, prometheus.NewRegistry(), api.Extras{})
-	notReady := api.NewHandler(func() agent.State { return starting }, prometheus.NewRegistry(), api.Extras{})
+	full := api.NewHandler(func() agent.State { return ready }, registry(func() agent.State { return ready }, 100), providers())
+	bare := api.NewHandler(func() agent.State { return ready }, prometheus.NewRegistry(), api.Providers{})
+	notReady := api.NewHandler(func() agent.State { return starting }, prometheus.NewRegistry(), api.Providers{})
 	cases := []struct {
 		golden string
 		h      http.Handler

@@ -1,13 +1,98 @@
 package api
 
-import "github.com/netdrift/netdrift/internal/rst"
+import (
+	"net/http"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/rst"
+)
+
+// RSTProvider is the RST pipeline as the API sees it (*rst.Pipeline).
+type RSTProvider interface {
+	// Status is the probe's, for /v1/status.
+	Status() rst.Status
+	// Snapshot reads the kernel's counters: /v1/rsts and the per-service
+	// view serve its totals, the totals /metrics exports.
+	Snapshot() rst.Snapshot
+}
+
+// Providers are the API's optional sources (nil when absent).
+type Providers struct {
+	RSTs RSTProvider
+}
 
 // RSTReport is /v1/rsts.
 type RSTReport struct {
-	Probe   Probe             `json:"probe"`
-	Watched []string          `json:"watched"`
-	Totals  map[string]uint64 `json:"totals"`
-	Events  []rst.Record      `json:"events"`
-	// RecommendedPreStopSeconds: see recommendPreStop.
+	Probe   Probe    `json:"probe"`
+	Watched []string `json:"watched"`
+	// Totals are the resets the kernel counted per namespace/service (the
+	// totals of netdrift_terminating_rsts_total, without its series cap).
+	Totals map[string]uint64 `json:"totals"`
+	// Events are rate-limited samples of the counted resets, newest last;
+	// EventSamples says how many were not sampled.
+	Events       []RSTEvent      `json:"events"`
+	EventSamples RSTEventSamples `json:"event_samples"`
+	// RecommendedPreStopSeconds: see drift.RecommendPreStop.
 	RecommendedPreStopSeconds *float64 `json:"recommended_prestop_seconds,omitempty"`
+}
+
+// RSTEvent is one sampled reset, attributed.
+type RSTEvent struct {
+	Time      time.Time `json:"time"`
+	Direction string    `json:"direction"` // sent_by_watched | sent_to_watched
+	Reason    string    `json:"reason"`
+	// Watched is the watched side (the pod or VIP), Client the other side.
+	Watched   string `json:"watched"`
+	Client    string `json:"client"`
+	Namespace string `json:"namespace,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+	Service   string `json:"service,omitempty"`
+	// SecondsSinceDeletion is the reset's time minus the pod's deletion
+	// request (negative: before it); absent when not deleted.
+	SecondsSinceDeletion *float64 `json:"seconds_since_deletion,omitempty"`
+}
+
+// RSTEventSamples says how the events relate to the counted resets: the
+// kernel emits at most RateLimitPerCPU events per second per CPU (the
+// counters count every reset), and the agent keeps the newest MaxKept.
+type RSTEventSamples struct {
+	RateLimitPerCPU    int    `json:"rate_limit_per_cpu_per_second"`
+	MaxKept            int    `json:"max_kept"`
+	DroppedRateLimited uint64 `json:"dropped_rate_limited"`
+	DroppedRingFull    uint64 `json:"dropped_ring_full"`
+	Evicted            uint64 `json:"evicted"`
+}
+
+// ProbeOf converts the probe's status.
+func ProbeOf(s rst.Status) Probe {
+	return Probe{Up: s.Up, Mode: string(s.Mode), Reason: s.Reason}
+}
+
+// RSTReportOf builds /v1/rsts.
+func RSTReportOf(s rst.Snapshot, preStop *float64) RSTReport {
+	r := RSTReport{Probe: ProbeOf(s.Status), Watched: make([]string, 0, len(s.Watched)),
+		Totals: make(map[string]uint64, len(s.Totals)), Events: make([]RSTEvent, 0, len(s.Samples)),
+		EventSamples: RSTEventSamples{RateLimitPerCPU: s.Sampling.PerSecondPerCPU, MaxKept: s.Sampling.Max,
+			DroppedRateLimited: s.Sampling.RateLimited, DroppedRingFull: s.Sampling.RingFull, Evicted: s.Sampling.Evicted},
+		RecommendedPreStopSeconds: preStop}
+	for _, a := range s.Watched {
+		r.Watched = append(r.Watched, a.String())
+	}
+	for k, v := range s.Totals {
+		r.Totals[k.Namespace+"/"+k.Service] = v
+	}
+	for _, e := range s.Samples {
+		r.Events = append(r.Events, RSTEvent{Time: e.Time, Direction: e.Direction, Reason: e.Reason, Watched: e.Watched,
+			Client: e.Client, Namespace: e.Namespace, Pod: e.Pod, Service: e.Service, SecondsSinceDeletion: e.SecondsSinceDeletion})
+	}
+	return r
+}
+
+func (h *Handler) rsts(w http.ResponseWriter, _ *http.Request) {
+	if h.providers.RSTs == nil {
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]string{"error": "RST probe not running"})
+		return
+	}
+	s := h.state()
+	writeJSON(w, RSTReportOf(h.providers.RSTs.Snapshot(), preStopOf(s)))
 }

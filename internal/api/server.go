@@ -9,31 +9,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/drift"
 )
-
-// Extras are optional providers (nil when absent).
-type Extras struct {
-	// RSTs serves /v1/rsts (any JSON-encodable value).
-	RSTs func() any
-	// Probe reports the RST probe's status for /v1/status.
-	Probe func() *Probe
-	// PreStop returns the recommended preStop delay in seconds, if known.
-	PreStop func() (float64, bool)
-	// ServiceRSTs counts RSTs attributed to a service (namespace/name).
-	ServiceRSTs func(service string) int
-}
 
 // Handler serves the read-only API.
 type Handler struct {
-	state  func() agent.State
-	gather prometheus.Gatherer
-	extras Extras
-	mux    *http.ServeMux
+	state     func() agent.State
+	gather    prometheus.Gatherer
+	providers Providers
+	mux       *http.ServeMux
 }
 
 // NewHandler builds the API over the agent's state and a metrics registry.
-func NewHandler(state func() agent.State, gather prometheus.Gatherer, extras Extras) *Handler {
-	h := &Handler{state: state, gather: gather, extras: extras, mux: http.NewServeMux()}
+func NewHandler(state func() agent.State, gather prometheus.Gatherer, providers Providers) *Handler {
+	h := &Handler{state: state, gather: gather, providers: providers, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	h.mux.HandleFunc("GET /readyz", h.readyz)
 	h.mux.Handle("GET /metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
@@ -78,11 +67,11 @@ func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h *Handler) status(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, StatusOf(h.state(), h.extras))
+	writeJSON(w, StatusOf(h.state(), h.providers))
 }
 
 // StatusOf builds /v1/status.
-func StatusOf(s agent.State, ex Extras) Status {
+func StatusOf(s agent.State, pr Providers) Status {
 	st := Status{
 		Node: s.Node, Datapath: s.Datapath, DatapathReason: s.DatapathReason,
 		Ready: s.Ready, ReadyReason: s.ReadyReason, Converged: s.Converged(),
@@ -107,15 +96,20 @@ func StatusOf(s agent.State, ex Extras) Status {
 		st.Sources = append(st.Sources, Source{Name: src.Name, Up: src.Up, Error: src.Error, Detail: src.Detail,
 			DurationSeconds: src.Duration.Seconds(), LastSuccess: src.LastSuccess})
 	}
-	if ex.Probe != nil {
-		st.RSTProbe = ex.Probe()
+	if pr.RSTs != nil {
+		p := ProbeOf(pr.RSTs.Status())
+		st.RSTProbe = &p
 	}
-	if ex.PreStop != nil {
-		if v, ok := ex.PreStop(); ok {
-			st.RecommendedPreStopSeconds = &v
-		}
-	}
+	st.RecommendedPreStopSeconds = preStopOf(s)
 	return st
+}
+
+// preStopOf is the preStop recommendation from the state's lag samples.
+func preStopOf(s agent.State) *float64 {
+	if v, ok := drift.RecommendPreStop(s.Recent, s.Now, drift.PreStopWindow); ok {
+		return &v
+	}
+	return nil
 }
 
 func (h *Handler) drift(w http.ResponseWriter, _ *http.Request) {
@@ -129,21 +123,13 @@ func (h *Handler) lag(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, LagOf(s.Node, s.Recent, s.PendingChanges, s.Now))
 }
 
-func (h *Handler) rsts(w http.ResponseWriter, _ *http.Request) {
-	if h.extras.RSTs == nil {
-		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]string{"error": "RST probe not running"})
-		return
-	}
-	writeJSON(w, h.extras.RSTs())
-}
-
 func (h *Handler) service(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("ns") + "/" + r.PathValue("name")
 	if strings.Count(key, "/") != 1 {
 		http.Error(w, "want /v1/services/NAMESPACE/NAME", http.StatusBadRequest)
 		return
 	}
-	v := ServiceViewOf(h.state(), key, h.extras)
+	v := ServiceViewOf(h.state(), key, h.providers)
 	code := http.StatusOK
 	if !v.Exists && len(v.Frontends) == 0 {
 		code = http.StatusNotFound

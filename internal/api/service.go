@@ -3,14 +3,16 @@ package api
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/rst"
 )
 
 // ServiceViewOf builds the desired-vs-observed view of one service.
-func ServiceViewOf(s agent.State, key string, ex Extras) ServiceView {
+func ServiceViewOf(s agent.State, key string, pr Providers) ServiceView {
 	v := ServiceView{Service: key, Frontends: []FrontendView{}, Endpoints: []Endpoint{}, Findings: []Finding{},
 		PendingMismatches: []Finding{}, Pending: []PendingChange{}, Lag: []LagSample{}}
 	seen := map[model.Frontend]bool{}
@@ -54,16 +56,10 @@ func ServiceViewOf(s agent.State, key string, ex Extras) ServiceView {
 			v.Lag = append(v.Lag, LagSampleOf(l))
 		}
 	}
-	if ex.ServiceRSTs != nil {
-		if n := ex.ServiceRSTs(key); n > 0 {
-			v.RSTs = &ServiceRSTs{Total: n}
-			if ex.PreStop != nil {
-				if p, ok := ex.PreStop(); ok {
-					v.Advice = append(v.Advice, fmt.Sprintf(
-						"%d RSTs were sent from terminating pods of this service: add a preStop sleep of at least %.0f s", n, p))
-				}
-			}
-		}
+	if pr.RSTs != nil {
+		var advice []string
+		v.RSTs, advice = serviceRSTs(pr.RSTs.Snapshot(), key, preStopOf(s))
+		v.Advice = append(v.Advice, advice...)
 	}
 	return v
 }
@@ -89,4 +85,20 @@ func filterTracked(ts []drift.Tracked, key string) []drift.Tracked {
 		}
 	}
 	return out
+}
+
+// serviceRSTs are the resets the kernel counted for the service key
+// (namespace/name), with the preStop advice when there are any.
+func serviceRSTs(snap rst.Snapshot, key string, preStop *float64) (*ServiceRSTs, []string) {
+	ns, name, _ := strings.Cut(key, "/")
+	n := snap.Totals[rst.ServiceKey{Namespace: ns, Service: name}]
+	if n == 0 {
+		return nil, nil
+	}
+	var advice []string
+	if preStop != nil {
+		advice = append(advice, fmt.Sprintf(
+			"%d RSTs were sent from terminating pods of this service: add a preStop sleep of at least %.0f s", n, *preStop))
+	}
+	return &ServiceRSTs{Total: n}, advice
 }

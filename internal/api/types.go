@@ -176,5 +176,5 @@ type ServiceView struct {
 
 // ServiceRSTs summarises RSTs attributed to a service.
 type ServiceRSTs struct {
-	Total int `json:"total"`
+	Total uint64 `json:"total"`
 }

@@ -80,7 +80,7 @@ func RunStatus(args []string, stdout, stderr io.Writer) int {
 }
 
 func printStatus(w io.Writer, s api.Status) {
-	t := newTable("FIELD", "VALUE").limit(0, 80)
+	t := newTable("FIELD", "VALUE").limit(0, 79) // 19 ("recommended preStop") + 2 + 79 = 100
 	t.add("node", s.Node)
 	t.add("datapath", s.Datapath+"  ("+s.DatapathReason+")")
 	t.add("ready", strings.TrimSpace(yesNo(s.Ready)+" "+s.ReadyReason))

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,37 +21,40 @@ import (
 // maxColumns is the terminal width the tables must fit.
 const maxColumns = 100
 
-// fixedRSTs is what /v1/rsts serves in these tests.
-func fixedRSTs() api.RSTReport {
-	since, prestop := 1.25, 3.0
-	return api.RSTReport{
-		Probe:   api.Probe{Up: true, Mode: "tracepoint", Reason: "tcp/tcp_send_reset with reason"},
-		Watched: []string{"10.244.1.13", "10.244.2.12"},
-		Totals:  map[string]uint64{"shop/web": 3, "shop/cart": 1},
-		Events: []rst.Record{
+// fixedRSTs is the RST pipeline of these tests: its snapshot is what
+// /v1/rsts and the per-service view serve.
+type fixedRSTs struct {
+	status rst.Status
+	snap   rst.Snapshot
+}
+
+func (f fixedRSTs) Status() rst.Status     { return f.status }
+func (f fixedRSTs) Snapshot() rst.Snapshot { return f.snap }
+
+func newFixedRSTs() fixedRSTs {
+	since := 1.25
+	st := rst.Status{Up: true, Mode: rst.ModeTracepoint, Reason: "tcp/tcp_send_reset with reason"}
+	return fixedRSTs{status: rst.Status{Up: true, Mode: rst.ModeTracepoint}, snap: rst.Snapshot{
+		Status:  st,
+		Watched: []netip.Addr{netip.MustParseAddr("10.244.1.13"), netip.MustParseAddr("10.244.2.12")},
+		Totals:  map[rst.ServiceKey]uint64{{Namespace: "shop", Service: "web"}: 3, {Namespace: "shop", Service: "cart"}: 1},
+		Samples: []rst.Record{
 			{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched", Reason: "NO_SOCKET",
 				Watched: "10.244.1.13:8080", Client: "10.244.2.7:40312", Namespace: "shop", Pod: "web-7d9c8b6f5-x2k4p",
 				Service: "shop/web", SecondsSinceDeletion: &since},
 			{Time: agenttest.Now.Add(-4 * time.Second), Direction: "sent_to_watched", Reason: "NOT_SPECIFIED",
 				Watched: "10.244.2.12:8080", Client: "10.244.0.9:51000", Namespace: "shop", Pod: "cart-5f6d-q8w2z"},
 		},
-		RecommendedPreStopSeconds: &prestop,
-	}
+		Sampling: rst.Sampling{PerSecondPerCPU: 100, Max: 1000, RateLimited: 5},
+	}}
 }
 
 // fixedAgent serves the real API handler over the fixed state.
 func fixedAgent(t *testing.T) string {
 	t.Helper()
 	st := agenttest.State()
-	ex := api.Extras{
-		Probe:   func() *api.Probe { return &api.Probe{Up: true, Mode: "tracepoint"} },
-		PreStop: func() (float64, bool) { return 3, true },
-		ServiceRSTs: func(svc string) int {
-			return int(fixedRSTs().Totals[svc])
-		},
-		RSTs: func() any { return fixedRSTs() },
-	}
-	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(), ex))
+	pr := api.Providers{RSTs: newFixedRSTs()}
+	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(), pr))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -149,13 +153,11 @@ func TestQueryTablesFitLongNames(t *testing.T) {
 	st.Notes = append(st.Notes, strings.Repeat("a long note ", 20))
 	st.Sources[1].Error = strings.Repeat("a long error ", 20)
 	st.DatapathReason = strings.Repeat("a long reason ", 10)
-	rep := fixedRSTs()
-	rep.Totals[long] = 7
-	rep.Events[0].Namespace, rep.Events[0].Pod, rep.Events[0].Service = strings.Repeat("n", 63), strings.Repeat("p", 63), long
-	ex := api.Extras{RSTs: func() any { return rep }, Probe: func() *api.Probe {
-		return &api.Probe{Up: false, Reason: strings.Repeat("kernel lacks the tracepoint ", 5)}
-	}}
-	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(), ex))
+	rep := newFixedRSTs()
+	rep.snap.Totals[rst.ServiceKey{Namespace: strings.Repeat("n", 63), Service: strings.Repeat("s", 63)}] = 7
+	rep.snap.Samples[0].Namespace, rep.snap.Samples[0].Pod, rep.snap.Samples[0].Service = strings.Repeat("n", 63), strings.Repeat("p", 63), long
+	rep.status = rst.Status{Reason: strings.Repeat("kernel lacks the tracepoint ", 5)}
+	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(), api.Providers{RSTs: rep}))
 	defer srv.Close()
 	svc := st.Stale[0].Service.Service()
 	for _, args := range [][]string{{"status"}, {"drift"}, {"explain", svc}, {"lag"}, {"rsts"}} {

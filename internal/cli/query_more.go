@@ -165,6 +165,8 @@ func RunRSTs(args []string, stdout, stderr io.Writer) int {
 		start = 0
 	}
 	if len(r.Events) > 0 {
+		fmt.Fprintf(stdout, "events: rate-limited samples (%d not sampled); the totals count every RST\n",
+			r.EventSamples.DroppedRateLimited+r.EventSamples.DroppedRingFull+r.EventSamples.Evicted)
 		// 12+8+26+14+21+9 columns + 5 gaps of 2 = 100.
 		e := newTable("TIME", "POD", "RST", "SERVICE", "CLIENT", "AFTER DEL").limit(12, 26, 8, 14, 21, 9)
 		for _, ev := range r.Events[start:] {

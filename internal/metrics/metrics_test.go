@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +193,24 @@ func TestWatchHealthyGauge(t *testing.T) {
 				t.Errorf("healthy=%v: gauge %v", healthy, mf.GetMetric()[0].GetGauge().GetValue())
 			}
 		}
+	}
+}
+
+// TestPreStop: the recommendation over the fixed state's removals (p99 of
+// T2-T0 {0.7 s, 1.35 s} = 1.35 s; 1.35*1.2+1 = 2.62 -> 3), absent without any.
+func TestPreStop(t *testing.T) {
+	want := `# HELP netdrift_recommended_prestop_seconds Recommended preStop sleep: p99 of this node's endpoint-removal latency (T2-T0) over 30 min, +20% +1 s, rounded up. Absent without removal samples.
+# TYPE netdrift_recommended_prestop_seconds gauge
+netdrift_recommended_prestop_seconds 3
+`
+	if err := testutil.CollectAndCompare(metrics.NewPreStop(fixed), strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if problems, err := testutil.CollectAndLint(metrics.NewPreStop(fixed)); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", err, problems)
+	}
+	none := func() agent.State { s := agenttest.State(); s.Recent = nil; return s }
+	if n := testutil.CollectAndCount(metrics.NewPreStop(none)); n != 0 {
+		t.Errorf("%d series without removal samples, want none", n)
 	}
 }

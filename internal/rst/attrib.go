@@ -12,7 +12,8 @@ type Target struct {
 	Namespace string
 	Pod       string // "" for a Service VIP
 	Service   string // "" when the pod backs no known service
-	// Deleted is the pod's deletionTimestamp; zero when not (yet) deleted.
+	// Deleted is when the pod's deletion was requested (deletionTimestamp
+	// minus the grace period); zero when not (yet) deleted.
 	Deleted time.Time
 }
 
@@ -34,20 +35,21 @@ func (t Table) Lookup(ap netip.AddrPort) (Target, bool) {
 	return tg, ok
 }
 
-// Record is one attributed reset, the element of /v1/rsts.
+// Record is one attributed reset event (a sample: events are rate-limited).
+// internal/api serves it in /v1/rsts.
 type Record struct {
-	Time      time.Time `json:"time"`
-	Direction string    `json:"direction"` // sent_by_watched | sent_to_watched
-	Reason    string    `json:"reason"`
+	Time      time.Time
+	Direction string // sent_by_watched | sent_to_watched
+	Reason    string
 	// Watched is the watched side (the pod or VIP), Client the other side.
-	Watched   string `json:"watched"`
-	Client    string `json:"client"`
-	Namespace string `json:"namespace,omitempty"`
-	Pod       string `json:"pod,omitempty"`
-	Service   string `json:"service,omitempty"`
-	// SecondsSinceDeletion is the reset's time minus the pod's
-	// deletionTimestamp (negative: before deletion); nil when not deleted.
-	SecondsSinceDeletion *float64 `json:"seconds_since_deletion,omitempty"`
+	Watched   string
+	Client    string
+	Namespace string
+	Pod       string
+	Service   string // the service's name, in Namespace
+	// SecondsSinceDeletion is the reset's time minus the pod's deletion
+	// request (negative: before it); nil when not deleted.
+	SecondsSinceDeletion *float64
 }
 
 // Attribute turns one event into records, one per watched side.

@@ -140,7 +140,7 @@ func bpfRuntime(b *testing.B, p *Probe) time.Duration {
 }
 
 // rawSender opens an IPPROTO_RAW socket (send only, IP_HDRINCL) in ns.
-func rawSender(b *testing.B, ns netns.NsHandle) int {
+func rawSender(b testing.TB, ns netns.NsHandle) int {
 	fd := -1
 	err := inNetns(ns, func() error {
 		var err error
@@ -191,7 +191,7 @@ func fixTCPChecksum(p []byte, src, dst netip.Addr) {
 }
 
 // outRsts reads Tcp OutRsts of a namespace from /proc/net/snmp.
-func outRsts(b *testing.B, ns string) uint64 {
+func outRsts(b testing.TB, ns string) uint64 {
 	out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/net/snmp").Output()
 	if err != nil {
 		b.Fatal(err)

@@ -1,7 +1,6 @@
 package rst
 
 import (
-	"net/netip"
 	"sort"
 	"sync"
 
@@ -24,39 +23,59 @@ var (
 // DefaultMaxSeries caps netdrift_terminating_rsts_total's series.
 const DefaultMaxSeries = 500
 
-// Metrics is the prometheus.Collector of the RST probe. The agent calls
-// Observe with each Counts() reading and the current lookup table, and
-// SetStatus / SetStats when they change.
+// Snapshotter is the source of the RST metrics (the Pipeline).
+type Snapshotter interface{ Snapshot() Snapshot }
+
+// Metrics is the prometheus.Collector of the RST pipeline: each scrape
+// reads the pipeline's Snapshot, the totals /v1/rsts serves. Services beyond
+// the cap (in the order they first appear) are summed under _other.
 type Metrics struct {
+	src       Snapshotter
 	mu        sync.Mutex
-	tracker   *Tracker
 	maxSeries int
 	admitted  map[ServiceKey]bool
-	status    Status
-	stats     Stats
 }
 
-// NewMetrics returns a collector with at most maxSeries service series
-// (DefaultMaxSeries when <= 0).
-func NewMetrics(maxSeries int) *Metrics {
+// NewMetrics returns a collector over src with at most maxSeries service
+// series (DefaultMaxSeries when <= 0).
+func NewMetrics(src Snapshotter, maxSeries int) *Metrics {
 	if maxSeries <= 0 {
 		maxSeries = DefaultMaxSeries
 	}
-	return &Metrics{
-		tracker:   NewTracker(),
-		maxSeries: maxSeries,
-		admitted:  map[ServiceKey]bool{},
-		status:    Status{Mode: ModeNone},
-	}
+	return &Metrics{src: src, maxSeries: maxSeries, admitted: map[ServiceKey]bool{}}
 }
 
-// Observe attributes the increase of counts since the previous call.
-func (m *Metrics) Observe(counts map[netip.Addr]Counts, tbl Table) {
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- rstsDesc
+	ch <- upDesc
+	ch <- droppedDesc
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.src.Snapshot()
+	for k, v := range m.series(s.Totals) {
+		ch <- prometheus.MustNewConstMetric(rstsDesc, prometheus.CounterValue, float64(v), k.Namespace, k.Service)
+	}
+	up, mode := 0.0, s.Status.Mode
+	if s.Status.Up {
+		up = 1
+	}
+	if mode == "" {
+		mode = ModeNone
+	}
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up, string(mode))
+	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(s.Sampling.RateLimited), "rate_limited")
+	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(s.Sampling.RingFull), "ring_full")
+}
+
+// series admits new services up to the cap and sums the rest under _other.
+func (m *Metrics) series(totals map[ServiceKey]uint64) map[ServiceKey]uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.tracker.Observe(counts, tbl)
 	var fresh []ServiceKey
-	for k := range m.tracker.totals {
+	for k := range totals {
 		if !m.admitted[k] {
 			fresh = append(fresh, k)
 		}
@@ -73,52 +92,12 @@ func (m *Metrics) Observe(counts map[netip.Addr]Counts, tbl Table) {
 		}
 		m.admitted[k] = true
 	}
-}
-
-// SetStatus records the probe's status for netdrift_rst_probe_up.
-func (m *Metrics) SetStatus(s Status) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.status = s
-}
-
-// SetStats records the probe's loss counters.
-func (m *Metrics) SetStats(s Stats) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.stats = s
-}
-
-// Describe implements prometheus.Collector.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- rstsDesc
-	ch <- upDesc
-	ch <- droppedDesc
-}
-
-// Collect implements prometheus.Collector.
-func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	series := map[ServiceKey]uint64{}
-	for k, v := range m.tracker.totals {
+	out := map[ServiceKey]uint64{}
+	for k, v := range totals {
 		if !m.admitted[k] {
 			k = ServiceKey{Namespace: LabelOther, Service: LabelOther}
 		}
-		series[k] += v
+		out[k] += v
 	}
-	for k, v := range series {
-		ch <- prometheus.MustNewConstMetric(rstsDesc, prometheus.CounterValue, float64(v), k.Namespace, k.Service)
-	}
-	up := 0.0
-	mode := m.status.Mode
-	if m.status.Up {
-		up = 1
-	}
-	if mode == "" {
-		mode = ModeNone
-	}
-	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up, string(mode))
-	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(m.stats.EventsRateLimited), "rate_limited")
-	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(m.stats.EventsLost), "ring_full")
+	return out
 }

@@ -1,25 +1,24 @@
 package rst
 
 import (
-	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
+// fixedSnapshot is a Snapshotter serving a snapshot the test changes.
+type fixedSnapshot struct{ s Snapshot }
+
+func (f *fixedSnapshot) Snapshot() Snapshot { return f.s }
+
 func TestMetricsCapAndLint(t *testing.T) {
-	m := NewMetrics(2)
-	tbl := Table{Addrs: map[netip.Addr]Target{}}
-	counts := map[netip.Addr]Counts{}
+	src := &fixedSnapshot{Snapshot{Status: Status{Up: true, Mode: ModeTracepoint}, Totals: map[ServiceKey]uint64{},
+		Sampling: Sampling{RateLimited: 7}}}
+	m := NewMetrics(src, 2)
 	for i, svc := range []string{"a", "b", "c", "d"} {
-		ip := netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)})
-		tbl.Addrs[ip] = Target{Namespace: "ns", Service: svc}
-		counts[ip] = Counts{SentBy: uint64(i + 1)}
+		src.s.Totals[ServiceKey{"ns", svc}] = uint64(i + 1)
 	}
-	m.Observe(counts, tbl)
-	m.SetStatus(Status{Up: true, Mode: ModeTracepoint})
-	m.SetStats(Stats{EventsRateLimited: 7})
 	want := `
 # HELP netdrift_rst_probe_events_dropped_total RST events not delivered (counters still count them), by cause.
 # TYPE netdrift_rst_probe_events_dropped_total counter
@@ -42,11 +41,8 @@ netdrift_terminating_rsts_total{namespace="ns",service="b"} 2
 		t.Errorf("lint: %v %v", err, problems)
 	}
 	// A later service still goes to _other; admitted ones keep their series.
-	counts[netip.MustParseAddr("10.0.0.1")] = Counts{SentBy: 11}
-	m.Observe(counts, tbl)
-	counts[netip.MustParseAddr("10.0.0.5")] = Counts{SentBy: 5}
-	tbl.Addrs[netip.MustParseAddr("10.0.0.5")] = Target{Namespace: "ns", Service: "e"}
-	m.Observe(counts, tbl)
+	src.s.Totals[ServiceKey{"ns", "a"}] = 11
+	src.s.Totals[ServiceKey{"ns", "e"}] = 5
 	want2 := `
 # HELP netdrift_terminating_rsts_total TCP resets sent by or to watched (terminating or recently deleted) pod IPs and Service VIPs, by service. Series beyond the cap are summed under namespace="_other",service="_other".
 # TYPE netdrift_terminating_rsts_total counter
@@ -60,8 +56,7 @@ netdrift_terminating_rsts_total{namespace="ns",service="b"} 2
 }
 
 func TestMetricsProbeDown(t *testing.T) {
-	m := NewMetrics(0)
-	m.SetStatus(Status{Mode: ModeNone, Reason: "no BTF"})
+	m := NewMetrics(&fixedSnapshot{Snapshot{Status: Status{Mode: ModeNone, Reason: "no BTF"}}}, 0)
 	want := `
 # HELP netdrift_rst_probe_up 1 when the eBPF RST probe is attached; mode says how (tracepoint, fentry), none when it is not.
 # TYPE netdrift_rst_probe_up gauge

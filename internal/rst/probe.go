@@ -1,7 +1,10 @@
-// Package rst loads the eBPF RST probe (bpf/), keeps its watched-address map
-// in sync, reads its counters and events, and turns them into attribution
-// records and Prometheus metrics. Kernel access lives in load.go, probe.go and
-// events.go; attribution, metrics and output formatting are pure.
+// Package rst loads the eBPF RST probe (bpf/) and runs the agent's one RST
+// pipeline over it (pipeline.go): the watch list driven by the watch's pod
+// deliveries (watchlist.go), the kernel's counters attributed to pods and
+// services as the one source of counts (Snapshot, for /metrics, /v1/rsts and
+// the per-service view), the rate-limited events as samples. Kernel access
+// lives in load.go, probe.go and events.go; the watch list, attribution and
+// output formatting are pure.
 package rst
 
 import (

@@ -1,0 +1,180 @@
+package rst
+
+import (
+	"context"
+	"net/netip"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func newTestPipeline(t *testing.T, svcs Services) (*Pipeline, *fakeProbe, *clocktesting.FakeClock) {
+	t.Helper()
+	fp, clk := newFakeProbe(), clocktesting.NewFakeClock(t0)
+	p := NewPipeline(PipelineConfig{Probe: fp, Services: svcs, Window: time.Minute, Clock: clk})
+	t.Cleanup(func() { p.Close() })
+	return p, fp, clk
+}
+
+// metricTotals gathers netdrift_terminating_rsts_total from m by "namespace/service".
+func metricTotals(t *testing.T, m prometheus.Collector) map[string]uint64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "netdrift_terminating_rsts_total" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			lb := map[string]string{}
+			for _, l := range s.GetLabel() {
+				lb[l.GetName()] = l.GetValue()
+			}
+			out[lb["namespace"]+"/"+lb["service"]] = uint64(s.GetCounter().GetValue())
+		}
+	}
+	return out
+}
+
+func snapshotTotals(s Snapshot) map[string]uint64 {
+	out := map[string]uint64{}
+	for k, v := range s.Totals {
+		out[k.Namespace+"/"+k.Service] = v
+	}
+	return out
+}
+
+// TestPipelineOneCount: the kernel's counts, attributed to the service,
+// are what Snapshot and the metrics report, including the resets counted
+// until the address is unwatched at the window's end.
+func TestPipelineOneCount(t *testing.T) {
+	p, fp, clk := newTestPipeline(t, fakeServices{webIP4: "web"})
+	m := NewMetrics(p, 10)
+	p.OnPod(webPod(t0, time.Time{}, false))
+	if fp.isWatched(webIP4) {
+		t.Fatal("a live pod is watched")
+	}
+	p.OnPod(webPod(t0, t0, false))
+	if !fp.isWatched(webIP4) || !fp.isWatched(webIP6) {
+		t.Fatal("terminating pod not watched as its deletion is delivered")
+	}
+	fp.reset(webIP4, 5)
+	fp.reset(webIP6, 2) // not an endpoint of a known service
+	want := map[string]uint64{"shop/web": 5, "shop/_unknown": 2}
+	if got := snapshotTotals(p.Snapshot()); !reflect.DeepEqual(got, want) {
+		t.Errorf("snapshot totals %v, want %v", got, want)
+	}
+	if got := metricTotals(t, m); !reflect.DeepEqual(got, want) {
+		t.Errorf("metric totals %v, want %v", got, want)
+	}
+
+	clk.Step(10 * time.Second)
+	p.OnPod(webPod(clk.Now(), t0, true))
+	fp.reset(webIP4, 3) // after the pod is gone, within the window: counted
+	clk.Step(time.Minute)
+	waitFor(t, "the address unwatched at the window's end", func() bool { return !fp.isWatched(webIP4) })
+	fp.reset(webIP4, 100) // no longer watched
+	want["shop/web"] = 8
+	s := p.Snapshot()
+	if got := snapshotTotals(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("after expiry: totals %v, want %v (the last resets attributed to the pod's service)", got, want)
+	}
+	if got := metricTotals(t, m); !reflect.DeepEqual(got, want) {
+		t.Errorf("after expiry: metric totals %v, want %v", got, want)
+	}
+	if len(s.Watched) != 0 {
+		t.Errorf("watched %v after expiry", s.Watched)
+	}
+}
+
+// TestPipelineAddressReused: a live pod that takes a terminating pod's
+// address ends its watch; what was counted stays with the old pod's service.
+func TestPipelineAddressReused(t *testing.T) {
+	p, fp, _ := newTestPipeline(t, fakeServices{webIP4: "web"})
+	p.OnPod(webPod(t0, t0, true))
+	fp.reset(webIP4, 4)
+	p.OnPod(PodChange{Name: "blog/b-1", IPs: []netip.Addr{webIP4}, At: t0.Add(time.Second)})
+	if fp.isWatched(webIP4) {
+		t.Fatal("address of a live pod still watched")
+	}
+	fp.reset(webIP4, 9)
+	if got := snapshotTotals(p.Snapshot()); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 4}) {
+		t.Errorf("totals %v, want shop/web 4", got)
+	}
+}
+
+// TestPipelineWatchFails: an address the probe refuses is not listed.
+func TestPipelineWatchFails(t *testing.T) {
+	p, fp, _ := newTestPipeline(t, nil)
+	fp.full = true
+	p.OnPod(webPod(t0, t0, false))
+	if s := p.Snapshot(); len(s.Watched) != 0 {
+		t.Errorf("watched %v though the probe refused", s.Watched)
+	}
+}
+
+// TestPipelineSamples: ring buffer events become attributed samples, the
+// newest MaxSamples kept; the probe's drops are reported beside them.
+func TestPipelineSamples(t *testing.T) {
+	fp, clk := newFakeProbe(), clocktesting.NewFakeClock(t0)
+	fp.stats = Stats{EventsRateLimited: 40, EventsLost: 1}
+	p := NewPipeline(PipelineConfig{Probe: fp, Services: fakeServices{webIP4: "web"}, Window: time.Minute, Clock: clk, MaxSamples: 2})
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	p.OnPod(webPod(t0, t0, false))
+	for i := range 3 {
+		fp.events <- Event{Time: t0.Add(time.Duration(i+1) * time.Second), Direction: SentBy, Reason: "NO_SOCKET",
+			Sender: netip.AddrPortFrom(webIP4, 8080), Peer: netip.MustParseAddrPort("10.244.2.7:40312")}
+	}
+	var s Snapshot
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if s = p.Snapshot(); s.Sampling.Evicted == 1 && len(s.Samples) == 2 && s.Samples[1].Service == "web" {
+			break
+		}
+	}
+	if len(s.Samples) != 2 || s.Sampling.Evicted != 1 {
+		t.Fatalf("samples %+v, sampling %+v: want the newest 2 of 3", s.Samples, s.Sampling)
+	}
+	r := s.Samples[1]
+	if r.Pod != "web-1" || r.Service != "web" || r.SecondsSinceDeletion == nil || *r.SecondsSinceDeletion != 3 {
+		t.Errorf("sample %+v", r)
+	}
+	want := Sampling{PerSecondPerCPU: 100, Max: 2, RateLimited: 40, RingFull: 1, Evicted: 1}
+	if s.Sampling != want {
+		t.Errorf("sampling %+v, want %+v", s.Sampling, want)
+	}
+}
+
+// TestOpenProbeDisabled: --no-rst-probe gives a probe that says so.
+func TestOpenProbeDisabled(t *testing.T) {
+	p := NewPipeline(PipelineConfig{Probe: OpenProbe("", "disabled by --no-rst-probe", nil)})
+	p.OnPod(webPod(t0, t0, false))
+	s := p.Snapshot()
+	if s.Status.Up || s.Status.Reason != "disabled by --no-rst-probe" || len(s.Watched) != 0 {
+		t.Errorf("snapshot %+v", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	p.Run(ctx) // returns at ctx's end though the probe has no events
+}
+
+// waitFor polls cond (the expiry timer's work runs on its own goroutine).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package rst
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+var (
+	t0       = time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)
+	webIP4   = netip.MustParseAddr("10.244.1.13")
+	webIP6   = netip.MustParseAddr("fd00::13")
+	otherIP4 = netip.MustParseAddr("10.244.1.14")
+)
+
+func webPod(at time.Time, deletion time.Time, deleted bool) PodChange {
+	return PodChange{Name: "shop/web-1", IPs: []netip.Addr{webIP4, webIP6}, DeletionRequested: deletion, Deleted: deleted, At: at}
+}
+
+// TestWatchListFromEvents: a pod's addresses are watched from the delivery
+// of its deletion request until the window after it is gone; the first
+// deletion request is kept.
+func TestWatchListFromEvents(t *testing.T) {
+	l := newWatchList(time.Minute)
+	if start, stop := l.apply(webPod(t0, time.Time{}, false)); start != nil || stop != nil {
+		t.Fatalf("a live pod is watched: start %v stop %v", start, stop)
+	}
+	start, _ := l.apply(webPod(t0.Add(time.Second), t0, false))
+	if !reflect.DeepEqual(start, []netip.Addr{webIP4, webIP6}) {
+		t.Fatalf("deletion request: start %v", start)
+	}
+	if start, _ := l.apply(webPod(t0.Add(2*time.Second), t0.Add(2*time.Second), false)); start != nil {
+		t.Errorf("second deletion request started %v again", start)
+	}
+	if got := l.table().Addrs[webIP4]; got != (Target{Namespace: "shop", Pod: "web-1", Deleted: t0}) {
+		t.Errorf("target %+v: want the first deletion request kept", got)
+	}
+	gone := t0.Add(10 * time.Second)
+	l.apply(webPod(gone, t0, true))
+	if got := l.nextExpiry(); !got.Equal(gone.Add(time.Minute)) {
+		t.Errorf("next expiry %v, want %v", got, gone.Add(time.Minute))
+	}
+	if out := l.expire(gone.Add(time.Minute - time.Nanosecond)); out != nil {
+		t.Errorf("expired before the window: %v", out)
+	}
+	out := l.expire(gone.Add(time.Minute))
+	if len(out) != 2 || out[webIP4].Pod != "web-1" || len(l.addrs()) != 0 || !l.nextExpiry().IsZero() {
+		t.Errorf("expired %v, left %v", out, l.addrs())
+	}
+}
+
+// TestWatchListForceDelete: a pod deleted without a terminating phase
+// (grace 0) is watched from its delete for the window.
+func TestWatchListForceDelete(t *testing.T) {
+	l := newWatchList(time.Minute)
+	start, _ := l.apply(PodChange{Name: "shop/web-1", IPs: []netip.Addr{webIP4}, DeletionRequested: t0, Deleted: true, At: t0})
+	if !reflect.DeepEqual(start, []netip.Addr{webIP4}) || !l.nextExpiry().Equal(t0.Add(time.Minute)) {
+		t.Errorf("start %v, expiry %v", start, l.nextExpiry())
+	}
+}
+
+// TestWatchListAddressReused: an address another pod now has is released at
+// once (a live pod) or handed over (a terminating one).
+func TestWatchListAddressReused(t *testing.T) {
+	l := newWatchList(time.Minute)
+	l.apply(webPod(t0, t0, true))
+	start, stop := l.apply(PodChange{Name: "shop/web-2", IPs: []netip.Addr{webIP4}, At: t0.Add(time.Second)})
+	if start != nil || len(stop) != 1 || stop[webIP4].Pod != "web-1" {
+		t.Fatalf("reuse by a live pod: start %v stop %v", start, stop)
+	}
+	if _, ok := l.table().Addrs[webIP4]; ok {
+		t.Error("reused address still attributed to the old pod")
+	}
+	start, stop = l.apply(PodChange{Name: "blog/b-1", IPs: []netip.Addr{webIP6}, DeletionRequested: t0, At: t0})
+	if !reflect.DeepEqual(start, []netip.Addr{webIP6}) || stop[webIP6].Pod != "web-1" || l.table().Addrs[webIP6].Namespace != "blog" {
+		t.Errorf("handover: start %v stop %v table %v", start, stop, l.table().Addrs)
+	}
+}
+
+// TestServicesOf: an address is an endpoint of a service of its own namespace.
+func TestServicesOf(t *testing.T) {
+	ep := func(a netip.Addr) model.Endpoint { return model.Endpoint{Addr: netip.AddrPortFrom(a, 8080)} }
+	desired := map[model.Frontend]model.Verdict{
+		model.NewFrontend(netip.MustParseAddr("10.96.0.5"), 80, model.TCP, model.ClusterIP): {
+			Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http"}, Endpoints: []model.Endpoint{ep(webIP4), ep(otherIP4)}},
+		model.NewFrontend(netip.MustParseAddr("fd00::96:5"), 80, model.TCP, model.ClusterIP): {
+			Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http"}, Endpoints: []model.Endpoint{ep(webIP6)}},
+	}
+	got := DesiredServices(func() map[model.Frontend]model.Verdict { return desired }).ServicesOf(
+		map[netip.Addr]string{webIP4: "shop", webIP6: "shop", otherIP4: "blog"})
+	want := map[netip.Addr]string{webIP4: "web", webIP6: "web"} // otherIP4: another namespace's pod
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
