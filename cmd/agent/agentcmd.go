@@ -70,7 +70,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 		"while the API server refuses connections, redial list/watch requests this often (±50 % jitter; 0 = client-go's backoff, up to 60 s)")
 	fs.IntVar(&f.maxServiceSeries, "max-service-series", 100, "cap on per-service metric series (the rest under service=\"_other\")")
 	fs.DurationVar(&f.rstWindow, "rst-window", 2*time.Minute, "keep watching a deleted pod's IP for RSTs this long")
-	fs.StringVar(&f.rstMode, "rst-probe-mode", "", "force the RST probe mode (tracepoint or fentry)")
+	fs.StringVar(&f.rstMode, "rst-probe-mode", "", "force the RST probe mode: auto, tracepoint, tp_btf or fentry")
 	fs.BoolVar(&f.noRST, "no-rst-probe", false, "do not load the eBPF RST probe")
 	fs.StringVar(&f.clusterCIDRs, "cluster-cidr", "", "pod network CIDRs, comma separated (default: from Node podCIDRs)")
 	fs.StringVar(&f.routeMode, "route-mode", "auto", "pod route layout: auto, per-node or none")
