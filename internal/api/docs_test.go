@@ -20,9 +20,9 @@ func TestDocsMatchGolden(t *testing.T) {
 		"testdata/status.json.golden", "testdata/status-starting.json.golden", "testdata/drift.json.golden",
 		"testdata/service-web.json.golden", "testdata/service-unknown.json.golden", "testdata/lag.json.golden",
 		"testdata/post-refused.golden",
-		"../cli/testdata/rsts.json", "../cli/testdata/status.txt",
-		"../cli/testdata/drift.txt", "../cli/testdata/explain-web.txt",
-		"../cli/testdata/lag.txt", "../cli/testdata/rsts.txt",
+		"../cli/testdata/rsts.json.golden", "../cli/testdata/status.txt.golden",
+		"../cli/testdata/drift.txt.golden", "../cli/testdata/explain-web.txt.golden",
+		"../cli/testdata/lag.txt.golden", "../cli/testdata/rsts.txt.golden",
 	} {
 		want, err := os.ReadFile(f)
 		if err != nil {

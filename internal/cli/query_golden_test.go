@@ -69,18 +69,18 @@ func TestQueryCommandsGolden(t *testing.T) {
 		args   []string
 		code   int
 	}{
-		{"status.txt", []string{"status"}, ExitOK},
-		{"status.json", []string{"status", "-o", "json"}, ExitOK},
-		{"drift.txt", []string{"drift"}, ExitFindings},
-		{"drift.json", []string{"drift", "-o", "json"}, ExitFindings},
-		{"explain-web.txt", []string{"explain", "shop/web"}, ExitOK},
-		{"explain-web.json", []string{"explain", "shop/web", "-o", "json"}, ExitOK},
-		{"explain-cart.txt", []string{"explain", "shop/cart"}, ExitOK},
-		{"explain-unknown.txt", []string{"explain", "shop/nope"}, ExitError},
-		{"lag.txt", []string{"lag"}, ExitOK},
-		{"lag.json", []string{"lag", "-o", "json"}, ExitOK},
-		{"rsts.txt", []string{"rsts"}, ExitOK},
-		{"rsts.json", []string{"rsts", "-o", "json"}, ExitOK},
+		{"status.txt.golden", []string{"status"}, ExitOK},
+		{"status.json.golden", []string{"status", "-o", "json"}, ExitOK},
+		{"drift.txt.golden", []string{"drift"}, ExitFindings},
+		{"drift.json.golden", []string{"drift", "-o", "json"}, ExitFindings},
+		{"explain-web.txt.golden", []string{"explain", "shop/web"}, ExitOK},
+		{"explain-web.json.golden", []string{"explain", "shop/web", "-o", "json"}, ExitOK},
+		{"explain-cart.txt.golden", []string{"explain", "shop/cart"}, ExitOK},
+		{"explain-unknown.txt.golden", []string{"explain", "shop/nope"}, ExitError},
+		{"lag.txt.golden", []string{"lag"}, ExitOK},
+		{"lag.json.golden", []string{"lag", "-o", "json"}, ExitOK},
+		{"rsts.txt.golden", []string{"rsts"}, ExitOK},
+		{"rsts.json.golden", []string{"rsts", "-o", "json"}, ExitOK},
 	}
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
@@ -96,7 +96,7 @@ func TestQueryCommandsGolden(t *testing.T) {
 			if out.Len() == 0 {
 				t.Fatal("no output")
 			}
-			if strings.HasSuffix(c.golden, ".txt") {
+			if strings.HasSuffix(c.golden, ".txt.golden") {
 				for i, line := range strings.Split(out.String(), "\n") {
 					if n := len([]rune(line)); n > maxColumns {
 						t.Errorf("line %d is %d columns wide (max %d): %q", i+1, n, maxColumns, line)

@@ -86,7 +86,7 @@ func TestNetlinkMatchesSave(t *testing.T) {
 	if !f.Closed {
 		t.Error("kernel handle not closed")
 	}
-	golden(t, "kube-proxy.golden.json", render(t, obs))
+	golden(t, "kube-proxy.json.golden", render(t, obs))
 }
 
 func TestReaderNetnsPath(t *testing.T) {

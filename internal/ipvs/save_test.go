@@ -31,7 +31,7 @@ func TestParseSaveGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, c.name+".golden.json", render(t, Build(tab, c.opts)))
+			golden(t, c.name+".json.golden", render(t, Build(tab, c.opts)))
 		})
 	}
 }
