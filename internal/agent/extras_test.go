@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/wait"
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
@@ -44,7 +45,7 @@ func TestExtrasRunBesideDatapathReads(t *testing.T) {
 		t.Fatal("a second node-level run started while one was running")
 	}
 	src.release <- nil
-	waitFor(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.nodeRuns.done })
+	wait.For(t, 5*time.Second, "the condition", func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.nodeRuns.done })
 	h.advance(time.Millisecond) // the finished run makes the next step read and fold it in
 	st := h.a.State()
 	if len(st.Pending)+len(st.Stale) != 1 || !sourceUp(st, "node") {
@@ -53,7 +54,7 @@ func TestExtrasRunBesideDatapathReads(t *testing.T) {
 	h.advance(10 * time.Second) // due again: a second run, which fails
 	<-src.calls
 	src.release <- errors.New("netlink: operation not permitted")
-	waitFor(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.nodeRuns.done })
+	wait.For(t, 5*time.Second, "the condition", func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.nodeRuns.done })
 	h.advance(time.Millisecond)
 	if st := h.a.State(); sourceUp(st, "node") {
 		t.Fatalf("failed node-level run reported up: %+v", st.Sources)
@@ -69,17 +70,6 @@ func sourceUp(st State, name string) bool {
 	return false
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // A Node deletion runs the node-level sources at once instead of on the
 // slow cadence (endpoint_on_missing_node, stale_route).
 func TestNodeDeletionRunsExtrasNow(t *testing.T) {
@@ -88,7 +78,7 @@ func TestNodeDeletionRunsExtrasNow(t *testing.T) {
 	src.release <- nil
 	h.start()
 	<-src.calls
-	waitFor(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.nodeRuns.done })
+	wait.For(t, 5*time.Second, "the condition", func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.nodeRuns.done })
 	h.advance(time.Second) // folds the first run in; the next is 10 s away
 	h.a.OnEvent(watch.Event{Kind: watch.KindNode, Name: "node-3", Deleted: true, At: h.clk.Now()})
 	src.release <- nil

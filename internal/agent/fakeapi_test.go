@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/netdrift/netdrift/internal/testutil/wait"
 	"github.com/netdrift/netdrift/internal/watch"
 	"github.com/netdrift/netdrift/internal/watch/informer"
 )
@@ -102,7 +103,7 @@ func (f *fakeAPI) setGate(open bool) {
 // change made afterwards can fall between their list and their watch.
 func (f *fakeAPI) waitWatches(w *informer.Watcher) {
 	f.t.Helper()
-	eventually(f.t, 30*time.Second, "informers synced and watching", func() bool {
+	wait.For(f.t, 30*time.Second, "informers synced and watching", func() bool {
 		f.mu.Lock()
 		n := f.watches
 		f.mu.Unlock()
@@ -167,17 +168,5 @@ func lease(renew time.Time) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: nodeName},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &rt},
-	}
-}
-
-// eventually polls cond every 10 ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
+	"github.com/netdrift/netdrift/internal/testutil/wait"
 	"github.com/netdrift/netdrift/internal/watch"
 	"github.com/netdrift/netdrift/internal/watch/informer"
 )
@@ -262,7 +263,7 @@ func startLive(t *testing.T, mode string, eps ...string) *liveRig {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, 30*time.Second, "the agent ready and converged", func() bool {
+	wait.For(t, 30*time.Second, "the agent ready and converged", func() bool {
 		s := r.a.State()
 		return s.Ready && len(s.Observed.Frontends) > 0 && s.Converged()
 	})
@@ -278,7 +279,7 @@ func (r *liveRig) change(eps ...string) time.Time {
 	r.mu.Unlock()
 	r.api.updateSlice(testSlice(time.Now(), eps...))
 	var t1 time.Time
-	eventually(r.t, 10*time.Second, "the change delivered to the agent", func() bool {
+	wait.For(r.t, 10*time.Second, "the change delivered to the agent", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		t1 = r.sliceT1
@@ -291,7 +292,7 @@ func (r *liveRig) change(eps ...string) time.Time {
 func (r *liveRig) sampleAfter(n int) drift.LagSample {
 	r.t.Helper()
 	var s drift.LagSample
-	eventually(r.t, 10*time.Second, "a lag sample", func() bool {
+	wait.For(r.t, 10*time.Second, "a lag sample", func() bool {
 		rec := r.a.State().Recent
 		if len(rec) > n {
 			s = rec[len(rec)-1]
@@ -369,7 +370,7 @@ func (r *liveRig) staleAndFix(t *testing.T) {
 	stale := netip.MustParseAddrPort("10.244.1.13:8080")
 	var promoted time.Time
 	var s agent.State
-	eventually(t, 10*time.Second, "a stale_backend finding", func() bool {
+	wait.For(t, 10*time.Second, "a stale_backend finding", func() bool {
 		s = r.a.State()
 		if len(s.Stale) > 0 {
 			promoted = time.Now()
@@ -392,7 +393,7 @@ func (r *liveRig) staleAndFix(t *testing.T) {
 	fix := time.Now()
 	r.kp.program("10.244.1.10")
 	took := time.Since(fix)
-	eventually(t, 10*time.Second, "the finding cleared", func() bool {
+	wait.For(t, 10*time.Second, "the finding cleared", func() bool {
 		s = r.a.State()
 		return len(s.Stale)+len(s.Pending) == 0 && s.Converged()
 	})

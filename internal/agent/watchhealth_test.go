@@ -16,6 +16,7 @@ import (
 	"github.com/netdrift/netdrift/internal/agent/agenttest"
 	"github.com/netdrift/netdrift/internal/metrics"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/wait"
 	"github.com/netdrift/netdrift/internal/watch"
 	"github.com/netdrift/netdrift/internal/watch/informer"
 )
@@ -125,7 +126,7 @@ func TestWatchHealthFakeAPI(t *testing.T) {
 	defer cancel()
 	w.Start(ctx)
 	api.waitWatches(w)
-	eventually(t, 10*time.Second, "the Lease delivered", func() bool { return a.State().Watch.LeaseSeen })
+	wait.For(t, 10*time.Second, "the Lease delivered", func() bool { return a.State().Watch.LeaseSeen })
 	step := func(d time.Duration) agent.State {
 		clk.Step(d)
 		a.Step(ctx)
@@ -138,7 +139,7 @@ func TestWatchHealthFakeAPI(t *testing.T) {
 	clk.Step(time.Second)
 	api.renewLease(clk.Now())
 	renewed := clk.Now()
-	eventually(t, 10*time.Second, "the renewal delivered", func() bool { return a.State().Watch.LastLeaseRenew.Equal(renewed) })
+	wait.For(t, 10*time.Second, "the renewal delivered", func() bool { return a.State().Watch.LastLeaseRenew.Equal(renewed) })
 	step(0)
 	if g := gauge(t, reg, "netdrift_watch_healthy"); g != 1 {
 		t.Fatalf("netdrift_watch_healthy %v while renewals arrive", g)
@@ -186,7 +187,7 @@ func TestWatchHealthFakeAPI(t *testing.T) {
 	// Delivery resumes: the agent catches up and the mismatch heals.
 	api.setGate(true)
 	last := clk.Now()
-	eventually(t, 10*time.Second, "withheld events delivered", func() bool {
+	wait.For(t, 10*time.Second, "withheld events delivered", func() bool {
 		return a.State().Watch.LastLeaseRenew.Equal(last) && len(w.SlicesFor(testNS + "/" + testSvc)[0].Endpoints) == 2
 	})
 	s = step(100 * time.Millisecond)
@@ -200,14 +201,14 @@ func TestWatchHealthFakeAPI(t *testing.T) {
 	// Control: kube-proxy freezes while the watch is healthy: promoted.
 	kp.freeze()
 	api.updateSlice(testSlice(clk.Now(), "10.244.1.10"))
-	eventually(t, 10*time.Second, "slice update delivered", func() bool {
+	wait.For(t, 10*time.Second, "slice update delivered", func() bool {
 		return len(w.SlicesFor(testNS + "/" + testSvc)[0].Endpoints) == 1
 	})
 	for i := 0; i < 3; i++ {
 		clk.Step(500 * time.Millisecond)
 		api.renewLease(clk.Now())
 		at := clk.Now()
-		eventually(t, 10*time.Second, "renewal delivered", func() bool { return a.State().Watch.LastLeaseRenew.Equal(at) })
+		wait.For(t, 10*time.Second, "renewal delivered", func() bool { return a.State().Watch.LastLeaseRenew.Equal(at) })
 		s = step(0)
 	}
 	want := netip.MustParseAddrPort("10.244.1.11:8080")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/findingtest"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -84,18 +85,9 @@ func veth(name string, nsid int, peerAddrs ...string) model.Link {
 	return l
 }
 
-// kinds renders findings as "kind subject" lines for compact assertions.
-func kinds(fs []model.Finding) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, string(f.Kind)+" "+f.Subject)
-	}
-	return out
-}
-
 func wantFindings(t *testing.T, fs []model.Finding, want ...string) {
 	t.Helper()
-	got := kinds(fs)
+	got := findingtest.Kinds(fs)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("findings:\n got  %q\n want %q\ndetails:\n%s", got, want, details(fs))
 	}

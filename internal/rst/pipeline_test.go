@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/testutil/wait"
 	"github.com/prometheus/client_golang/prometheus"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -80,7 +81,7 @@ func TestPipelineOneCount(t *testing.T) {
 	p.OnPod(webPod(clk.Now(), t0, true))
 	fp.reset(webIP4, 3) // after the pod is gone, within the window: counted
 	clk.Step(time.Minute)
-	waitFor(t, "the address unwatched at the window's end", func() bool { return !fp.isWatched(webIP4) })
+	wait.For(t, 5*time.Second, "the address unwatched at the window's end", func() bool { return !fp.isWatched(webIP4) })
 	fp.reset(webIP4, 100) // no longer watched
 	want["shop/web"] = 8
 	s := p.Snapshot()
@@ -167,14 +168,4 @@ func TestOpenProbeDisabled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	p.Run(ctx) // returns at ctx's end though the probe has no events
-}
-
-// waitFor polls cond (the expiry timer's work runs on its own goroutine).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/findingtest"
 	"github.com/netdrift/netdrift/internal/testutil/fixture"
 	"github.com/netdrift/netdrift/internal/watch"
 )
@@ -23,23 +24,6 @@ func loadCluster(t *testing.T, name string) *watch.ClusterState {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// findingIDs renders findings compactly: "kind service frontend backend".
-func findingIDs(fs []model.Finding) []string {
-	var out []string
-	for _, f := range fs {
-		s := string(f.Kind) + " " + f.Service.String()
-		if f.Frontend != nil {
-			s += " " + string(f.Frontend.Kind) + " " + f.Frontend.String() + "/" + string(f.Frontend.Protocol)
-		}
-		if f.Backend.IsValid() {
-			s += " " + f.Backend.String()
-		}
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // The drift a cart endpoint removal and a payments deletion must produce
@@ -83,7 +67,7 @@ func mutate(cs *watch.ClusterState, ns, svc, ip, del string) *watch.ClusterState
 
 func compare(t *testing.T, cs *watch.ClusterState, obs model.Observed) []string {
 	t.Helper()
-	return findingIDs(drift.Compare(watch.Expected("worker-a", cs), obs))
+	return findingtest.IDs(drift.Compare(watch.Expected("worker-a", cs), obs))
 }
 
 func assertFindings(t *testing.T, what string, got, want []string) {

@@ -10,6 +10,7 @@ import (
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/findingtest"
 	"github.com/netdrift/netdrift/internal/testutil/fixture"
 	"github.com/netdrift/netdrift/internal/watch"
 )
@@ -42,26 +43,10 @@ func TestNFTDriftOnFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := nftFindingIDs(drift.Compare(desired, obs))
+			got := findingtest.IDs(drift.Compare(desired, obs))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("findings:\n%q\nwant:\n%q", got, tc.want)
 			}
 		})
 	}
-}
-
-func nftFindingIDs(fs []model.Finding) []string {
-	var out []string
-	for _, f := range fs {
-		s := string(f.Kind) + " " + f.Service.String()
-		if f.Frontend != nil {
-			s += " " + string(f.Frontend.Kind) + " " + f.Frontend.String() + "/" + string(f.Frontend.Protocol)
-		}
-		if f.Backend.IsValid() {
-			s += " " + f.Backend.String()
-		}
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
 }

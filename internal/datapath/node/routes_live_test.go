@@ -18,6 +18,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/testutil/findingtest"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
@@ -151,17 +152,9 @@ func livePod(name, node, ip string) model.PodInfo {
 	return model.PodInfo{Namespace: "shop", Name: name, NodeName: node, IPs: []netip.Addr{netip.MustParseAddr(ip)}}
 }
 
-func liveKinds(fs []model.Finding) string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, string(f.Kind)+" "+f.Subject)
-	}
-	return strings.Join(out, "\n")
-}
-
 func wantLive(t *testing.T, fs []model.Finding, want ...string) {
 	t.Helper()
-	if got := liveKinds(fs); got != strings.Join(want, "\n") {
+	if got := strings.Join(findingtest.Kinds(fs), "\n"); got != strings.Join(want, "\n") {
 		var b strings.Builder
 		for _, f := range fs {
 			b.WriteString("  " + f.Detail + "\n")
