@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -91,4 +92,53 @@ func TestParseNFTJSONFixtureVerdicts(t *testing.T) {
 	if got, want := len(obs.Frontends), 1+110+2+2+1+3+3+3; got != want {
 		t.Errorf("%d frontends, want %d", got, want)
 	}
+}
+
+func TestParseNFTJSONErrors(t *testing.T) {
+	for _, tc := range []struct{ name, in, has string }{
+		{"syntax", "{\n  \"nftables\": [\n    {\"table\": }\n]}", "line 3"},
+		{"type", `{"nftables": {"a": 1}}`, "line 1"},
+		{"map element", `{"nftables": [{"map": {"family": "ip", "table": "kube-proxy", "name": "service-ips", "elem": [[1]]}}]}`, "nftables[0]: map service-ips: element 0"},
+		{"bad dnat", `{"nftables": [{"rule": {"family": "ip", "table": "kube-proxy", "chain": "c", "handle": 7, "expr": [{"dnat": {"addr": "not-an-ip"}}]}}]}`, "rule 7 in chain c"},
+		{"goto without target", `{"nftables": [{"rule": {"family": "ip", "table": "kube-proxy", "chain": "c", "handle": 8, "expr": [{"goto": {}}]}}]}`, "without target"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseJSON([]byte(tc.in), nil, model.Hints{})
+			if err == nil || !strings.Contains(err.Error(), tc.has) {
+				t.Errorf("error %v, want one containing %q", err, tc.has)
+			}
+		})
+	}
+}
+
+func TestParseNFTJSONNoTables(t *testing.T) {
+	obs, err := ParseJSON(nil, []byte(" \n"), model.Hints{})
+	if err != nil || obs.Datapath != model.ModeNFTables || len(obs.Frontends) != 0 || len(obs.Warnings) != 1 {
+		t.Errorf("got %+v, %v", obs, err)
+	}
+	// A dump of another table is not kube-proxy's.
+	obs, err = ParseJSON([]byte(`{"nftables": [{"table": {"family": "ip", "name": "filter"}}]}`), nil, model.Hints{})
+	if err != nil || len(obs.Warnings) != 1 || !strings.Contains(obs.Warnings[0], "no table") {
+		t.Errorf("got %+v, %v", obs, err)
+	}
+}
+
+// nftTestTable builds a table from chains given as rules, for the evaluator.
+func nftTestTable(chains map[string][]nftRule) *nftTable {
+	t := newNFTTable(model.IPv4)
+	for n, rs := range chains {
+		for i := range rs {
+			rs[i].normalize()
+		}
+		t.Chains[n] = rs
+	}
+	return t
+}
+
+func mustAddrPorts(s ...string) []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, x := range s {
+		out = append(out, netip.MustParseAddrPort(x))
+	}
+	return out
 }
