@@ -37,11 +37,18 @@ func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Fronte
 				touched[fe] = true
 			}
 		}
-	case !obsSame || fullDesired:
+	case fullDesired:
 		c.diffKeys(desired.Frontends, obs.Frontends, touched)
-	default:
+	case !obsSame && (obs.Changed == nil || obs.Since != c.obsVersion || c.obsVersion == 0):
+		c.diffKeys(desired.Frontends, obs.Frontends, touched)
+	default: // the observed state is the same, or the reader names what moved
 		for fe := range desiredChanged {
 			touched[fe] = true
+		}
+		if !obsSame {
+			for fe := range obs.Changed {
+				touched[fe] = true
+			}
 		}
 	}
 	c.desired, c.observed, c.obsVersion, c.mode = desired.Frontends, obs.Frontends, obs.Version, obs.Datapath

@@ -217,6 +217,12 @@ type Observed struct {
 	// reads the same Version only when they hold the same state, so a
 	// caller may skip comparing again. Zero: unknown, compare.
 	Version uint64
+	// Since and Changed, when Changed is not nil, say that this state differs
+	// from the reader's state of version Since only at the Changed frontends
+	// (a change event re-evaluated those): a caller that compared version
+	// Since compares only these.
+	Since   uint64
+	Changed map[Frontend]bool
 }
 
 // SortedFrontends returns the keys of m in a stable order.

@@ -163,8 +163,14 @@ func BenchmarkNFTLiveSnapshotUnchanged10k(b *testing.B) {
 // BenchmarkNFTLiveUpdate10k: one endpoint of one service changes (kube-proxy
 // rewrites the service chain); the agent applies the event. Only the agent's
 // own CPU counts (cpu-ms/op); the nft command making the change is a child.
-func BenchmarkNFTLiveUpdate10k(b *testing.B) {
-	ns := nftBenchNetns(b, nftGen10k)
+func BenchmarkNFTLiveUpdate10k(b *testing.B) { benchLiveUpdate(b, nftGen10k) }
+
+// BenchmarkNFTLiveUpdate100k: the same at 10,000 services / 100,000
+// endpoints: the cost of a change must not grow with the table.
+func BenchmarkNFTLiveUpdate100k(b *testing.B) { benchLiveUpdate(b, nftGen100k) }
+
+func benchLiveUpdate(b *testing.B, spec nftGenSpec) {
+	ns := nftBenchNetns(b, spec)
 	src := &Reader{Config: Config{NetNS: ns}}
 	if _, err := src.Snapshot(context.Background()); err != nil {
 		b.Fatal(err)
@@ -174,7 +180,7 @@ func BenchmarkNFTLiveUpdate10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	chain := nftGen10k.list()[3].chain("service-")
+	chain := spec.list()[3].chain("service-")
 	self0, ch0 := nftCPU(syscall.RUSAGE_SELF), nftCPU(syscall.RUSAGE_CHILDREN)
 	i := 0
 	for b.Loop() {

@@ -28,10 +28,28 @@ type nftEvaluator struct {
 	t      *nftTable
 	memo   map[string]nftOutcome
 	active map[string]bool
+	// deps records, per evaluated chain, every chain its outcome depends on
+	// (itself included); cur collects them for the evaluation under way, so
+	// that a destination knows which chain changes can change its verdict.
+	deps map[string][]string
+	cur  *[]string
 }
 
 func newNFTEvaluator(t *nftTable) *nftEvaluator {
-	return &nftEvaluator{t: t, memo: map[string]nftOutcome{}, active: map[string]bool{}}
+	return &nftEvaluator{t: t, memo: map[string]nftOutcome{}, active: map[string]bool{}, deps: map[string][]string{}}
+}
+
+// tracing evaluates fn and returns the chains it depended on.
+func (ev *nftEvaluator) tracing(fn func()) []string {
+	var got []string
+	prev := ev.cur
+	ev.cur = &got
+	fn()
+	ev.cur = prev
+	if prev != nil {
+		*prev = append(*prev, got...)
+	}
+	return got
 }
 
 // verdict evaluates a verdict found in a map element or a vmap.
@@ -50,8 +68,21 @@ func (ev *nftEvaluator) verdict(v nftVerdict, depth int) nftOutcome {
 
 func (ev *nftEvaluator) chain(name string, depth int) nftOutcome {
 	if o, ok := ev.memo[name]; ok {
+		if ev.cur != nil {
+			*ev.cur = append(*ev.cur, ev.deps[name]...)
+		}
 		return o
 	}
+	var o nftOutcome
+	deps := ev.tracing(func() { o = ev.chainOnce(name, depth) })
+	ev.deps[name] = append(deps, name)
+	if ev.cur != nil {
+		*ev.cur = append(*ev.cur, name)
+	}
+	return o
+}
+
+func (ev *nftEvaluator) chainOnce(name string, depth int) nftOutcome {
 	if depth > nftMaxDepth || ev.active[name] {
 		return nftOutcome{Warnings: []string{fmt.Sprintf("chain %s: loop or nesting deeper than %d", name, nftMaxDepth)}}
 	}

@@ -71,7 +71,8 @@ func (n *Reader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
 // cachedLocked returns the cached read, evaluated with the current hints.
 func (n *Reader) cachedLocked() model.Observed {
 	if n.rehint {
-		n.cache.obs = n.versioned(nftObserve(n.cache.tables, n.Config.Hints))
+		n.cache.view = newNFTView(n.cache.tables, n.Config.Hints)
+		n.cache.obs = n.versioned(n.cache.view.observed(), nil)
 		n.rehint = false
 	}
 	return n.cache.observed()
@@ -82,17 +83,22 @@ func (n *Reader) cachedLocked() model.Observed {
 type nftCache struct {
 	gen    uint32
 	tables []*nftTable
-	obs    model.Observed // nftObserve(tables), computed once per change
+	obs    model.Observed // view.obs, versioned
+	view   *nftView       // per-destination evaluation, updated per change
 }
 
 // observed returns the cached result. It is shared, never modified: a
 // change builds a new one with a new Version.
 func (c *nftCache) observed() model.Observed { return c.obs }
 
-// versioned stamps a new evaluation with the reader's next version.
-func (n *Reader) versioned(obs model.Observed) model.Observed {
+// versioned stamps a new evaluation with the reader's next version; changed,
+// when not nil, names the only frontends that differ from the previous one.
+func (n *Reader) versioned(obs model.Observed, changed map[model.Frontend]bool) model.Observed {
 	if n.version == 0 {
 		n.version = uint64(time.Now().UnixNano()) // distinct from another reader's versions
+	}
+	if changed != nil {
+		obs.Since, obs.Changed = n.version, changed
 	}
 	n.version++
 	obs.Version = n.version
@@ -137,6 +143,7 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 		n.cache.gen = ev.Generation
 		return n.cachedLocked(), nil // e.g. an iptables-nft change: nothing to read
 	}
+	full := false
 	err := n.withConn(func(conn *nftables.Conn) error {
 		for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
 			t := n.cache.tables[i]
@@ -144,8 +151,10 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 			if t == nil || !ev.TouchesTable(nf, nftTableName) {
 				continue
 			}
+			sets := ev.Sets(nf, nftTableName)
+			full = full || touchesReaderSets(sets)
 			r := &nftNetlinkReader{conn: conn, table: &nftables.Table{Name: nftTableName, Family: nftTableFamily(fam)}, t: t}
-			if err := r.refresh(ctx, ev.Sets(nf, nftTableName), ev.Chains(nf, nftTableName)); err != nil {
+			if err := r.refresh(ctx, sets, ev.Chains(nf, nftTableName)); err != nil {
 				return fmt.Errorf("%s: %w", nftTableLabel(fam), err)
 			}
 		}
@@ -156,8 +165,38 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 		return model.Observed{}, err
 	}
 	n.cache.gen = ev.Generation
-	n.cache.obs, n.rehint = n.versioned(nftObserve(n.cache.tables, n.Config.Hints)), false
+	if full || n.rehint || n.cache.view == nil {
+		// The maps changed (services came or went) or the hints did: every
+		// destination may have moved.
+		n.cache.view = newNFTView(n.cache.tables, n.Config.Hints)
+		n.cache.obs, n.rehint = n.versioned(n.cache.view.observed(), nil), false
+		return n.cache.observed(), nil
+	}
+	changed := map[model.Frontend]bool{}
+	for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
+		if n.cache.view.tables[i] == nil || !ev.TouchesTable(nftFamilyOf(fam), nftTableName) {
+			continue
+		}
+		for fe := range n.cache.view.rechain(i, ev.Chains(nftFamilyOf(fam), nftTableName)) {
+			changed[fe] = true
+		}
+	}
+	if len(changed) == 0 {
+		return n.cache.observed(), nil // nothing that reaches a destination changed
+	}
+	n.cache.obs = n.versioned(n.cache.view.observed(), changed)
 	return n.cache.observed(), nil
+}
+
+// touchesReaderSets reports whether a change names a map or set every
+// destination depends on (the dispatch maps, cluster-ips).
+func touchesReaderSets(sets []string) bool {
+	for _, s := range sets {
+		if isNFTReaderMap(s) || s == nftSetClusterIPs {
+			return true
+		}
+	}
+	return false
 }
 
 // nftTableLevelChange reports a kube-proxy table created or deleted.
@@ -191,10 +230,11 @@ func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
 	if err != nil {
 		return model.Observed{}, err
 	}
-	obs := nftObserve(tables, n.Config.Hints)
+	view := newNFTView(tables, n.Config.Hints)
+	obs := view.observed()
 	n.rehint = false
 	if stable {
-		n.cache = &nftCache{gen: gen, tables: tables, obs: n.versioned(obs)}
+		n.cache = &nftCache{gen: gen, tables: tables, view: view, obs: n.versioned(obs, nil)}
 		return n.cache.observed(), nil
 	}
 	obs.Warnings = append(obs.Warnings, "the ruleset kept changing during the read; it may mix generations")

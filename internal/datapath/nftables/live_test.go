@@ -12,6 +12,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/fixture"
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
 // TestNFTLiveMatchesOffline loads kube-proxy-shaped tables into a fresh
@@ -187,6 +188,49 @@ func TestNFTLiveIncremental(t *testing.T) {
 	}
 	if _, ok := got.Frontends[model.NewFrontend(netip.MustParseAddr("10.97.99.99"), 80, model.TCP, model.ClusterIP)]; !ok {
 		t.Error("new service not seen")
+	}
+}
+
+// TestNFTLiveChainChangeReevaluatesOnlyItsDestinations: an endpoint change
+// (kube-proxy rewrites one service chain; no map changes) re-evaluates only
+// the destinations that reach that chain, names them, and still equals a
+// full read.
+func TestNFTLiveChainChangeReevaluatesOnlyItsDestinations(t *testing.T) {
+	ns := nftTestNetns(t)
+	nftLoad(t, ns, "worker-b.nft.txt")
+	opts := nftOptionsFromCluster(t, fixture.Path(t, "cluster.json"))
+	src := &Reader{Config: Config{NetNS: ns, Hints: opts}}
+	first := nftLive1(t, src)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChanges(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	chain := "service-EEISWTY7-shop/legacy/tcp/tcp"
+	script := "flush chain ip kube-proxy " + chain + "\nadd rule ip kube-proxy " + chain + " meta l4proto tcp dnat to 10.214.1.72:2525\n"
+	netnstest.RunInput(t, ns, script, "nft", "-f", "-") // one transaction, as kube-proxy writes it
+	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+	got, err := src.Update(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Changed == nil || got.Since != first.Version || got.Version == first.Version {
+		t.Fatalf("a chain change must name what it changed since version %d: since %d version %d changed %v",
+			first.Version, got.Since, got.Version, got.Changed)
+	}
+	if len(got.Changed) == 0 || len(got.Changed) > 4 {
+		t.Errorf("changed frontends %v: want the legacy service's few", got.Changed)
+	}
+	for fe := range got.Changed {
+		if v := got.Frontends[fe]; v.Service.Name != "legacy" && first.Frontends[fe].Service.Name != "legacy" {
+			t.Errorf("frontend %s of %s named as changed", fe, v.Service)
+		}
+	}
+	nftSameObserved(t, "after a chain change", got, nftOffline(t, nftDump(t, ns, "ip"), nil, opts))
+	if src.fullReads != 1 {
+		t.Errorf("%d full reads, want 1", src.fullReads)
 	}
 }
 

@@ -59,7 +59,9 @@ func nftLive(t *testing.T, ns string, opts model.Hints) model.Observed {
 // nftSameObserved fails unless live and offline reads agree exactly.
 func nftSameObserved(t *testing.T, what string, live, offline model.Observed) {
 	t.Helper()
-	live.Version, offline.Version = 0, 0 // the live reader numbers its reads; the content must agree
+	// The live reader numbers its reads and names what an update changed;
+	// the content must agree.
+	live.Version, offline.Version, live.Since, live.Changed = 0, 0, 0, nil
 	if !reflect.DeepEqual(live, offline) {
 		t.Errorf("%s: live and offline reads differ:\n%s", what, nftLineDiff(nftRender(offline), nftRender(live)))
 	}

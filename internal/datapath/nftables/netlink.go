@@ -49,7 +49,7 @@ func nftReadNetlink(ctx context.Context, conn *nftables.Conn, fam model.IPFamily
 	if err := r.readMaps(); err != nil {
 		return nil, err
 	}
-	if err := r.readReachable(ctx); err != nil {
+	if err := r.readReachable(ctx, r.roots()); err != nil {
 		return nil, err
 	}
 	return r.t, nil
@@ -201,16 +201,23 @@ func nftVerdictOf(v *expr.Verdict) nftVerdict {
 	return nftVerdict{Kind: nftVerdictContinue}
 }
 
-// readReachable walks from the services chain and the map targets to every
-// reachable chain, reading those not read yet (all of them on a full read;
-// only newly referenced ones on an incremental refresh).
-func (r *nftNetlinkReader) readReachable(ctx context.Context) error {
+// roots are where the walk of a full read starts: the services chain and
+// every map target.
+func (r *nftNetlinkReader) roots() []string {
 	queue := []string{"services"}
 	for _, els := range r.t.Maps {
 		for _, el := range els {
 			queue = append(queue, el.Verdict.Target)
 		}
 	}
+	return queue
+}
+
+// readReachable walks from the given chains to every chain they reach,
+// reading those not read yet (all of them on a full read; only newly
+// referenced ones on an incremental refresh, which starts from what it
+// re-read: the rest of the table is known and unchanged).
+func (r *nftNetlinkReader) readReachable(ctx context.Context, queue []string) error {
 	seen := map[string]bool{}
 	for len(queue) > 0 {
 		name := queue[0]
@@ -246,12 +253,16 @@ func (r *nftNetlinkReader) readReachable(ctx context.Context) error {
 // refresh re-reads the named sets and chains of a cached table (what a
 // change event names), then reads chains that became reachable.
 func (r *nftNetlinkReader) refresh(ctx context.Context, sets, chains []string) error {
+	var roots []string
 	for _, s := range sets {
 		switch {
 		case isNFTReaderMap(s):
 			delete(r.t.Maps, s)
 			if err := r.readMap(s); err != nil {
 				return err
+			}
+			for _, el := range r.t.Maps[s] {
+				roots = append(roots, el.Verdict.Target)
 			}
 		case s == nftSetClusterIPs:
 			if err := r.readClusterIPs(); err != nil {
@@ -261,7 +272,7 @@ func (r *nftNetlinkReader) refresh(ctx context.Context, sets, chains []string) e
 	}
 	for _, c := range chains {
 		if _, cached := r.t.Chains[c]; !cached && c != "services" {
-			continue // not reachable before; readReachable reads it if it is now
+			continue // not reachable before; the walk reads it if it is now
 		}
 		rules, ok, err := r.readChain(c)
 		if err != nil {
@@ -269,11 +280,12 @@ func (r *nftNetlinkReader) refresh(ctx context.Context, sets, chains []string) e
 		}
 		if ok {
 			r.t.Chains[c] = rules
+			roots = append(roots, c)
 		} else {
 			delete(r.t.Chains, c)
 		}
 	}
-	return r.readReachable(ctx)
+	return r.readReachable(ctx, roots)
 }
 
 // readChain reads one chain's rules; ok is false when the chain does not exist.

@@ -3,7 +3,6 @@ package nftables
 import (
 	"fmt"
 	"net/netip"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -26,22 +25,9 @@ func ParseJSON(v4, v6 []byte, opts model.Hints) (model.Observed, error) {
 }
 
 // nftObserve turns tables (nil entries are absent tables) into the observed
-// model. Shared by the JSON and the netlink paths.
+// model. Shared by the JSON and the netlink paths (see nftView).
 func nftObserve(tables []*nftTable, opts model.Hints) model.Observed {
-	obs := model.Observed{Datapath: model.ModeNFTables, Frontends: map[model.Frontend]model.Verdict{}}
-	b := &nftBuilder{obs: &obs, names: newNFTNameIndex(opts.ServicePorts), hints: nftHints(opts.Frontends), haveHints: len(opts.Frontends) > 0}
-	present := 0
-	for _, t := range tables {
-		if t == nil {
-			continue
-		}
-		present++
-		b.table(t)
-	}
-	if present == 0 {
-		obs.Warnings = append(obs.Warnings, "no table ip kube-proxy or ip6 kube-proxy")
-	}
-	return obs
+	return newNFTView(tables, opts).observed()
 }
 
 type nftHintKey struct {
@@ -90,7 +76,7 @@ type nftEntry struct {
 }
 
 type nftBuilder struct {
-	obs       *model.Observed
+	sink      *[]string // where warnings go: the table's or the destination's
 	names     *nftNameIndex
 	hints     map[nftHintKey]model.FrontendKind
 	haveHints bool
@@ -99,7 +85,7 @@ type nftBuilder struct {
 }
 
 func (b *nftBuilder) warn(format string, args ...any) {
-	b.obs.Warnings = append(b.obs.Warnings, fmt.Sprintf("%s: ", nftTableLabel(b.t.Family))+fmt.Sprintf(format, args...))
+	*b.sink = append(*b.sink, fmt.Sprintf("%s: ", nftTableLabel(b.t.Family))+fmt.Sprintf(format, args...))
 }
 
 func nftTableLabel(fam model.IPFamily) string {
@@ -109,7 +95,9 @@ func nftTableLabel(fam model.IPFamily) string {
 	return "ip kube-proxy"
 }
 
-func (b *nftBuilder) table(t *nftTable) {
+// table collects the destinations of a table from its maps, warning about
+// the table as a whole into b.sink.
+func (b *nftBuilder) table(t *nftTable) map[nftKey]*nftEntry {
 	b.t, b.ev = t, newNFTEvaluator(t)
 	b.checkWiring()
 	entries := map[nftKey]*nftEntry{}
@@ -118,14 +106,7 @@ func (b *nftBuilder) table(t *nftTable) {
 	b.collect(entries, nftMapNoEndpointSvcs, false, func(e *nftEntry, el *nftElem) { e.noEndpoint, e.noEndpointMap = el, nftMapNoEndpointSvcs })
 	b.collect(entries, nftMapNoEndpointNPs, true, func(e *nftEntry, el *nftElem) { e.noEndpoint, e.noEndpointMap = el, nftMapNoEndpointNPs })
 	b.collect(entries, nftMapFirewallIPs, false, func(e *nftEntry, el *nftElem) { e.firewall = el })
-	keys := make([]nftKey, 0, len(entries))
-	for k := range entries {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return nftKeyLess(keys[i], keys[j]) })
-	for _, k := range keys {
-		b.entry(k, entries[k])
-	}
+	return entries
 }
 
 // checkWiring warns when the service dispatch maps are not used by the
@@ -202,8 +183,9 @@ func nftParseKey(parts []string, nodePort bool) (nftKey, error) {
 
 // entry decides the verdict of one destination the way the kernel does:
 // firewall (filter, before DNAT), then service dispatch (nat), then the
-// no-endpoint maps (filter, after DNAT) for what was not redirected.
-func (b *nftBuilder) entry(k nftKey, e *nftEntry) {
+// no-endpoint maps (filter, after DNAT) for what was not redirected. Its
+// warnings go to b.sink; ok is false when the table redirects nothing for it.
+func (b *nftBuilder) entry(k nftKey, e *nftEntry) (fe model.Frontend, v model.Verdict, ok bool) {
 	var ev []string
 	var warns []string
 	out := nftOutcome{}
@@ -232,14 +214,14 @@ func (b *nftBuilder) entry(k nftKey, e *nftEntry) {
 	}
 	if !out.decided() {
 		b.warn("%s: no verdict (the table redirects nothing for it): %s", k, strings.Join(ev, "; "))
-		return
+		return fe, v, false
 	}
-	fe := b.frontend(k, e)
-	v := model.Verdict{Service: b.servicePort(k, e), Action: out.Action, Evidence: ev}
+	fe = b.frontend(k, e)
+	v = model.Verdict{Service: b.servicePort(k, e), Action: out.Action, Evidence: ev}
 	if out.Action == model.Forward {
 		v.Backends = model.SortBackends(append([]netip.AddrPort(nil), out.Backends...))
 	}
-	b.obs.Frontends[fe] = v
+	return fe, v, true
 }
 
 // servicePort names the service port of a destination: from the chain the
