@@ -1,0 +1,47 @@
+# The agent's image and its Helm chart; included from the top-level Makefile.
+#   make image          build the image (podman or buildah; docker when its daemon answers), base
+#                       images created locally when they cannot be pulled (mk/image.sh)
+#   make test-image     (root) the image under podman + runc with the chart's DaemonSet settings, in
+#                       a lab node's network namespace against the lab's API server and kube-proxy
+#   make helm-lint      helm lint + helm template of deploy/helm/netdrift (helm built from its Go module)
+#   make deploy-manifests  render deploy/daemonset.yaml from the chart
+IMAGE_REPO ?= netdrift/netdrift
+IMAGE_TAG  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE      ?= $(IMAGE_REPO):$(IMAGE_TAG)
+IMAGE_DEB_PKGS := podman buildah runc mmdebstrap golang-github-containers-common
+HELM_VERSION := v3.22.0
+HELM := $(CURDIR)/.cache/tools/helm-$(HELM_VERSION)
+HELM_TEMPLATE := $(HELM) template netdrift deploy/helm/netdrift --namespace netdrift --kube-version 1.37.2
+export CONTAINERS_CONF ?= $(CURDIR)/mk/containers.conf
+
+.PHONY: image image-deps helm helm-lint test-image deploy-manifests
+
+image-deps:
+	@missing=""; for p in $(IMAGE_DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+
+image: image-deps
+	bash mk/image.sh $(IMAGE)
+
+$(HELM):
+	@mkdir -p $(dir $(HELM))
+	@echo "building helm $(HELM_VERSION) from its Go module (first time only)"
+	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) && mv $$tmp/helm $(HELM) && rmdir $$tmp
+
+helm: $(HELM)
+
+helm-lint: $(HELM)
+	$(HELM) lint --strict deploy/helm/netdrift
+	$(HELM) lint --strict deploy/helm/netdrift -f deploy/helm/plain-values.yaml
+	$(HELM_TEMPLATE) >/dev/null
+	$(HELM_TEMPLATE) --set serviceMonitor.enabled=true,prometheusRule.enabled=true,secureEndpoint.tlsSecretName=tls >/dev/null
+	$(HELM_TEMPLATE) --set secureEndpoint.enabled=false,seccompProfile.type=RuntimeDefault >/dev/null
+	NETDRIFT_HELM=$(HELM) CGO_ENABLED=0 $(GO) test -count=1 -run 'Chart|Manifest|Seccomp' ./deploy/
+
+deploy-manifests: $(HELM)
+	NETDRIFT_HELM=$(HELM) $(GO) test ./deploy -run 'TestChartRendersThePlainManifests' -update
+
+test-image: image $(HELM) lab-bins
+	@test "$$(id -u)" = 0 || { echo "make test-image needs root (network namespaces, the lab, podman)"; exit 1; }
+	cd $(LAB_DIR) && NETDRIFT_IMAGE=$(IMAGE) NETDRIFT_HELM=$(HELM) CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 20m -v ./imagetest
