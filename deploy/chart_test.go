@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -321,4 +322,60 @@ func indent(s, pre string) string {
 		lines[i] = pre + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// kustomize builds deploy/ (kustomization.yaml) with kustomize's API (tools/kustomizebuild).
+func kustomize(t *testing.T, dir string) []byte {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "run", "./kustomizebuild", abs)
+	cmd.Dir = "tools"
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.String())
+	}
+	return out
+}
+
+func objectKeys(objs []map[string]any) []string {
+	var keys []string
+	for _, o := range objs {
+		md := o["metadata"].(map[string]any)
+		ns, _ := md["namespace"].(string)
+		keys = append(keys, o["kind"].(string)+" "+ns+"/"+md["name"].(string))
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// The kustomization is the plain manifests, and an overlay's images: reaches both containers.
+func TestKustomization(t *testing.T) {
+	got, want := docs(t, kustomize(t, ".")), docs(t, readFile(t, manifestFile))
+	if !reflect.DeepEqual(objectKeys(got), objectKeys(want)) {
+		t.Errorf("kustomize build deploy/: %v\nwant the objects of %s: %v", objectKeys(got), manifestFile, objectKeys(want))
+	}
+	overlay := t.TempDir()
+	base, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(overlay, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := "resources: [" + rel + "]\nimages:\n  - name: netdrift/netdrift\n    newName: registry.example/netdrift\n    newTag: v9\n"
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds := daemonSetOf(t, kustomize(t, overlay))
+	for _, c := range append(ds.Spec.Template.Spec.InitContainers, ds.Spec.Template.Spec.Containers...) {
+		if c.Image != "registry.example/netdrift:v9" {
+			t.Errorf("overlay: container %s image %s", c.Name, c.Image)
+		}
+	}
 }
