@@ -35,7 +35,7 @@ COPY --from=build /out/netdrift /usr/local/bin/netdrift
 # uid 0, deliberately: the DaemonSet drops every capability but NET_ADMIN, NET_RAW, BPF and
 # PERFMON, and Kubernetes hands added capabilities to a non-root container only in its
 # bounding set, so a non-root agent (and the iptables-save it runs) would hold none of them.
-# See docs/deploy.md ("Capabilities").
+# See docs/install.md ("Capabilities").
 USER 0:0
 ENTRYPOINT ["/usr/local/bin/netdrift"]
 CMD ["agent"]

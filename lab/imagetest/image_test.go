@@ -119,11 +119,15 @@ func containersConf() string {
 
 // render renders the chart as the plain manifests are (deploy/helm/plain-values.yaml),
 // with the kubelet's root directory in scratch.
-func render(t *testing.T, helm, kubeletRoot string) []byte {
+func render(t *testing.T, helm, kubeletRoot string, set ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(helm, "template", "netdrift", "../../deploy/helm/netdrift", "--namespace", "netdrift",
+	args := []string{"template", "netdrift", "../../deploy/helm/netdrift", "--namespace", "netdrift",
 		"--kube-version", "1.37.2", "-f", "../../deploy/helm/plain-values.yaml",
-		"--set", "seccompProfile.kubeletRootDir="+kubeletRoot)
+		"--set", "seccompProfile.kubeletRootDir=" + kubeletRoot}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(helm, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -272,6 +276,9 @@ func TestImage(t *testing.T) {
 	run := func(c Container, detach bool) string {
 		t.Helper()
 		cname := fmt.Sprintf("netdrift-imagetest-%s-%s", name, c.Name)
+		if c.Name == "agent" && strings.Contains(strings.Join(c.Args, " "), "seccomp="+runtimeDefault) {
+			cname += "-runtimedefault"
+		}
 		args := append([]string{"run", "--name", cname, "--runtime", "runc"}, c.Args...)
 		if detach {
 			args = append([]string{"run", "-d", "--name", cname, "--runtime", "runc"}, c.Args...)
@@ -515,6 +522,35 @@ func TestImage(t *testing.T) {
 		} else {
 			t.Logf("secure endpoint, %s: %d", c.what, code)
 		}
+	}
+
+	// The same agent with seccompProfile.type=RuntimeDefault: under podman's (and CRI-O's)
+	// default profile bpf() is refused without CAP_SYS_ADMIN, so the probe stays down while
+	// the agent itself works. This is why the chart ships the Localhost profile.
+	if out, err := podman("rm", "-f", "-t", fmt.Sprint(agent.StopTimeout), fmt.Sprintf("netdrift-imagetest-%s-agent", name)); err != nil {
+		t.Fatalf("podman rm: %v %s", err, out)
+	}
+	_, rdDS, _ := decode(t, render(t, helm, kubeletRoot, "seccompProfile.type=RuntimeDefault"))
+	rd, err := Translate(rdDS, Env{
+		Image: image, Node: node.Name, NetNSPath: "/run/netns/" + node.NetNS, SADir: saDir,
+		ServiceHost: kubernetesServiceIP, ClusterDNS: clusterDNS, ConfigMaps: cms, Scratch: scratch,
+		Seccomp: filepath.Join(kubeletRoot, "seccomp"), RuntimeDefault: runtimeDefault,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rd.Init) != 0 || len(rd.Main) != 1 {
+		t.Fatalf("RuntimeDefault: %d init containers, %d containers", len(rd.Init), len(rd.Main))
+	}
+	run(rd.Main[0], true)
+	eventually(t, 90*time.Second, "RuntimeDefault: agent ready, probe state known", func() (bool, string) {
+		st = status{}
+		err := getJSON("/v1/status", &st)
+		return err == nil && st.Ready && st.RSTProbe != nil, fmt.Sprintf("%v %+v", err, st)
+	})
+	t.Logf("RuntimeDefault (%s): rst_probe %+v", runtimeDefault, st.RSTProbe)
+	if st.RSTProbe.Up || !strings.Contains(st.RSTProbe.Reason, "operation not permitted") {
+		t.Errorf("under %s the probe was expected down with EPERM from bpf(): %+v", runtimeDefault, st.RSTProbe)
 	}
 	t.Logf("image %s: ready %s after the test started, whole test %s", image, readyAfter.Round(time.Second), time.Since(start).Round(time.Second))
 }
