@@ -26,7 +26,7 @@ lint:
 # Everything: lint, generated-code check, unit/golden/fuzz-seed tests, real-kernel
 # tests (root, throwaway network namespaces), the VM (Debian 6.1 kernel) tests,
 # promtool rule tests and the lab scenarios (real control plane + kube-proxy).
-test: deps build lint check-generate vm-kernel test-go test-deploy-rules helm-lint test-lab test-deploy-lab test-image
+test: deps image-deps build lint check-generate vm-kernel test-go test-deploy-rules helm-lint test-lab test-deploy-lab test-image
 
 # The product module under the race detector (includes the VM tests when the
 # kernel is cached: `make vm-kernel`).

@@ -37,7 +37,8 @@ helm-lint: $(HELM)
 	$(HELM_TEMPLATE) >/dev/null
 	$(HELM_TEMPLATE) --set serviceMonitor.enabled=true,prometheusRule.enabled=true,secureEndpoint.tlsSecretName=tls >/dev/null
 	$(HELM_TEMPLATE) --set secureEndpoint.enabled=false,seccompProfile.type=RuntimeDefault >/dev/null
-	NETDRIFT_HELM=$(HELM) CGO_ENABLED=0 $(GO) test -count=1 -run 'Chart|Manifest|Seccomp' ./deploy/
+	NETDRIFT_HELM=$(HELM) CGO_ENABLED=0 $(GO) test -count=1 -run 'Chart|Kustomization|Seccomp' ./deploy/
+	cd deploy/tools && $(GO) vet ./... && test -z "$$(gofmt -l .)"
 
 deploy-manifests: $(HELM)
 	NETDRIFT_HELM=$(HELM) $(GO) test ./deploy -run 'TestChartRendersThePlainManifests' -update
