@@ -30,7 +30,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 FROM debian:${DEBIAN_RELEASE}-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iptables nftables \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* /var/log/apt /var/log/dpkg.log
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log
 COPY --from=build /out/netdrift /usr/local/bin/netdrift
 # uid 0, deliberately: the DaemonSet drops every capability but NET_ADMIN, NET_RAW, BPF and
 # PERFMON, and Kubernetes hands added capabilities to a non-root container only in its
