@@ -50,6 +50,8 @@ type Container struct {
 	Ports []corev1.ContainerPort
 	// StopTimeout is terminationGracePeriodSeconds.
 	StopTimeout int64
+	// Ignored: this container's settings that only the scheduler or kubelet act on.
+	Ignored []string
 }
 
 // Pod is the translated pod template: init containers run to completion first.
@@ -155,6 +157,9 @@ func Translate(ds *appsv1.DaemonSet, env Env) (*Pod, error) {
 				return nil, fmt.Errorf("container %s: %w", c.Name, err)
 			}
 			tc.Args = slices.Concat(podArgs, saMount, prefix("-e", svcEnv), tc.Args)
+			for _, s := range tc.Ignored {
+				ignore(c.Name+": "+strings.SplitN(s, ":", 2)[0], strings.TrimSpace(strings.SplitN(s, ":", 2)[1]))
+			}
 			if i == 0 {
 				out.Init = append(out.Init, *tc)
 			} else {
@@ -167,6 +172,9 @@ func Translate(ds *appsv1.DaemonSet, env Env) (*Pod, error) {
 
 func translateContainer(c corev1.Container, env Env, volumes map[string]corev1.Volume, podSeccomp string, grace int64) (*Container, error) {
 	tc := &Container{Name: c.Name, StopTimeout: grace}
+	if _, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+		tc.Ignored = append(tc.Ignored, "resources.requests.memory: scheduling and eviction only")
+	}
 	var a []string
 	c.Name = ""
 	if c.Image == "" {
@@ -346,6 +354,7 @@ func translateContainer(c corev1.Container, env Env, volumes map[string]corev1.V
 	}
 	c.VolumeMounts = nil
 
+	// Probes: the test sends them as the kubelet would. Ports: hostNetwork, nothing to map.
 	tc.Readiness, tc.Liveness, tc.Ports = c.ReadinessProbe, c.LivenessProbe, c.Ports
 	c.ReadinessProbe, c.LivenessProbe, c.Ports = nil, nil, nil
 	if c.TerminationMessagePath != "" || c.TerminationMessagePolicy != "" {
