@@ -45,4 +45,31 @@ deploy-manifests: $(HELM)
 
 test-image: image $(HELM) lab-bins
 	@test "$$(id -u)" = 0 || { echo "make test-image needs root (network namespaces, the lab, podman)"; exit 1; }
-	cd $(LAB_DIR) && NETDRIFT_IMAGE=$(IMAGE) NETDRIFT_HELM=$(HELM) CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 20m -v ./imagetest
+	cd $(LAB_DIR) && NETDRIFT_IMAGE=$(IMAGE) NETDRIFT_HELM=$(HELM) CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 20m -v -run 'TestImage$$|TestTranslate' ./imagetest
+
+# The stretch: a lab node run by a real kubelet (from the lab module's Kubernetes version; built
+# with a throwaway copy of lab/go.mod, so the lab module does not depend on the kubelet's extra
+# modules) and a real containerd (from its Go module), runc from Debian.
+CONTAINERD_VERSION := v2.4.2
+KUBELET_BINS = $(CURDIR)/$(LAB_DIR)/.cache/bin
+.PHONY: lab-kubelet-bins test-image-kubelet
+
+lab-kubelet-bins:
+	@test -x $(KUBELET_BINS)/containerd -a -x $(KUBELET_BINS)/ctr -a -x $(KUBELET_BINS)/containerd-shim-runc-v2 || \
+	  GOBIN=$(KUBELET_BINS) CGO_ENABLED=0 $(GO) install -trimpath \
+	    github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
+	    github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION) \
+	    github.com/containerd/containerd/v2/cmd/ctr@$(CONTAINERD_VERSION)
+	@cd $(LAB_DIR) && k8s=$$(sed -n 's/^\tk8s.io\/kubernetes \(v[^ ]*\)$$/\1/p' go.mod) && \
+	  stamp="$$k8s $$($(GO) env GOVERSION)" && \
+	  if [ -x $(KUBELET_BINS)/kubelet ] && [ "$$(cat $(KUBELET_BINS)/kubelet.inputs 2>/dev/null)" = "$$stamp" ]; then \
+	    echo "kubelet $$k8s up to date"; else \
+	  echo "building kubelet $$k8s" && tmp=$$(mktemp -d) && cp go.mod $$tmp/k.mod && cp go.sum $$tmp/k.sum && \
+	  CGO_ENABLED=0 $(GO) get -modfile=$$tmp/k.mod k8s.io/kubernetes/cmd/kubelet@$$k8s && \
+	  CGO_ENABLED=0 $(GO) build -modfile=$$tmp/k.mod -trimpath -o $(KUBELET_BINS)/kubelet k8s.io/kubernetes/cmd/kubelet && \
+	  echo "$$stamp" > $(KUBELET_BINS)/kubelet.inputs && rm -rf $$tmp; fi
+
+test-image-kubelet: image $(HELM) lab-bins lab-kubelet-bins
+	@test "$$(id -u)" = 0 || { echo "make test-image-kubelet needs root"; exit 1; }
+	cd $(LAB_DIR) && NETDRIFT_IMAGE=$(IMAGE) NETDRIFT_HELM=$(HELM) NETDRIFT_KUBELET_BINS=$(KUBELET_BINS) CGO_ENABLED=0 \
+	  $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 20m -v -run TestImageUnderKubelet ./imagetest

@@ -214,6 +214,12 @@ func TestImage(t *testing.T) {
 	image, helm := requirements(t)
 	start := time.Now()
 	ctx := context.Background()
+	cgroups := cgroupDirs()
+	t.Cleanup(func() {
+		if r := removeNewCgroups(cgroups); len(r) > 0 {
+			t.Logf("removed %d empty cgroup directories podman left", len(r))
+		}
+	})
 	scratch := t.TempDir()
 	kubeletRoot := filepath.Join(scratch, "kubelet")
 
