@@ -1,5 +1,5 @@
-# netdrift agent image. Build: make image IMAGE=<registry>/netdrift:<tag>
-# (needs a container engine: docker or podman; none runs on the build machines).
+# netdrift agent image. Build: make image [IMAGE=<registry>/netdrift:<tag>] (podman, buildah or
+# docker; see docs/install.md), or plainly: docker build -t netdrift .
 #
 # Stage 1 builds a static binary; stage 2 carries only what the agent runs besides itself:
 # iptables-legacy-save / iptables-nft-save (and the ip6tables ones) from Debian's iptables
@@ -12,23 +12,30 @@ ARG DEBIAN_RELEASE=trixie
 FROM golang:${GO_VERSION}-${DEBIAN_RELEASE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-RUN go mod download
+# Secret "ca" (optional): a CA bundle for fetching modules where the build machine's TLS is
+# intercepted (make image passes the host's). Module and build caches persist across builds.
+RUN --mount=type=secret,id=ca --mount=type=cache,target=/go/pkg/mod \
+    if [ -s /run/secrets/ca ]; then export SSL_CERT_FILE=/run/secrets/ca; fi; \
+    go mod download
 COPY cmd ./cmd
 COPY internal ./internal
 COPY bpf ./bpf
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/netdrift ./cmd/agent
+ARG VERSION=dev
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" \
+      -o /out/netdrift ./cmd/agent
 
 # A newer iptables/nft than the node's kube-proxy wrote with reads its rules; an older one
 # may not ("unsupported revision"), so the runtime follows a current Debian release.
 FROM debian:${DEBIAN_RELEASE}-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iptables nftables \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* /var/log/apt /var/log/dpkg.log
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log
 COPY --from=build /out/netdrift /usr/local/bin/netdrift
 # uid 0, deliberately: the DaemonSet drops every capability but NET_ADMIN, NET_RAW, BPF and
 # PERFMON, and Kubernetes hands added capabilities to a non-root container only in its
 # bounding set, so a non-root agent (and the iptables-save it runs) would hold none of them.
-# See docs/deploy.md ("Capabilities").
+# See docs/install.md ("Capabilities").
 USER 0:0
 ENTRYPOINT ["/usr/local/bin/netdrift"]
 CMD ["agent"]

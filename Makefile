@@ -26,7 +26,7 @@ lint:
 # Everything: lint, generated-code check, unit/golden/fuzz-seed tests, real-kernel
 # tests (root, throwaway network namespaces), the VM (Debian 6.1 kernel) tests,
 # promtool rule tests and the lab scenarios (real control plane + kube-proxy).
-test: deps build lint check-generate vm-kernel test-go test-deploy-rules test-lab test-deploy-lab
+test: deps image-deps build lint check-generate vm-kernel test-go test-deploy-rules helm-lint test-lab test-deploy-lab test-image
 
 # The product module under the race detector (includes the VM tests when the
 # kernel is cached: `make vm-kernel`).
@@ -43,4 +43,4 @@ test-deploy-rules:
 clean:
 	rm -rf $(BIN)
 
-include mk/bpf.mk mk/vm.mk mk/deploy.mk mk/lab.mk mk/demo.mk mk/bench.mk
+include mk/bpf.mk mk/vm.mk mk/deploy.mk mk/image.mk mk/lab.mk mk/demo.mk mk/bench.mk

@@ -87,7 +87,12 @@ func startLab(t *testing.T) *rest.Config {
 // objects reads daemonset.yaml as unstructured objects, in file order.
 func objects(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(readFile(t, manifestFile))))
+	return objectsOf(t, readFile(t, manifestFile))
+}
+
+func objectsOf(t *testing.T, manifest []byte) []*unstructured.Unstructured {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
 	var objs []*unstructured.Unstructured
 	for {
 		doc, err := r.Read()
@@ -159,6 +164,25 @@ func TestLabManifestsServerSideDryRun(t *testing.T) {
 	apply(t, cfg, others, true)
 	for _, o := range monitoring {
 		t.Logf("%s %s not dry-run: the lab has no Prometheus Operator CRDs (strictly decoded in manifests_test.go)", o.GetKind(), o.GetName())
+	}
+	// The chart as `helm install` renders it, with the values that change objects.
+	for _, set := range []string{
+		"",
+		"secureEndpoint.enabled=false,seccompProfile.type=RuntimeDefault",
+		"secureEndpoint.tlsSecretName=netdrift-tls,extraArgs[0]=--stale-after=30s,priorityClassName=system-cluster-critical",
+	} {
+		args := []string{}
+		if set != "" {
+			args = append(args, "--set", set)
+		}
+		var chart []*unstructured.Unstructured
+		for _, o := range objectsOf(t, renderChart(t, args...)) {
+			if o.GroupVersionKind().Group != "monitoring.coreos.com" {
+				chart = append(chart, o)
+			}
+		}
+		t.Logf("chart values %q: %d objects dry-run", set, len(chart))
+		apply(t, cfg, chart, true)
 	}
 	// Dry-run persisted nothing.
 	cs := kubernetes.NewForConfigOrDie(cfg)

@@ -68,6 +68,7 @@ type manifests struct {
 	ds             *appsv1.DaemonSet
 	svc            *corev1.Service
 	sm             *serviceMonitor
+	seccomp        *corev1.ConfigMap // the Localhost seccomp profile the init container installs
 }
 
 // loadManifests decodes every document of daemonset.yaml into its typed object, strictly
@@ -112,13 +113,13 @@ func loadManifests(t *testing.T) manifests {
 		}
 		m.assign(t, obj)
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet", "Service", "ServiceMonitor"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet", "Service", "ServiceMonitor"} {
 		if seen[k] != 1 {
 			t.Errorf("%d %s objects, want 1", seen[k], k)
 		}
 	}
-	if len(seen) != 9 {
-		t.Errorf("kinds %v, want exactly the nine above", sortedKeys(seen))
+	if len(seen) != 10 {
+		t.Errorf("kinds %v, want exactly the ten above", sortedKeys(seen))
 	}
 	return m
 }
@@ -141,6 +142,8 @@ func (m *manifests) assign(t *testing.T, obj runtime.Object) {
 		m.ds = o
 	case *corev1.Service:
 		m.svc = o
+	case *corev1.ConfigMap:
+		m.seccomp = o
 	default:
 		t.Errorf("unexpected object %T", obj)
 	}
@@ -248,12 +251,20 @@ func TestDaemonSetPodSpec(t *testing.T) {
 		}
 	}
 	if ps.SecurityContext == nil || ps.SecurityContext.SeccompProfile == nil || ps.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Error("seccomp profile is not RuntimeDefault")
+		t.Error("the pod's seccomp profile (the init container's) is not RuntimeDefault")
 	}
-	if len(ps.Containers) != 1 || len(ps.InitContainers) != 0 {
-		t.Fatalf("%d containers, %d init containers; want 1, 0", len(ps.Containers), len(ps.InitContainers))
+	if len(ps.Containers) != 1 || len(ps.InitContainers) != 1 {
+		t.Fatalf("%d containers, %d init containers; want 1, 1 (the seccomp profile installer)", len(ps.Containers), len(ps.InitContainers))
 	}
 	c := ps.Containers[0]
+	// The agent's own seccomp profile: Localhost, the ConfigMap's, installed by the init container.
+	if p := c.SecurityContext.SeccompProfile; p == nil || p.Type != corev1.SeccompProfileTypeLocalhost || p.LocalhostProfile == nil || *p.LocalhostProfile != "netdrift/agent.json" {
+		t.Errorf("agent seccomp profile %+v, want Localhost netdrift/agent.json", p)
+	}
+	if m.seccomp.Data["agent.json"] != string(readFile(t, localhostProfileFile)) {
+		t.Errorf("ConfigMap %s does not carry %s", m.seccomp.Name, localhostProfileFile)
+	}
+	checkInitContainer(t, ps, ps.InitContainers[0], m.seccomp.Name)
 	wantArgs := []string{"agent", "--node-name=$(NODE_NAME)", "--listen=127.0.0.1:9760", "--secure-listen=:9761"}
 	if !reflect.DeepEqual(c.Args, wantArgs) || len(c.Command) != 0 {
 		t.Errorf("command %v args %v, want the image's entrypoint with %v", c.Command, c.Args, wantArgs)
@@ -345,11 +356,13 @@ func checkResources(t *testing.T, r corev1.ResourceRequirements) {
 	}
 }
 
-// Host mounts: only tracefs, read-only.
+const kubeletSeccompDir = "/var/lib/kubelet/seccomp/netdrift"
+
+// Host mounts of the agent: only tracefs, read-only.
 func checkVolumes(t *testing.T, ps corev1.PodSpec, c corev1.Container) {
 	t.Helper()
-	allowed := map[string]bool{"/sys/kernel/tracing": true}
-	host := map[string]bool{}
+	allowed := map[string]bool{"/sys/kernel/tracing": true, kubeletSeccompDir: true}
+	host := map[string]string{}
 	for _, v := range ps.Volumes {
 		if v.HostPath == nil {
 			continue
@@ -357,12 +370,49 @@ func checkVolumes(t *testing.T, ps corev1.PodSpec, c corev1.Container) {
 		if !allowed[v.HostPath.Path] {
 			t.Errorf("host mount %s is not needed", v.HostPath.Path)
 		}
-		host[v.Name] = true
+		host[v.Name] = v.HostPath.Path
 	}
 	for _, vm := range c.VolumeMounts {
-		if host[vm.Name] && !vm.ReadOnly {
-			t.Errorf("host mount %s is writable", vm.MountPath)
+		if p, ok := host[vm.Name]; ok && (!vm.ReadOnly || p == kubeletSeccompDir) {
+			t.Errorf("agent: host mount %s (%s) is writable or not the agent's", vm.MountPath, p)
 		}
+	}
+}
+
+// The init container: no capabilities, read-only root, writes only the kubelet's
+// seccomp/netdrift directory, reads the profile from the ConfigMap.
+func checkInitContainer(t *testing.T, ps corev1.PodSpec, c corev1.Container, configMap string) {
+	t.Helper()
+	sc := c.SecurityContext
+	if sc == nil || sc.Capabilities == nil || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("init container %s: capabilities %+v, want none", c.Name, sc)
+		return
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.Privileged == nil || *sc.Privileged || sc.SeccompProfile != nil {
+		t.Errorf("init container %s: securityContext %+v", c.Name, sc)
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range ps.Volumes {
+		vols[v.Name] = v
+	}
+	var wrote, read bool
+	for _, vm := range c.VolumeMounts {
+		v := vols[vm.Name]
+		switch {
+		case v.HostPath != nil && v.HostPath.Path == kubeletSeccompDir && vm.MountPath == "/host":
+			wrote = true
+		case v.ConfigMap != nil && v.ConfigMap.Name == configMap && vm.ReadOnly && vm.MountPath == "/profile":
+			read = true
+		default:
+			t.Errorf("init container %s: mount %+v of %+v", c.Name, vm, v.VolumeSource)
+		}
+	}
+	if !wrote || !read {
+		t.Errorf("init container %s: writes the kubelet's seccomp dir %v, reads the ConfigMap %v", c.Name, wrote, read)
+	}
+	if got := strings.Join(c.Command, " "); !strings.Contains(got, "/profile/agent.json") || !strings.Contains(got, "/host/agent.json") {
+		t.Errorf("init container %s: command %q", c.Name, got)
 	}
 }
 

@@ -24,6 +24,10 @@ func (l *Lab) etcdArgs() []string {
 
 func (l *Lab) apiserverArgs() []string {
 	p := l.pki
+	admission := "--disable-admission-plugins=ServiceAccount"
+	if l.opts.ServiceAccountAdmission {
+		admission = "--enable-admission-plugins=ServiceAccount"
+	}
 	return []string{filepath.Join(l.opts.BinDir, "kube-apiserver"),
 		"--etcd-servers=http://127.0.0.1:2379",
 		"--bind-address=" + routerIP,
@@ -40,8 +44,8 @@ func (l *Lab) apiserverArgs() []string {
 		"--authorization-mode=Node,RBAC",
 		// Pods here run no containers and mount nothing; skipping the
 		// ServiceAccount admission avoids racing the controller that
-		// creates the "default" account.
-		"--disable-admission-plugins=ServiceAccount",
+		// creates the "default" account (Options.ServiceAccountAdmission).
+		admission,
 		"--profiling=false",
 		"--v=1",
 	}

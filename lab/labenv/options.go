@@ -42,6 +42,9 @@ type Options struct {
 	AgentArgs []string
 	// ProxyArgs are extra kube-proxy flags (e.g. "--iptables-min-sync-period=0").
 	ProxyArgs []string
+	// ServiceAccountAdmission enables the API server's ServiceAccount admission plugin
+	// (off by default: the stand-in's pods mount nothing), for pods a real kubelet runs.
+	ServiceAccountAdmission bool
 	// LeasePeriod is how often the kubelet stand-in renews node Leases.
 	// Default 10s.
 	LeasePeriod time.Duration
