@@ -2,7 +2,11 @@ package datapath
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/ipvs"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nsutil"
 )
 
 // ParseMode checks a --datapath value: auto or a mode name.
@@ -25,7 +30,8 @@ func ParseMode(s string) (string, error) {
 func Open(mode, netns string) (Reader, error) {
 	switch mode {
 	case model.ModeIPTables:
-		return &iptablesReader{r: &iptables.Reader{Config: iptables.Config{NetNS: netns, IPv6: true}}, netns: netns}, nil
+		return &iptablesReader{r: &iptables.Reader{Config: iptables.Config{NetNS: netns, IPv6: true}}, netns: netns,
+			nl: &iptables.NFTReader{NetNS: netns, IPv6: true}}, nil
 	case model.ModeNFTables:
 		return nftablesReader{&nftables.Reader{Config: nftables.Config{NetNS: netns}}}, nil
 	case model.ModeIPVS:
@@ -55,24 +61,37 @@ type ipvsReader struct{ *ipvs.Reader }
 func (ipvsReader) ApplyChange(context.Context, ChangeEvent) error { return nil }
 func (ipvsReader) LastReadCPU() time.Duration                     { return 0 }
 
-// iptablesReader dumps iptables, unless the backend is iptables-nft and the
-// nf_tables generation has not moved since the last dump began: then the
-// rules are the same and the O(1) generation check replaces a full dump.
-// New hints re-parse the cached dump; they never re-dump.
+// iptablesReader reads kube-proxy's iptables rules. With the nft backend
+// (iptables-nft, the default of current distributions) it reads the
+// nf_tables tables in process over netlink (iptables.NFTReader): no
+// iptables-save, and a change event re-reads only the chains it names. It
+// falls back to iptables-save, with the reason in the observation's
+// warnings, when the netlink read fails (a rule it cannot decode, no
+// nf_tables access) and tries netlink again after nlRetryAfter.
+//
+// On the iptables-save path it dumps, unless the backend is iptables-nft
+// and the nf_tables generation has not moved since the last dump began:
+// then the rules are the same and the O(1) generation check replaces a
+// full dump. New hints re-parse the cached dump; they never re-dump.
 type iptablesReader struct {
 	r     *iptables.Reader
 	netns string
+	nl    *iptables.NFTReader // nil: iptables-save only
 
 	mu      sync.Mutex
 	hints   model.Hints
 	gen     uint32          // nf_tables generation before the cached dump began
 	dumps   *iptables.Dumps // nil: no usable cache
 	obs     model.Observed
-	parsed  bool   // obs is the parse of dumps with hints
-	version uint64 // of the last parse (model.Observed.Version)
+	parsed  bool      // obs is the parse of dumps with hints
+	nlOK    bool      // the backend is nft: the netlink reader applies
+	nlOff   string    // why the netlink reader is not used ("" = it is)
+	nlRetry time.Time // when to try netlink again after a fallback
+	inProc  bool      // the last read was in process (no CPU to report)
+	version uint64    // of the last parse or walk (model.Observed.Version)
 }
 
-// versioned stamps a new parse with the reader's next version.
+// versioned stamps a new parse or walk with the reader's next version.
 func (k *iptablesReader) versioned(obs model.Observed) model.Observed {
 	if k.version == 0 {
 		k.version = uint64(time.Now().UnixNano()) // distinct from another reader's versions
@@ -81,6 +100,10 @@ func (k *iptablesReader) versioned(obs model.Observed) model.Observed {
 	obs.Version = k.version
 	return obs
 }
+
+// nlRetryAfter is how long a fallback to iptables-save lasts before the
+// netlink reader is tried again.
+const nlRetryAfter = 5 * time.Minute
 
 func (k *iptablesReader) Name() string { return model.ModeIPTables }
 
@@ -91,17 +114,101 @@ func (k *iptablesReader) SetHints(h model.Hints) {
 	k.r.SetHints(h)
 }
 
-// ApplyChange: an nf_tables event moves the generation, which the next
-// Snapshot sees; nothing to do here.
-func (k *iptablesReader) ApplyChange(context.Context, ChangeEvent) error { return nil }
+// ApplyChange hands an nf_tables change event to the netlink reader, which
+// re-reads the chains it names in ip/ip6 nat and filter. On the
+// iptables-save path the event moves the generation, which the next
+// Snapshot sees; nothing to do.
+func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.netlinkActive() {
+		return nil
+	}
+	changes := make([]iptables.NFTChange, 0, len(ev.Changes))
+	for _, c := range ev.Changes {
+		changes = append(changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
+	}
+	return k.nl.ApplyChanges(ctx, ev.Generation, ev.Lost, changes)
+}
 
-// LastReadCPU is the CPU time the last dump cost (iptables-save processes).
-func (k *iptablesReader) LastReadCPU() time.Duration { return k.r.Stats().CPU }
+// LastReadCPU is the CPU time the last dump cost (iptables-save
+// processes); 0 after an in-process netlink read.
+func (k *iptablesReader) LastReadCPU() time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.inProc {
+		return 0
+	}
+	return k.r.Stats().CPU
+}
+
+// netlinkActive: the netlink reader is configured, the backend is nft and
+// no fallback is in force.
+func (k *iptablesReader) netlinkActive() bool {
+	if k.nl == nil || !k.nlOK {
+		return false
+	}
+	if k.nlOff != "" && time.Now().Before(k.nlRetry) {
+		return false
+	}
+	return true
+}
 
 // Snapshot reads the datapath. It never writes.
 func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.nl != nil && !k.nlOK {
+		k.nlOK = k.nftBackend()
+	}
+	if k.netlinkActive() {
+		obs, err := k.nl.Snapshot(ctx, k.hints)
+		switch {
+		case err != nil:
+			k.nlOff, k.nlRetry = err.Error(), time.Now().Add(nlRetryAfter)
+		case len(obs.Frontends) == 0 && k.r.Config.Backend != iptables.BackendNFT:
+			// Nothing in nf_tables: maybe kube-proxy moved to the legacy
+			// backend. The iptables-save path detects again.
+			k.nlOK = false
+		default:
+			k.nlOff, k.inProc = "", true
+			return k.versioned(obs), nil // every walk a new version: never a false "unchanged"
+		}
+	}
+	k.inProc = false
+	obs, err := k.saveSnapshot(ctx)
+	if err != nil {
+		return obs, err
+	}
+	if k.nlOff != "" && k.nlOK {
+		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-nft tables not read over netlink, read with iptables-save instead: "+k.nlOff)
+	}
+	if k.nl != nil && k.r.Stats().Backend == iptables.BackendNFT {
+		k.nlOK = true
+	}
+	return obs, nil
+}
+
+// nftBackend reports whether the configured or obvious backend is nft
+// without running iptables-save: configured so, or auto and the kernel has
+// no legacy nat table (reading it would be the only reason to choose
+// legacy). Otherwise the iptables-save path's detection decides.
+func (k *iptablesReader) nftBackend() bool {
+	switch k.r.Config.Backend {
+	case iptables.BackendNFT:
+		return true
+	case iptables.BackendLegacy:
+		return false
+	}
+	names, err := nsutil.ReadProcNet(k.netns, "ip_tables_names")
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) // no ip_tables module: no legacy tables
+	}
+	return !strings.Contains(names, "nat")
+}
+
+// saveSnapshot is the iptables-save path.
+func (k *iptablesReader) saveSnapshot(ctx context.Context) (model.Observed, error) {
 	gen, genErr := nftables.Generation(k.netns)
 	if genErr == nil && k.dumps != nil && gen == k.gen && k.r.Stats().Backend == iptables.BackendNFT {
 		if !k.parsed {

@@ -1,0 +1,594 @@
+package iptables
+
+// NFTReader reads the nf_tables tables iptables-nft writes (ip nat,
+// ip filter, ip6 nat, ip6 filter) over netlink, in process: no
+// iptables-save. Each rule is decoded (netlink_decode.go) into the
+// arguments iptables-nft-save would print and parsed by the same rule
+// parser as a dump, into the same tables the walker reads (walk.go, nat.go,
+// filter.go), so the observed state is the one Parse gives for the
+// iptables-nft-save text of the same tables, evidence included.
+//
+// The tables are kept between reads: ApplyChanges re-reads only the chains
+// an nf_tables change event names. A rule the decoder does not understand
+// is never skipped: in a KUBE-* chain it fails the read (ErrUndecodable;
+// the caller falls back to iptables-save), elsewhere it marks its chain,
+// and the read fails if the walk reaches that chain.
+//
+// Netlink: github.com/mdlayher/netlink for the socket, dumps and attribute
+// decoding; github.com/google/nftables/expr for the native expressions. Not
+// nftables.Conn.GetRules: it drops expressions it does not know without a
+// trace (which would skip a match silently: a wrong answer) and has no
+// whole-table rule dump (one request per chain for a full read).
+//
+// It only reads: GETGEN, GETCHAIN and GETRULE requests, never NEW/DEL.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nsutil"
+)
+
+// ErrUndecodable wraps a rule the netlink reader cannot decode faithfully.
+var ErrUndecodable = errors.New("iptables-nft rule not decodable")
+
+// NFTChange is one object an nf_tables transaction touched (the reader's
+// view of nftables.ChangeItem; this package imports no other reader).
+type NFTChange struct {
+	Family string // "ip", "ip6", ...
+	Table  string
+	Object string // "table", "chain", "rule", ...
+	Name   string // chain of a rule or chain change
+}
+
+// NFTStats counts the reader's work.
+type NFTStats struct {
+	FullReads   int           // whole-table reads
+	ChainReads  int           // single chains re-read for change events
+	LastChains  int           // chains re-read by the last ApplyChanges
+	Rules       int           // rules kept by the last full read (KUBE-MARK-MASQ jumps are not)
+	LastReadDur time.Duration // wall time of the last full read
+}
+
+// NFTReader is the in-process iptables-nft reader.
+type NFTReader struct {
+	NetNS string
+	IPv6  bool
+
+	mu    sync.Mutex
+	fams  []*nlFamily // nil: nothing cached
+	gen   uint32      // nf_tables generation the cache reflects
+	stats NFTStats
+}
+
+// nlFamily holds one family's nat and filter tables.
+type nlFamily struct {
+	v6     bool
+	fam    model.IPFamily
+	tag    string
+	tables ipDump
+	// opaque: chains (not KUBE-*) holding rules that were not decoded, and why.
+	opaque map[string]map[string]string // table -> chain -> reason
+}
+
+var nlTables = []string{"nat", "filter"}
+
+// Stats returns the reader's counters.
+func (n *NFTReader) Stats() NFTStats {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stats
+}
+
+// Drop forgets the cached tables: the next Snapshot reads everything.
+func (n *NFTReader) Drop() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.fams = nil
+}
+
+// Snapshot returns the observed state. It reads everything when nothing is
+// cached or the nf_tables generation moved past what the cache reflects
+// (a change not delivered through ApplyChanges), else walks the cache.
+func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Observed, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	err := n.withConn(func(c *netlink.Conn) error {
+		if n.fams != nil {
+			gen, err := getGen(c)
+			if err != nil {
+				return err
+			}
+			if gen == n.gen {
+				return nil
+			}
+		}
+		return n.fullRead(ctx, c)
+	})
+	if err != nil {
+		n.fams = nil
+		return model.Observed{}, err
+	}
+	obs, err := n.walk(hints)
+	if err != nil {
+		n.fams = nil
+	}
+	return obs, err
+}
+
+// ApplyChanges re-reads the chains a committed transaction (generation gen)
+// changed in the tables this reader keeps. lost: events were dropped, so
+// the cache is dropped. An error drops the cache too.
+func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, changes []NFTChange) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stats.LastChains = 0
+	if n.fams == nil {
+		return nil // the next Snapshot reads everything
+	}
+	if lost {
+		n.fams = nil
+		return nil
+	}
+	type key struct {
+		fam   *nlFamily
+		table string
+	}
+	chains := map[key]map[string]bool{}
+	whole := map[key]bool{}
+	for _, ch := range changes {
+		f := n.family(ch.Family)
+		if f == nil || (ch.Table != "nat" && ch.Table != "filter") {
+			continue
+		}
+		k := key{f, ch.Table}
+		switch ch.Object {
+		case "rule", "chain":
+			if ch.Name == "" {
+				whole[k] = true
+				continue
+			}
+			if chains[k] == nil {
+				chains[k] = map[string]bool{}
+			}
+			chains[k][ch.Name] = true
+		case "table":
+			whole[k] = true
+		}
+	}
+	err := n.withConn(func(c *netlink.Conn) error {
+		for k := range whole {
+			if err := n.readTable(ctx, c, k.fam, k.table); err != nil {
+				return err
+			}
+			delete(chains, k)
+		}
+		for k, names := range chains {
+			for name := range names {
+				if err := n.readChain(ctx, c, k.fam, k.table, name); err != nil {
+					return err
+				}
+				n.stats.LastChains++
+				n.stats.ChainReads++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		n.fams = nil
+		return err
+	}
+	if int32(gen-n.gen) > 0 {
+		n.gen = gen
+	}
+	return nil
+}
+
+func (n *NFTReader) family(name string) *nlFamily {
+	for _, f := range n.fams {
+		if name == "ip" && !f.v6 || name == "ip6" && f.v6 {
+			return f
+		}
+	}
+	return nil
+}
+
+// withConn dials nfnetlink in the namespace for one operation.
+func (n *NFTReader) withConn(fn func(*netlink.Conn) error) error {
+	return nsutil.WithFd(n.NetNS, func(fd int) error {
+		c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
+		if err != nil {
+			return fmt.Errorf("%w: nf_tables netlink: %v", model.ErrUnsupported, err)
+		}
+		defer c.Close()
+		return fn(c)
+	})
+}
+
+// fullRead reads every table. A commit during the read (the generation
+// moved) makes it read again, a few times; after that the older generation
+// is kept, so the next Snapshot reads again unless events catch up.
+func (n *NFTReader) fullRead(ctx context.Context, c *netlink.Conn) error {
+	start := time.Now()
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var before, after uint32
+		if before, err = getGen(c); err != nil {
+			return err
+		}
+		var fams []*nlFamily
+		rules := 0
+		for _, v6 := range []bool{false, true} {
+			if v6 && !n.IPv6 {
+				continue
+			}
+			f := &nlFamily{v6: v6, fam: model.IPv4, tables: ipDump{}, opaque: map[string]map[string]string{}}
+			if v6 {
+				f.fam, f.tag = model.IPv6, "ip6 "
+			}
+			for _, t := range nlTables {
+				if err = n.readTable(ctx, c, f, t); err != nil {
+					return err
+				}
+				if tb := f.tables[t]; tb != nil {
+					for _, ch := range tb.chains {
+						rules += len(ch.rules)
+					}
+				}
+			}
+			fams = append(fams, f)
+		}
+		if after, err = getGen(c); err != nil {
+			return err
+		}
+		n.fams, n.gen = fams, before
+		n.stats.FullReads++
+		n.stats.Rules = rules
+		n.stats.LastReadDur = time.Since(start)
+		if after == before {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readTable (re)reads one table: its chains, then all its rules in one dump.
+func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily, table string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	names, err := listChains(c, f.v6, table)
+	if err != nil {
+		return err
+	}
+	delete(f.opaque, table)
+	if names == nil {
+		// iptables-nft-save prints a missing table as an empty one (its
+		// built-in chains): the same, for the walker.
+		f.tables[table] = &ipTable{name: table, chains: map[string]*ipChain{}}
+		return nil
+	}
+	t := &ipTable{name: table, chains: make(map[string]*ipChain, len(names))}
+	for _, name := range names {
+		ch := &ipChain{name: name}
+		t.chains[name] = ch
+		t.order = append(t.order, ch)
+	}
+	err = dumpRules(c, f.v6, table, "", func(r nlRule, derr error) error {
+		if derr != nil {
+			return f.undecodable(table, r.chain, derr)
+		}
+		ch := t.chains[r.chain]
+		if ch == nil {
+			return fmt.Errorf("nf_tables %s %s: rule in unlisted chain %q (changed during the read)", f.fam, table, r.chain)
+		}
+		return t.addNLRule(ch, r, true)
+	})
+	if err != nil {
+		return err
+	}
+	f.tables[table] = t
+	return nil
+}
+
+// readChain re-reads one chain (deleted when the kernel no longer has it).
+func (n *NFTReader) readChain(ctx context.Context, c *netlink.Conn, f *nlFamily, table, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := f.tables[table]
+	if t == nil {
+		return n.readTable(ctx, c, f, table)
+	}
+	ok, err := chainExists(c, f.v6, table, name)
+	if err != nil {
+		return err
+	}
+	if m := f.opaque[table]; m != nil {
+		delete(m, name)
+	}
+	if !ok {
+		if old := t.chains[name]; old != nil {
+			old.dead = true
+			delete(t.chains, name)
+		}
+		return nil
+	}
+	ch := &ipChain{name: name}
+	err = dumpRules(c, f.v6, table, name, func(r nlRule, derr error) error {
+		if derr != nil {
+			return f.undecodable(table, name, derr)
+		}
+		if r.chain != name {
+			return fmt.Errorf("nf_tables %s %s: dump of chain %s returned a rule of %s", f.fam, table, name, r.chain)
+		}
+		return t.addNLRule(ch, r, false)
+	})
+	if err != nil {
+		return err
+	}
+	if old := t.chains[name]; old != nil {
+		old.dead = true
+	}
+	t.chains[name] = ch
+	return nil
+}
+
+// undecodable decides what a rule the decoder refused means: fatal in a
+// KUBE-* chain (every one of them can be read by the walker), recorded for
+// any other chain (fatal only if the walk reaches it).
+func (f *nlFamily) undecodable(table, chain string, err error) error {
+	var ue *undecodableError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	if strings.HasPrefix(chain, "KUBE-") {
+		return fmt.Errorf("%w: %s %s %v", ErrUndecodable, f.fam, table, err)
+	}
+	if f.opaque[table] == nil {
+		f.opaque[table] = map[string]string{}
+	}
+	if _, seen := f.opaque[table][chain]; !seen {
+		f.opaque[table][chain] = err.Error()
+	}
+	return nil
+}
+
+// addNLRule parses a decoded rule into the chain, as a dump line would be.
+func (t *ipTable) addNLRule(c *ipChain, r nlRule, slab bool) error {
+	line := "-A " + r.chain
+	if r.args != "" {
+		line += " " + r.args
+	}
+	if isMarkMasqLine(line) {
+		return nil // as parseDumpLine: never parsed (see skipMarkRule)
+	}
+	toks, err := tokenize(line, nil)
+	if err != nil {
+		return fmt.Errorf("rendered rule %q: %w", line, err)
+	}
+	var ir *ipRule
+	if slab {
+		ir = t.newRule()
+	} else {
+		ir = new(ipRule) // chain re-reads: no shared block kept alive by one rule
+	}
+	if err := parseRule(ir, c.name, toks[2:], line); err != nil {
+		return fmt.Errorf("rendered rule %q: %w", line, err)
+	}
+	c.rules = append(c.rules, ir)
+	return nil
+}
+
+// isMarkMasqLine is skipMarkRule's test: such rules are dropped unparsed
+// from dumps, so they must be dropped here too (a comment on one would
+// otherwise name the service of its chain).
+func isMarkMasqLine(line string) bool {
+	return strings.HasPrefix(line, "-A ") && strings.HasSuffix(line, " -j KUBE-MARK-MASQ") &&
+		strings.IndexByte(line, '\\') < 0 && strings.Count(line, `"`)%2 == 0
+}
+
+// walk maps the cached tables to the observed state (what Parse does after
+// parsing the text).
+func (n *NFTReader) walk(hints model.Hints) (model.Observed, error) {
+	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: map[model.Frontend]model.Verdict{}}
+	idx := newParseIndex(hints)
+	for _, f := range n.fams {
+		for _, t := range f.tables {
+			for _, c := range t.chains {
+				c.res, c.done, c.busy = chainResult{}, false, false
+			}
+		}
+		w := newWalker(f.fam, f.tag, f.tables, idx)
+		w.run()
+		for chain, why := range f.opaque["nat"] {
+			if c := w.nat.chains[chain]; c != nil && c.done {
+				return model.Observed{}, fmt.Errorf("%w: %s nat chain %s, reached from kube-proxy's chains: %s", ErrUndecodable, f.fam, chain, why)
+			}
+		}
+		for fe, v := range w.verdicts() {
+			obs.Frontends[fe] = v
+		}
+		obs.Warnings = append(obs.Warnings, w.warnings...)
+	}
+	return obs, nil
+}
+
+// --- netlink requests (reads only) ---
+
+const (
+	nfnlSubsysNFTables = 10
+	nftMsgNewChain     = unix.NFT_MSG_NEWCHAIN
+	nftMsgGetChain     = unix.NFT_MSG_GETCHAIN
+	nftMsgNewRule      = unix.NFT_MSG_NEWRULE
+	nftMsgGetRule      = unix.NFT_MSG_GETRULE
+	nftMsgNewGen       = unix.NFT_MSG_NEWGEN
+	nftMsgGetGen       = unix.NFT_MSG_GETGEN
+	nftaChainTable     = 1
+	nftaChainName      = 3
+	nftaGenID          = 1
+)
+
+func nfgen(v6 bool) []byte {
+	fam := byte(unix.NFPROTO_IPV4)
+	if v6 {
+		fam = unix.NFPROTO_IPV6
+	}
+	return []byte{fam, 0 /* NFNETLINK_V0 */, 0, 0}
+}
+
+func request(msg uint16, dump bool, v6 bool, attrs ...netlink.Attribute) (netlink.Message, error) {
+	data, err := netlink.MarshalAttributes(attrs)
+	if err != nil {
+		return netlink.Message{}, err
+	}
+	flags := netlink.Request
+	if dump {
+		flags |= netlink.Dump
+	}
+	return netlink.Message{
+		Header: netlink.Header{Type: netlink.HeaderType(nfnlSubsysNFTables<<8 | msg), Flags: flags},
+		Data:   append(nfgen(v6), data...),
+	}, nil
+}
+
+func cstr(s string) []byte { return append([]byte(s), 0) }
+
+// getGen asks for the ruleset generation.
+func getGen(c *netlink.Conn) (uint32, error) {
+	req, _ := request(nftMsgGetGen, false, false)
+	req.Data[0] = unix.AF_UNSPEC
+	msgs, err := c.Execute(req)
+	if err != nil {
+		return 0, fmt.Errorf("nf_tables getgen: %w", err)
+	}
+	for _, m := range msgs {
+		if m.Header.Type&0xff != nftMsgNewGen || len(m.Data) < 4 {
+			continue
+		}
+		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
+		if err != nil {
+			return 0, err
+		}
+		ad.ByteOrder = binary.BigEndian
+		for ad.Next() {
+			if ad.Type() == nftaGenID {
+				return ad.Uint32(), nil
+			}
+		}
+	}
+	return 0, errors.New("nf_tables getgen: no generation in the reply")
+}
+
+// dump runs a dump request and hands each message's attributes to fn.
+// An interrupted dump (a commit during it) is an error: the caller re-reads.
+func dump(c *netlink.Conn, req netlink.Message, want uint16, fn func([]byte) error) error {
+	if _, err := c.Send(req); err != nil {
+		return err
+	}
+	var ferr error
+	for m, err := range c.ReceiveIter() {
+		if err != nil {
+			return err
+		}
+		if m.Header.Flags&netlink.DumpInterrupted != 0 && ferr == nil {
+			ferr = errors.New("nf_tables dump interrupted by a commit")
+		}
+		if ferr != nil || m.Header.Type&0xff != netlink.HeaderType(want) || len(m.Data) < 4 {
+			continue
+		}
+		ferr = fn(m.Data[4:])
+	}
+	return ferr
+}
+
+// listChains returns the chain names of a table, nil if it does not exist.
+func listChains(c *netlink.Conn, v6 bool, table string) ([]string, error) {
+	req, err := request(nftMsgGetChain, true, v6)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	found := false
+	err = dump(c, req, nftMsgNewChain, func(b []byte) error {
+		ad, err := netlink.NewAttributeDecoder(b)
+		if err != nil {
+			return err
+		}
+		var t, name string
+		for ad.Next() {
+			switch ad.Type() {
+			case nftaChainTable:
+				t = ad.String()
+			case nftaChainName:
+				name = ad.String()
+			}
+		}
+		if t == table {
+			found = true
+			names = append(names, name)
+		}
+		return ad.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nf_tables list chains of %s: %w", table, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	return names, nil
+}
+
+// chainExists asks for one chain.
+func chainExists(c *netlink.Conn, v6 bool, table, chain string) (bool, error) {
+	req, err := request(nftMsgGetChain, false, v6,
+		netlink.Attribute{Type: nftaChainTable, Data: cstr(table)},
+		netlink.Attribute{Type: nftaChainName, Data: cstr(chain)})
+	if err != nil {
+		return false, err
+	}
+	if _, err := c.Execute(req); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, nil
+		}
+		return false, fmt.Errorf("nf_tables get chain %s %s: %w", table, chain, err)
+	}
+	return true, nil
+}
+
+// dumpRules dumps the rules of a table (chain "" = all chains) and hands
+// each decoded rule, or the decode error, to fn in kernel order.
+func dumpRules(c *netlink.Conn, v6 bool, table, chain string, fn func(nlRule, error) error) error {
+	attrs := []netlink.Attribute{{Type: nftaRuleTable, Data: cstr(table)}}
+	if chain != "" {
+		attrs = append(attrs, netlink.Attribute{Type: nftaRuleChain, Data: cstr(chain)})
+	}
+	req, err := request(nftMsgGetRule, true, v6, attrs...)
+	if err != nil {
+		return err
+	}
+	err = dump(c, req, nftMsgNewRule, func(b []byte) error {
+		r, derr := decodeRule(v6, b)
+		var ue *undecodableError
+		if derr != nil && !errors.As(derr, &ue) {
+			return derr
+		}
+		return fn(r, derr)
+	})
+	if err != nil {
+		if chain != "" {
+			table += " chain " + chain
+		}
+		return fmt.Errorf("nf_tables rules of table %s: %w", table, err)
+	}
+	return nil
+}
