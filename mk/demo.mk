@@ -11,7 +11,7 @@ SCENARIO_GO := cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netd
 
 .PHONY: demo demo-down test-lab test-lab-all
 
-demo: build lab-bins
+demo: deps build lab-bins
 	$(LAB_RUN) demo -name $(DEMO_NAME) -agent $(CURDIR)/$(BIN)/netdrift
 
 demo-down:
