@@ -41,6 +41,7 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 	node := fs.String("node", "", "node whose datapath the dump comes from (required)")
 	fs.Var(&clusters, "cluster", "cluster objects as `kubectl get services,endpointslices,nodes -A -o json|yaml` prints (repeatable)")
 	dumps.register(fs)
+	clusterCIDR := fs.String("cluster-cidr", "", "pod network CIDRs, comma separated, for the node-level checks with --netns (default: from Node podCIDRs)")
 	out := fs.String("o", "table", "output: table or json")
 	if err := fs.Parse(args); err != nil {
 		return ExitError
@@ -49,6 +50,13 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
 		return ExitError
 	}
+	var nodeCfg nodecheck.Config
+	cidrs, err := nodecheck.ParseClusterCIDRs(*clusterCIDR)
+	if err != nil {
+		fmt.Fprintf(stderr, "netdrift diff: --cluster-cidr: %v (want CIDRs such as 10.244.0.0/16,fd00:10:244::/56)\n", err)
+		return ExitError
+	}
+	nodeCfg.ClusterCIDRs = cidrs
 	if *node == "" || len(clusters) == 0 || dumps.Empty() {
 		fmt.Fprintln(stderr, "netdrift diff: need --node, at least one --cluster FILE, and a datapath dump (or --netns)")
 		return ExitError
@@ -65,15 +73,16 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
 		return ExitError
 	}
+	compared, scopeWarnings := obs.Scope(desired)
 	var findings []model.Finding
 	if obs.Datapath != model.ModeNone {
-		findings = drift.Compare(desired, obs)
+		findings = drift.Compare(compared, obs.Observed)
 	}
-	nf, warnings := capture.NodeFindings(ctx, *node, cs, desired, dumps.NetNS, nodecheck.Config{}, time.Now())
+	nf, warnings := capture.NodeFindings(ctx, *node, cs, desired, dumps.NetNS, nodeCfg, time.Now())
 	findings = append(findings, nf...)
 	model.SortFindings(findings)
 	rep := api.DiffReport{Node: *node, Datapath: obs.Datapath, Findings: api.FindingsOf(findings),
-		Warnings: append(obs.Warnings, warnings...)}
+		Warnings: append(append(scopeWarnings, obs.Warnings...), warnings...)}
 	if !nodeKnown(cs, *node) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("node %q is not among the cluster's Nodes: zone unknown, topology hints ignored", *node))
 	}
@@ -111,7 +120,8 @@ func writeFindings(w io.Writer, title string, fs []api.Finding) {
 	if len(fs) == 0 {
 		return
 	}
-	t := newTable(title, "SERVICE", "FRONTEND", "BACKEND", "AGE").limit(15, 26, 24, 22, 7)
+	// The kind is never cut: it is what the reader acts on.
+	t := newTable(title, "SERVICE", "FRONTEND", "BACKEND", "AGE").limit(0, 26, 24, 22, 7).names(1, 2, 3)
 	for _, f := range fs {
 		fe := f.Frontend
 		if fe == "" {

@@ -135,3 +135,21 @@ type Info struct {
 	// Skipped lists rules that did not run, with the reason.
 	Skipped []string
 }
+
+// ParseClusterCIDRs reads a comma-separated list of pod network CIDRs (the
+// --cluster-cidr flag of the agent and of `netdrift diff`). Empty items are
+// skipped; each prefix is masked. An empty string gives nil (infer).
+func ParseClusterCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
