@@ -43,13 +43,13 @@ func RunSnapshot(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "netdrift snapshot:", err)
 		return ExitError
 	}
-	rep := snapshotReport(obs)
+	rep := snapshotReport(obs.Observed)
 	if *out == "json" {
 		printJSON(stdout, rep)
 		return ExitOK
 	}
 	fmt.Fprintf(stdout, "datapath %s  frontends %d\n", rep.Datapath, len(rep.Frontends))
-	t := newTable("FRONTEND", "KIND", "PROTO", "SERVICE", "ACTION", "BACKENDS").limit(24, 13, 5, 28, 7, 40)
+	t := newTable("FRONTEND", "KIND", "PROTO", "SERVICE", "ACTION", "BACKENDS").limit(24, 13, 5, 28, 7, 40).names(0, 3)
 	for _, f := range rep.Frontends {
 		t.add(f.Frontend, f.FrontendKind, f.Protocol, strings.TrimPrefix(f.Service+":"+f.Port, ":"), f.Action, strings.Join(f.Backends, ","))
 	}
