@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath"
@@ -32,10 +33,11 @@ type Files struct {
 	NetNS string
 }
 
-// count is how many datapaths the files name.
+// count is how many datapaths the files name (an IPv6 file alone counts:
+// it is a capture, never a reason to read the live machine).
 func (f Files) count() int {
 	n := 0
-	for _, s := range []string{f.IPTables, f.NFTJSON, f.IPVSAdm} {
+	for _, s := range []string{f.IPTables + f.IP6Tables, f.NFTJSON + f.NFT6JSON, f.IPVSAdm} {
 		if s != "" {
 			n++
 		}
@@ -46,60 +48,191 @@ func (f Files) count() int {
 // Empty reports whether neither a dump nor a namespace is given.
 func (f Files) Empty() bool { return f.count() == 0 && f.NetNS == "" }
 
+// Observation is what a capture holds, and which address families it
+// covers: a frontend of another family cannot be compared.
+type Observation struct {
+	model.Observed
+	Families map[model.IPFamily]bool
+	// NoFilter are the families whose iptables capture lacks the filter
+	// table (`iptables -t nat -S`): their reject and drop verdicts are unseen.
+	NoFilter map[model.IPFamily]bool
+}
+
+// allFamilies is what a live read, or an ipvsadm dump (both families in
+// one table), covers.
+func allFamilies() map[model.IPFamily]bool {
+	return map[model.IPFamily]bool{model.IPv4: true, model.IPv6: true}
+}
+
 // Observe parses the given dumps (exactly one datapath) or reads the live one.
-func Observe(ctx context.Context, f Files, desired model.Desired) (model.Observed, error) {
+func Observe(ctx context.Context, f Files, desired model.Desired) (Observation, error) {
 	hints := model.HintsFor(desired)
 	switch {
 	case f.count() > 1:
-		return model.Observed{}, errors.New("give one datapath: --iptables-save, --nft-json or --ipvsadm-save")
-	case f.IPTables != "":
+		return Observation{}, errors.New("give one datapath: --iptables-save/--ip6tables-save, --nft-json/--nft6-json or --ipvsadm-save")
+	case f.count() == 1 && f.NetNS != "":
+		return Observation{}, errors.New("give a captured datapath or --netns, not both")
+	case f.IPTables != "" || f.IP6Tables != "":
 		return observeIPTables(f, hints)
-	case f.NFTJSON != "":
+	case f.NFTJSON != "" || f.NFT6JSON != "":
 		return observeNFT(f, hints)
 	case f.IPVSAdm != "":
-		return observeIPVS(f, hints)
+		obs, err := observeIPVS(f, hints)
+		return Observation{Observed: obs, Families: allFamilies()}, err
 	}
-	return observeLive(ctx, f.NetNS, hints)
+	obs, err := observeLive(ctx, f.NetNS, hints)
+	return Observation{Observed: obs, Families: allFamilies()}, err
 }
 
-func observeIPTables(f Files, hints model.Hints) (model.Observed, error) {
-	v4, err := os.ReadFile(f.IPTables)
-	if err != nil {
-		return model.Observed{}, err
+// Scope removes from desired the frontends of the families the capture does
+// not cover, with one warning per family: they are not compared, rather
+// than reported missing.
+func (o Observation) Scope(desired model.Desired) (model.Desired, []string) {
+	out := model.Desired{Node: desired.Node, Frontends: make(map[model.Frontend]model.Verdict, len(desired.Frontends))}
+	skipped, unfiltered := map[model.IPFamily]int{}, map[model.IPFamily]int{}
+	for fe, v := range desired.Frontends {
+		if o.Families != nil && !o.Families[fe.Family] {
+			skipped[fe.Family]++
+			continue
+		}
+		if o.NoFilter[fe.Family] && (v.Action == model.Reject || v.Action == model.Drop) {
+			unfiltered[fe.Family]++
+			continue
+		}
+		out.Frontends[fe] = v
 	}
-	dumps := iptables.Dumps{IPv4: v4}
-	if f.IP6Tables != "" {
-		if dumps.IPv6, err = os.ReadFile(f.IP6Tables); err != nil {
-			return model.Observed{}, err
+	var warnings []string
+	for _, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
+		if n := skipped[fam]; n > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s not captured: %d frontends not compared (%s)", fam, n, captureHint(fam)))
+		}
+		if n := unfiltered[fam]; n > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s filter table not captured: %d reject/drop frontends not compared (capture `iptables-save`, which prints every table)", fam, n))
+		}
+	}
+	return out, warnings
+}
+
+func captureHint(fam model.IPFamily) string {
+	if fam == model.IPv6 {
+		return "add --ip6tables-save, --nft6-json, or an `nft -j list ruleset` that holds table ip6 kube-proxy"
+	}
+	return "add --iptables-save, or --nft-json with table ip kube-proxy"
+}
+
+// readDump reads a capture file, naming its flag in errors.
+func readDump(flag, path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return b, nil
+}
+
+// observeIPTables reads iptables-save (and ip6tables-save) files. The family
+// of each comes from its content (an ip6tables-save given as --iptables-save
+// is read as IPv6); two files of one family, or one file holding both, are
+// refused.
+func observeIPTables(f Files, hints model.Hints) (Observation, error) {
+	var dumps iptables.Dumps
+	files := map[model.IPFamily]string{}
+	noFilter := map[model.IPFamily]bool{}
+	var notes []string
+	for _, in := range []struct {
+		flag, path string
+		fam        model.IPFamily
+	}{{"--iptables-save", f.IPTables, model.IPv4}, {"--ip6tables-save", f.IP6Tables, model.IPv6}} {
+		if in.path == "" {
+			continue
+		}
+		data, err := readDump(in.flag, in.path)
+		if err != nil {
+			return Observation{}, err
+		}
+		fam := in.fam
+		switch got, mixed, ok := iptables.DumpFamily(data); {
+		case mixed:
+			return Observation{}, fmt.Errorf("%s %s holds both IPv4 and IPv6 addresses (iptables-save and ip6tables-save in one file?): "+
+				"give them as --iptables-save and --ip6tables-save", in.flag, in.path)
+		case ok && got != fam:
+			notes = append(notes, fmt.Sprintf("%s %s holds %s rules: read as %s", in.flag, in.path, got, got))
+			fam = got
+		}
+		if prev, dup := files[fam]; dup {
+			return Observation{}, fmt.Errorf("%s and %s both hold %s rules: give the ip6tables-save output as --ip6tables-save", prev, in.path, fam)
+		}
+		files[fam] = in.path
+		if !iptables.HasTable(data, "filter") {
+			noFilter[fam] = true
+		}
+		if fam == model.IPv4 {
+			dumps.IPv4 = data
+		} else {
+			dumps.IPv6 = data
 		}
 	}
 	obs, err := iptables.Parse(dumps, hints)
 	if err != nil {
-		return obs, fmt.Errorf("%s: %w", f.IPTables, err)
+		return Observation{}, fmt.Errorf("%s: %w", familyFiles(files, err), err)
 	}
-	return obs, nil
+	obs.Warnings = append(notes, obs.Warnings...)
+	fams := map[model.IPFamily]bool{}
+	for fam := range files {
+		fams[fam] = true
+	}
+	return Observation{Observed: obs, Families: fams, NoFilter: noFilter}, nil
 }
 
-func observeNFT(f Files, hints model.Hints) (model.Observed, error) {
-	v4, err := os.ReadFile(f.NFTJSON)
-	if err != nil {
-		return model.Observed{}, err
+// familyFiles names the file an iptables.Parse error is about (its
+// message starts with the family).
+func familyFiles(files map[model.IPFamily]string, err error) string {
+	if strings.HasPrefix(err.Error(), string(model.IPv6)) && files[model.IPv6] != "" {
+		return files[model.IPv6]
 	}
-	var v6 []byte
+	if files[model.IPv4] != "" {
+		return files[model.IPv4]
+	}
+	return files[model.IPv6]
+}
+
+// observeNFT reads nft JSON. A file may hold both kube-proxy tables (`nft -j
+// list ruleset`), so --nft-json is searched for table ip6 kube-proxy too
+// when --nft6-json is not given, and a file given as --nft6-json alone is
+// searched for both.
+func observeNFT(f Files, hints model.Hints) (Observation, error) {
+	var v4, v6 []byte
+	var err error
+	if f.NFTJSON != "" {
+		if v4, err = readDump("--nft-json", f.NFTJSON); err != nil {
+			return Observation{}, err
+		}
+		v6 = v4
+	}
 	if f.NFT6JSON != "" {
-		if v6, err = os.ReadFile(f.NFT6JSON); err != nil {
-			return model.Observed{}, err
+		if v6, err = readDump("--nft6-json", f.NFT6JSON); err != nil {
+			return Observation{}, err
+		}
+		if v4 == nil {
+			v4 = v6
 		}
 	}
-	obs, err := nftables.ParseJSON(v4, v6, hints)
+	obs, tables, err := nftables.ParseJSONTables(v4, v6, hints)
 	if err != nil {
-		return obs, fmt.Errorf("%s: %w", f.NFTJSON, err)
+		name := f.NFTJSON
+		if name == "" || strings.HasPrefix(err.Error(), "ip6 ") && f.NFT6JSON != "" {
+			name = f.NFT6JSON
+		}
+		return Observation{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return obs, nil
+	if len(tables) == 0 { // no kube-proxy table at all: what was asked for is absent
+		tables[model.IPv4] = f.NFTJSON != ""
+		tables[model.IPv6] = f.NFT6JSON != ""
+	}
+	return Observation{Observed: obs, Families: tables}, nil
 }
 
 func observeIPVS(f Files, hints model.Hints) (model.Observed, error) {
-	data, err := os.ReadFile(f.IPVSAdm)
+	data, err := readDump("--ipvsadm-save", f.IPVSAdm)
 	if err != nil {
 		return model.Observed{}, err
 	}

@@ -18,8 +18,17 @@ import (
 //
 // Blank lines and lines starting with '#' are ignored. Addresses must be
 // numeric (-n). Errors name the line. The Table has no link addresses.
+//
+// `ipvsadm -Ln` output (the listing people paste) is read too: it holds the
+// same services, real servers, forwarding methods and weights.
 func ParseSave(data []byte) (Table, error) {
 	p := saveParser{index: map[svcKey]int{}}
+	list := isListOutput(data)
+	what := "ipvsadm save"
+	if list {
+		what = "ipvsadm -Ln"
+	}
+	var svc []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
@@ -27,8 +36,20 @@ func ParseSave(data []byte) (Table, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if err := p.line(strings.Fields(line)); err != nil {
-			return Table{}, fmt.Errorf("ipvsadm save line %d %q: %w", n, line, err)
+		tok := strings.Fields(line)
+		if list {
+			var err error
+			if tok, svc, err = listLine(tok, svc); err != nil {
+				return Table{}, fmt.Errorf("%s line %d %q: %w (or capture `ipvsadm -Sn`)", what, n, line, err)
+			}
+			if tok == nil {
+				continue
+			}
+		} else if hint := notSaveHint(line); hint != "" {
+			return Table{}, fmt.Errorf("%s line %d %q: %s", what, n, line, hint)
+		}
+		if err := p.line(tok); err != nil {
+			return Table{}, fmt.Errorf("%s line %d %q: %w", what, n, line, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -258,4 +279,20 @@ func parseAddrPort(s string) (netip.AddrPort, error) {
 		return netip.AddrPortFrom(a.Unmap(), 0), nil
 	}
 	return netip.AddrPort{}, fmt.Errorf("%q is not a numeric address[:port] (use ipvsadm -Sn)", s)
+}
+
+// notSaveHint names what to run when a line is not ipvsadm-save syntax but
+// another capture's ("" when it may be ipvsadm-save).
+func notSaveHint(line string) string {
+	switch {
+	case line[0] == '-' && len(line) > 1 && (line[1] == 'A' || line[1] == 'a'):
+		return ""
+	case line[0] == '*' || line[0] == ':' || strings.HasPrefix(line, "-N ") || strings.HasPrefix(line, "-P "):
+		return "this is iptables output, not ipvsadm: pass it as --iptables-save, or capture `ipvsadm -Sn` for --ipvsadm-save"
+	case line[0] == '{' || line[0] == '[':
+		return "this is JSON (nft -j?), not ipvsadm: pass it as --nft-json, or capture `ipvsadm -Sn` for --ipvsadm-save"
+	case strings.HasPrefix(line, "table ") || strings.HasPrefix(line, "chain "):
+		return "this is `nft list` text, not ipvsadm: capture `ipvsadm -Sn`"
+	}
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 // iptables-restore text: its chains in declaration order and their rules.
 type ipTable struct {
 	name   string
+	line   int // the line of its header
 	chains map[string]*ipChain
 	last   *ipChain   // the chain of the previous rule (dumps group rules by chain)
 	order  []*ipChain // chains in declaration order
@@ -85,9 +86,30 @@ func (t *ipTable) newRule() *ipRule {
 type ipDump map[string]*ipTable
 
 // parseDump reads iptables-save output or iptables-restore input (as
-// kube-proxy writes it). It accepts any tables; errors name the line.
+// kube-proxy writes it) holding each table once. It accepts any tables;
+// errors name the line.
 func parseDump(text string) (ipDump, error) {
-	d := ipDump{}
+	parts, err := parseDumpParts(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) > 1 {
+		return nil, fmt.Errorf("line %d: table %q appears a second time", parts[1].line, parts[1].first)
+	}
+	return parts[0].d, nil
+}
+
+// dumpPart is one iptables-save output of a file that may hold several
+// (`iptables-legacy-save; iptables-nft-save` concatenated): a table
+// seen a second time starts a new part.
+type dumpPart struct {
+	d     ipDump
+	line  int    // the line of its first table header
+	first string // the name of its first table
+}
+
+func parseDumpParts(text string) ([]dumpPart, error) {
+	parts := []dumpPart{{d: ipDump{}, line: 1}}
 	hint := strings.Count(text, "\n:") // chain declarations: presize the maps
 	var cur *ipTable
 	var toks []string
@@ -100,12 +122,23 @@ func parseDump(text string) (ipDump, error) {
 		} else {
 			line, text = text, ""
 		}
-		line = strings.TrimRight(line, "\r \t")
+		// Pastes are often indented (tabs, Markdown blocks): leading
+		// whitespace carries no meaning in iptables-save text.
+		line = strings.Trim(line, "\r \t")
 		if line == "" || line[0] == '#' {
 			continue
 		}
+		if line[0] == '*' && cur == nil {
+			p := &parts[len(parts)-1]
+			name := strings.TrimSpace(line[1:])
+			if _, again := p.d[name]; again {
+				parts = append(parts, dumpPart{d: ipDump{}, line: lineNo, first: name})
+			} else if len(p.d) == 0 {
+				p.line, p.first = lineNo, name
+			}
+		}
 		var err error
-		cur, toks, err = parseDumpLine(d, cur, line, toks[:0], hint)
+		cur, toks, err = parseDumpLine(parts[len(parts)-1].d, cur, line, toks[:0], hint, lineNo)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", lineNo, err)
 		}
@@ -113,10 +146,10 @@ func parseDump(text string) (ipDump, error) {
 	if cur != nil {
 		return nil, fmt.Errorf("line %d: table %q has no COMMIT (truncated dump?)", lineNo, cur.name)
 	}
-	return d, nil
+	return parts, nil
 }
 
-func parseDumpLine(d ipDump, cur *ipTable, line string, toks []string, hint int) (*ipTable, []string, error) {
+func parseDumpLine(d ipDump, cur *ipTable, line string, toks []string, hint, lineNo int) (*ipTable, []string, error) {
 	switch {
 	case line[0] == '*':
 		if cur != nil {
@@ -128,7 +161,7 @@ func parseDumpLine(d ipDump, cur *ipTable, line string, toks []string, hint int)
 		}
 		t := d[name]
 		if t == nil {
-			t = &ipTable{name: name, chains: make(map[string]*ipChain, hint)}
+			t = &ipTable{name: name, line: lineNo, chains: make(map[string]*ipChain, hint)}
 			d[name] = t
 		}
 		return t, toks, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -40,11 +41,12 @@ func Parse(dumps Dumps, opts model.Hints) (model.Observed, error) {
 		if fd.text == nil {
 			continue
 		}
-		d, err := parseDump(string(fd.text))
+		d, notes, err := readDump(string(fd.text))
 		if err != nil {
 			return model.Observed{}, fmt.Errorf("%s dump: %w", fd.fam, err)
 		}
 		w := newWalker(fd.fam, fd.tag, d, idx)
+		w.warnings = append(w.warnings, prefixAll(string(fd.fam)+": ", notes)...)
 		w.run()
 		for f, v := range w.verdicts() {
 			obs.Frontends[f] = v
@@ -52,6 +54,93 @@ func Parse(dumps Dumps, opts model.Hints) (model.Observed, error) {
 		obs.Warnings = append(obs.Warnings, w.warnings...)
 	}
 	return obs, nil
+}
+
+// readDump checks the format, parses the text and picks the one
+// iptables-save output that holds kube-proxy's rules when the text holds
+// several. The notes say what was read when it is not plain iptables-save.
+func readDump(text string) (ipDump, []string, error) {
+	text, notes, err := prepare(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	parts, err := parseDumpParts(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	d := parts[0].d
+	if len(parts) > 1 {
+		var with []dumpPart
+		lines := make([]string, len(parts))
+		for i, p := range parts {
+			lines[i] = fmt.Sprint(p.line)
+			if hasKubeProxyRules(p.d) {
+				with = append(with, p)
+			}
+		}
+		switch len(with) {
+		case 0:
+			notes = append(notes, fmt.Sprintf("the file holds %d iptables-save outputs (starting at lines %s), none with kube-proxy rules; read the first",
+				len(parts), strings.Join(lines, ", ")))
+		case 1:
+			d = with[0].d
+			notes = append(notes, fmt.Sprintf("the file holds %d iptables-save outputs (starting at lines %s: iptables-legacy-save and iptables-nft-save concatenated?); "+
+				"only the one at line %d holds kube-proxy rules: read that one", len(parts), strings.Join(lines, ", "), with[0].line))
+		default:
+			return nil, nil, fmt.Errorf("line %d: a second iptables-save output (table %s again; the first output starts at line %d), and both hold kube-proxy rules "+
+				"(iptables-legacy-save and iptables-nft-save concatenated?): capture only the backend kube-proxy uses "+
+				"(`iptables -V` in the kube-proxy container says legacy or nf_tables) and pass that one", with[1].line, with[1].first, with[0].line)
+		}
+	}
+	if line, ok := ipvsModeDump(d); ok {
+		return nil, nil, fmt.Errorf("line %d: this node runs kube-proxy in IPVS mode (its nat table matches the ipset KUBE-CLUSTER-IP "+
+			"and has no KUBE-SVC chains): Services live in IPVS, not in these rules; capture `ipvsadm -Sn` and pass it as --ipvsadm-save", line)
+	}
+	return d, notes, nil
+}
+
+// hasKubeProxyRules reports whether a dump holds kube-proxy rules: a
+// non-empty KUBE-SERVICES chain in nat or filter.
+func hasKubeProxyRules(d ipDump) bool {
+	for _, t := range []string{"nat", "filter"} {
+		if tb := d[t]; tb != nil && len(tb.rules(chainServices)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ipvsModeDump recognises the iptables rules of kube-proxy's IPVS mode (a
+// KUBE-NODE-PORT chain, ipset KUBE-CLUSTER-IP matches) in a dump without
+// iptables-mode service chains, and returns the nat header's line.
+func ipvsModeDump(d ipDump) (int, bool) {
+	nat := d["nat"]
+	if nat == nil {
+		return 0, false
+	}
+	ipvs := nat.chain("KUBE-NODE-PORT") != nil || nat.chain("KUBE-LOAD-BALANCER") != nil
+	for _, r := range nat.rules(chainServices) {
+		if strings.Contains(r.text, "KUBE-CLUSTER-IP") {
+			ipvs = true
+		}
+	}
+	if !ipvs {
+		return 0, false
+	}
+	for name, c := range nat.chains {
+		if c != nil && (strings.HasPrefix(name, chainPrefixSVC) || strings.HasPrefix(name, chainPrefixSEP)) {
+			return 0, false
+		}
+	}
+	return nat.line, true
+}
+
+func prefixAll(p string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = p + s
+	}
+	return out
 }
 
 // parseIndex is model.Hints prepared for lookups.

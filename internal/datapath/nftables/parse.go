@@ -24,6 +24,27 @@ func ParseJSON(v4, v6 []byte, opts model.Hints) (model.Observed, error) {
 	return nftObserve([]*nftTable{t4, t6}, opts), nil
 }
 
+// ParseJSONTables is ParseJSON that also says which families' kube-proxy
+// tables were found (v4 and v6 may be the same `nft -j list ruleset` text).
+func ParseJSONTables(v4, v6 []byte, opts model.Hints) (model.Observed, map[model.IPFamily]bool, error) {
+	t4, err := parseNFTJSONTable(v4, model.IPv4)
+	if err != nil {
+		return model.Observed{}, nil, fmt.Errorf("ip kube-proxy: %w", err)
+	}
+	t6, err := parseNFTJSONTable(v6, model.IPv6)
+	if err != nil {
+		return model.Observed{}, nil, fmt.Errorf("ip6 kube-proxy: %w", err)
+	}
+	found := map[model.IPFamily]bool{}
+	if t4 != nil {
+		found[model.IPv4] = true
+	}
+	if t6 != nil {
+		found[model.IPv6] = true
+	}
+	return nftObserve([]*nftTable{t4, t6}, opts), found, nil
+}
+
 // nftObserve turns tables (nil entries are absent tables) into the observed
 // model. Shared by the JSON and the netlink paths (see nftView).
 func nftObserve(tables []*nftTable, opts model.Hints) model.Observed {

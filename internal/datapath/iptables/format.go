@@ -1,0 +1,232 @@
+package iptables
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// prepare checks that text is iptables-save (or iptables-restore) syntax
+// before it is parsed. `iptables -S` output, which has the same rule syntax
+// but no table headers, is rewritten as iptables-save text (with a note).
+// Other captures people paste instead (`iptables -L`, `nft list`, nft JSON,
+// ipvsadm) are refused with an error naming the line and what to run.
+func prepare(text string) (string, []string, error) {
+	lineNo := 0
+	first := ""
+	for rest := text; len(rest) > 0; {
+		lineNo++
+		line := rest
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		first = line
+		break
+	}
+	if first == "" {
+		return text, nil, nil
+	}
+	if hint := notSaveHint(first); hint != "" {
+		return "", nil, fmt.Errorf("line %d: %q: %s", lineNo, clip(first), hint)
+	}
+	if first[0] == '*' || first[0] == ':' || first[0] == '[' || first == "COMMIT" {
+		return text, nil, nil
+	}
+	if strings.HasPrefix(first, "-P ") || strings.HasPrefix(first, "-N ") || strings.HasPrefix(first, "-A ") {
+		return fromRuleSpecs(text)
+	}
+	return text, nil, nil
+}
+
+// notSaveHint names the right capture when a line shows the text is another
+// command's output ("" when it may be iptables syntax).
+func notSaveHint(line string) string {
+	switch {
+	case line[0] == '{' || line[0] == '[' && strings.HasPrefix(strings.TrimLeft(line[1:], " \t"), "{"):
+		return "this is JSON (`nft -j` output): pass it as --nft-json"
+	case strings.HasPrefix(line, "table ip") || strings.HasPrefix(line, "table inet") ||
+		strings.HasPrefix(line, "chain ") || strings.HasPrefix(line, "flush ruleset"):
+		return "this is `nft list` text, which netdrift does not read: for kube-proxy's nftables mode capture " +
+			"`nft -j list ruleset` and pass it as --nft-json; for its iptables mode capture `iptables-save`"
+	case strings.HasPrefix(line, "Chain ") || strings.HasPrefix(line, "target ") && strings.Contains(line, "prot"):
+		return "this is `iptables -L` output, which leaves out what a rule matches: capture `iptables-save` " +
+			"(or `iptables-save -t nat; iptables-save -t filter`)"
+	case strings.HasPrefix(line, "IP Virtual Server") || strings.HasPrefix(line, "Prot LocalAddress") ||
+		strings.HasPrefix(line, "-A -t ") || strings.HasPrefix(line, "-A -u ") || strings.HasPrefix(line, "-A -f ") ||
+		strings.HasPrefix(line, "-A --sctp-service "):
+		return "this is ipvsadm output: pass it as --ipvsadm-save"
+	}
+	return ""
+}
+
+// builtinTables maps the built-in chains an `iptables -S` listing sets
+// policies for to the table it lists.
+var builtinTables = map[string]string{
+	"INPUT,OUTPUT,POSTROUTING,PREROUTING":         "nat",
+	"FORWARD,INPUT,OUTPUT":                        "filter",
+	"OUTPUT,PREROUTING":                           "raw",
+	"FORWARD,INPUT,OUTPUT,POSTROUTING,PREROUTING": "mangle",
+}
+
+// fromRuleSpecs rewrites `iptables [-t TABLE] -S` output (one or more
+// listings, each starting with its -P lines) as iptables-save text. The
+// table of a listing is told by its built-in chains; a listing without -P
+// lines (one chain listed) is nat when it DNATs or jumps to kube-proxy's
+// service chains, and is refused otherwise.
+func fromRuleSpecs(text string) (string, []string, error) {
+	type listing struct {
+		builtins []string
+		lines    []string
+		start    int
+	}
+	var ls []*listing
+	var cur *listing
+	prevPolicy := false
+	for i, raw := range strings.Split(text, "\n") {
+		line := strings.TrimSpace(raw)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		policy := strings.HasPrefix(line, "-P ")
+		if cur == nil || policy && !prevPolicy {
+			cur = &listing{start: i + 1}
+			ls = append(ls, cur)
+		}
+		prevPolicy = policy
+		f := strings.Fields(line)
+		switch {
+		case policy:
+			if len(f) != 3 {
+				return "", nil, fmt.Errorf("line %d: bad policy line %q in `iptables -S` output", i+1, clip(line))
+			}
+			cur.builtins = append(cur.builtins, f[1])
+			cur.lines = append(cur.lines, ":"+f[1]+" "+f[2]+" [0:0]")
+		case strings.HasPrefix(line, "-N "):
+			if len(f) != 2 {
+				return "", nil, fmt.Errorf("line %d: bad chain line %q in `iptables -S` output", i+1, clip(line))
+			}
+			cur.lines = append(cur.lines, ":"+f[1]+" - [0:0]")
+		case strings.HasPrefix(line, "-A "):
+			cur.lines = append(cur.lines, line)
+		case line[0] == '*':
+			return "", nil, fmt.Errorf("line %d: iptables-save table header in `iptables -S` output: give one or the other", i+1)
+		default:
+			return "", nil, fmt.Errorf("line %d: %q is not `iptables -S` output (-P, -N or -A): capture `iptables-save`", i+1, clip(line))
+		}
+	}
+	var b strings.Builder
+	var names []string
+	seen := map[string]int{}
+	for _, l := range ls {
+		sort.Strings(l.builtins)
+		name := builtinTables[strings.Join(l.builtins, ",")]
+		if name == "" && len(l.builtins) == 0 && natListing(l.lines) {
+			name = "nat"
+		}
+		if name == "" {
+			return "", nil, fmt.Errorf("line %d: cannot tell which table this `iptables -S` listing shows: capture `iptables-save`", l.start)
+		}
+		if at, dup := seen[name]; dup {
+			return "", nil, fmt.Errorf("line %d: a second `iptables -S` listing of table %s (the first starts at line %d): capture `iptables-save`", l.start, name, at)
+		}
+		seen[name] = l.start
+		names = append(names, name)
+		b.WriteString("*" + name + "\n")
+		declared := map[string]bool{}
+		for _, ln := range l.lines {
+			if ln[0] == ':' {
+				declared[strings.Fields(ln[1:])[0]] = true
+			}
+		}
+		// A single-chain listing (`iptables -t nat -S KUBE-SERVICES`) has
+		// rules for chains it does not declare: declare them.
+		for _, ln := range l.lines {
+			if f := strings.Fields(ln); f[0] == "-A" && len(f) > 1 && !declared[f[1]] {
+				declared[f[1]] = true
+				b.WriteString(":" + f[1] + " - [0:0]\n")
+			}
+		}
+		for _, ln := range l.lines {
+			b.WriteString(ln + "\n")
+		}
+		b.WriteString("COMMIT\n")
+	}
+	note := fmt.Sprintf("read as `iptables -S` output (table %s); `iptables-save` is the capture netdrift expects", strings.Join(names, ", "))
+	return b.String(), []string{note}, nil
+}
+
+// natListing reports whether rules DNAT or jump to kube-proxy's nat chains.
+func natListing(lines []string) bool {
+	for _, ln := range lines {
+		if strings.Contains(ln, "-j DNAT") || strings.Contains(ln, "-j KUBE-SVC-") || strings.Contains(ln, "-j KUBE-SEP-") ||
+			strings.Contains(ln, "-j KUBE-EXT-") || strings.Contains(ln, "-j KUBE-NODEPORTS") || strings.Contains(ln, "-j KUBE-MARK-MASQ") {
+			return true
+		}
+	}
+	return false
+}
+
+// DumpFamily tells the address family of an iptables-save text from the
+// addresses its rules match and DNAT to. ok is false when it names none;
+// mixed when it names both (two families' dumps in one file).
+func DumpFamily(text []byte) (fam model.IPFamily, mixed, ok bool) {
+	v4, v6 := 0, 0
+	for _, line := range strings.Split(string(text), "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			switch f[i] {
+			case "-d", "-s", "--destination", "--source", "--to-destination":
+			default:
+				continue
+			}
+			a := f[i+1]
+			if j := strings.IndexByte(a, '/'); j >= 0 {
+				a = a[:j]
+			}
+			if ap, err := netip.ParseAddrPort(a); err == nil {
+				a = ap.Addr().String()
+			}
+			addr, err := netip.ParseAddr(a)
+			switch {
+			case err != nil:
+			case addr.Is4() || addr.Is4In6():
+				v4++
+			default:
+				v6++
+			}
+		}
+	}
+	switch {
+	case v4 > 0 && v6 > 0:
+		return "", true, true
+	case v6 > 0:
+		return model.IPv6, false, true
+	case v4 > 0:
+		return model.IPv4, false, true
+	}
+	return "", false, false
+}
+
+// HasTable reports whether a dump (iptables-save or `iptables -S` text)
+// holds the named table. A dump that cannot be read reports false.
+func HasTable(text []byte, name string) bool {
+	s, _, err := prepare(string(text))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if strings.TrimSpace(line) == "*"+name {
+			return true
+		}
+	}
+	return false
+}
