@@ -97,7 +97,26 @@ type staleGroup struct {
 	fe       model.Frontend
 	backends map[netip.AddrPort]int
 	example  map[netip.AddrPort]model.Flow
+	states   map[string]int // TCP state -> entries counted
+	halfOpen int            // TCP entries to a dead backend not counted (never answered)
 	total    int
+}
+
+// carriesTraffic reports whether a conntrack entry still carries a
+// conversation: TCP entries past the handshake (SYN_RECV, ESTABLISHED and
+// the closing states before TIME_WAIT), and every UDP or SCTP entry. A
+// SYN_SENT entry is a client that sent a SYN the dead backend never
+// answered: it carries nothing and expires by itself, so the snapshot rule
+// does not count it (conntrack NEW events still count new connections).
+func carriesTraffic(f model.Flow) bool {
+	if f.Protocol != model.TCP {
+		return true
+	}
+	switch f.TCPState {
+	case "SYN_RECV", "ESTABLISHED", "FIN_WAIT", "CLOSE_WAIT", "LAST_ACK", "":
+		return true // "": a reader that gives no state; counted, as before
+	}
+	return false
 }
 
 // conntrackRule produces one stale_conntrack finding per frontend.
@@ -118,11 +137,22 @@ func conntrackRule(w *world, in Inputs, s *model.NodeSnapshot, info *Info) []mod
 		if !stale {
 			continue
 		}
-		info.StaleConntrack[f.Protocol]++
 		g := groups[fe]
 		if g == nil {
-			g = &staleGroup{fe: fe, backends: map[netip.AddrPort]int{}, example: map[netip.AddrPort]model.Flow{}}
+			g = &staleGroup{fe: fe, backends: map[netip.AddrPort]int{}, example: map[netip.AddrPort]model.Flow{}, states: map[string]int{}}
 			groups[fe] = g
+		}
+		if !carriesTraffic(f) {
+			g.halfOpen++
+			continue
+		}
+		info.StaleConntrack[f.Protocol]++
+		if f.Protocol == model.TCP {
+			st := f.TCPState
+			if st == "" {
+				st = "state unknown"
+			}
+			g.states[st]++
 		}
 		b := f.Reply.Src
 		g.backends[b]++
@@ -133,9 +163,32 @@ func conntrackRule(w *world, in Inputs, s *model.NodeSnapshot, info *Info) []mod
 	}
 	var out []model.Finding
 	for fe, g := range groups {
-		out = append(out, staleConntrackFinding(g, in.Desired[fe]))
+		if g.total > 0 {
+			out = append(out, staleConntrackFinding(g, in.Desired[fe]))
+		}
 	}
 	return out
+}
+
+// countedStates says which TCP states were counted, and what was not.
+func countedStates(g *staleGroup) string {
+	if len(g.states) == 0 && g.halfOpen == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(g.states))
+	for st := range g.states {
+		names = append(names, st)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, st := range names {
+		parts[i] = fmt.Sprintf("%s %d", st, g.states[st])
+	}
+	out := " (counted: " + strings.Join(parts, ", ")
+	if g.halfOpen > 0 {
+		out += "; not counted: " + plural(g.halfOpen, "SYN_SENT entry", "SYN_SENT entries") + " of clients the backend never answered"
+	}
+	return out + ")"
 }
 
 func staleConntrackFinding(g *staleGroup, v model.Verdict) model.Finding {
@@ -168,7 +221,7 @@ func staleConntrackFinding(g *staleGroup, v model.Verdict) model.Finding {
 		Service:  v.Service,
 		Frontend: &fe,
 		Subject:  "conntrack " + strings.ToLower(proto) + " " + fe.String(),
-		Detail: plural(g.total, proto+" conntrack entry", proto+" conntrack entries") + send + fe.String() +
+		Detail: plural(g.total, proto+" conntrack entry", proto+" conntrack entries") + countedStates(g) + send + fe.String() +
 			" to " + strings.Join(names, ", ") + ", which " + verb + " of " + svc +
 			": those clients keep talking to a dead backend until the entries expire.",
 		Evidence: ev,

@@ -154,3 +154,36 @@ func TestClassifyForEvents(t *testing.T) {
 		t.Error("valid backend classified stale")
 	}
 }
+
+// Issue 12 item 11: SYN_SENT entries that timed-out clients left behind (the
+// dead backend never answered) are not counted; the finding says which TCP
+// states were counted.
+func TestStaleConntrackCountsOnlyLiveEntries(t *testing.T) {
+	in, cfg := hostGW()
+	in.Desired = testDesired()
+	syn := func(src string) model.Flow {
+		f := flow(model.TCP, src, "10.96.0.10:53", "10.244.3.3:53")
+		f.TCPState = "SYN_SENT"
+		return f
+	}
+	in.Snapshot.Flows = []model.Flow{syn("10.244.0.5:41001"), syn("10.244.0.5:41002")}
+	fs, info := Check(in, cfg, now)
+	wantFindings(t, fs)
+	if info.StaleConntrack[model.TCP] != 0 {
+		t.Errorf("SYN_SENT entries counted: %v", info.StaleConntrack)
+	}
+	closeWait := flow(model.TCP, "10.244.0.5:41004", "10.96.0.10:53", "10.244.3.3:53")
+	closeWait.TCPState = "CLOSE_WAIT"
+	in.Snapshot.Flows = append(in.Snapshot.Flows,
+		flow(model.TCP, "10.244.0.5:41003", "10.96.0.10:53", "10.244.3.3:53"), closeWait)
+	fs, info = Check(in, cfg, now)
+	wantFindings(t, fs, "stale_conntrack conntrack tcp 10.96.0.10:53")
+	if info.StaleConntrack[model.TCP] != 2 {
+		t.Errorf("counts %v, want TCP 2 (ESTABLISHED and CLOSE_WAIT)", info.StaleConntrack)
+	}
+	for _, want := range []string{"2 TCP conntrack entries (counted: CLOSE_WAIT 1, ESTABLISHED 1; not counted: 2 SYN_SENT entries"} {
+		if !strings.Contains(fs[0].Detail, want) {
+			t.Errorf("detail %q lacks %q", fs[0].Detail, want)
+		}
+	}
+}
