@@ -122,3 +122,72 @@ func corpusArgs(t *testing.T, dir, argsFile string) []string {
 	}
 	return args
 }
+
+// Issue 12 item 3: an IPv6 capture given alone is read; an offline command
+// never falls back to the live machine.
+func TestOfflineIPv6CaptureAlone(t *testing.T) {
+	bin := selfBinary(t)
+	for _, tc := range []struct{ flag, file, datapath string }{
+		{"--ip6tables-save", "dualstack-ip6tables-alone/node-a.ip6tables-save", "iptables"},
+		{"--nft6-json", "dualstack-nft6-alone/ip6.nft.json", "nftables"},
+	} {
+		out, errs, code := runBin(t, bin, "snapshot", tc.flag, filepath.Join(corpusDir, tc.file), "-o", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.flag, code, errs)
+		}
+		var r struct {
+			Datapath  string `json:"datapath"`
+			Frontends []struct {
+				Family string `json:"family"`
+			} `json:"frontends"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Datapath != tc.datapath || len(r.Frontends) < 3 {
+			t.Fatalf("%s: datapath %q with %d frontends, want %s from the file", tc.flag, r.Datapath, len(r.Frontends), tc.datapath)
+		}
+		for _, f := range r.Frontends {
+			if f.Family != "IPv6" {
+				t.Errorf("%s: frontend of family %s", tc.flag, f.Family)
+			}
+		}
+	}
+	_, errs, code := runBin(t, bin, "snapshot", "--ip6tables-save", filepath.Join(corpusDir, "dualstack-ip6tables-alone/node-a.ip6tables-save"), "--netns", "nd-nonexistent")
+	if code != 2 || !strings.Contains(errs, "not both") {
+		t.Errorf("a capture and --netns together: exit %d, stderr %q", code, errs)
+	}
+}
+
+// Issue 12 item 9: netdrift diff takes --cluster-cidr, validated up front.
+func TestDiffClusterCIDR(t *testing.T) {
+	bin := selfBinary(t)
+	d := filepath.Join(corpusDir, "dualstack-iptables-both")
+	args := []string{"diff", "--node", "node-a", "--cluster", filepath.Join(d, "cluster.json"),
+		"--iptables-save", filepath.Join(d, "node-a.iptables-save"), "--ip6tables-save", filepath.Join(d, "node-a.ip6tables-save")}
+	if _, errs, code := runBin(t, bin, append(args, "--cluster-cidr", "10.244.0.0/16,fd00:10:244::/56")...); code != 0 {
+		t.Fatalf("valid --cluster-cidr: exit %d: %s", code, errs)
+	}
+	out, errs, code := runBin(t, bin, append(args, "--cluster-cidr", "10.244.0.0/16,banana")...)
+	if code != 2 || out != "" || !strings.Contains(errs, "--cluster-cidr") || !strings.Contains(errs, "banana") {
+		t.Fatalf("bad --cluster-cidr: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// Issue 12 item 12: make demo installs the Debian packages it needs, as
+// make test does (both go through the deps target).
+func TestDemoInstallsDebianPackages(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	out, err := exec.Command("make", "-C", "../..", "-n", "demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n demo: %v\n%s", err, out)
+	}
+	s := string(out)
+	deps := strings.Index(s, "apt-get install")
+	build := strings.Index(s, "go build")
+	if deps < 0 || build < 0 || deps > build {
+		t.Fatalf("make demo must install its Debian packages (deps) before building:\n%s", s)
+	}
+}
