@@ -17,6 +17,16 @@ func FuzzParseSave(f *testing.F) {
 	}
 	f.Add([]byte("-A -t [::1]:80 -s rr\n-a -t [::1]:80 -r [::2]:81 -m -w 0\n"))
 	f.Add([]byte("-A -f 1 -6 -s rr -p\n"))
+	// The corpus's ipvsadm captures (-Sn and -Ln).
+	corpus, _ := filepath.Glob("../../testdata/captures/*/*ipvs*")
+	for _, p := range corpus {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	if len(corpus) == 0 {
+		f.Fatal("no corpus seeds under testdata/captures")
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := ParseSave(data)
 		if err != nil {

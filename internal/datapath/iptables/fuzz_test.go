@@ -3,6 +3,7 @@ package iptables
 import (
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,6 +27,13 @@ func FuzzParseIPTables(f *testing.F) {
 		"-A KUBE-SEP-A -j DNAT --to-destination 10.1.0.1:8080\n-A KUBE-SVC-A -j KUBE-SVC-A\nCOMMIT\n"))
 	f.Add([]byte("*filter\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -d 10.0.0.1 -p udp --dport 53 -m comment --comment \"a/b has no endpoints\" -j REJECT\nCOMMIT\n"))
 	f.Add([]byte("*nat\n-A X \"unterminated\n"))
+	// The corpus's small captures: iptables -S listings, indented pastes,
+	// two dumps in one file, an IPVS-mode node, and the wrong formats.
+	for _, b := range corpusSeeds(f, func(name string) bool {
+		return strings.Contains(name, "tables-") || strings.HasSuffix(name, ".nft.txt") || strings.Contains(name, "ipvsadm")
+	}) {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		obs, err := Parse(Dumps{IPv4: data, IPv6: data}, model.Hints{})
 		if err != nil {
@@ -70,4 +78,23 @@ func FuzzDecodeRule(f *testing.F) {
 		var ir ipRule
 		_ = parseRule(&ir, "X", toks[2:], r.args)
 	})
+}
+
+// corpusSeeds returns the small files (under 64 KiB) of testdata/captures
+// whose names match.
+func corpusSeeds(f *testing.F, match func(string) bool) [][]byte {
+	paths, _ := filepath.Glob("../../../testdata/captures/*/*")
+	var out [][]byte
+	for _, p := range paths {
+		if st, err := os.Stat(p); err != nil || st.Size() > 64<<10 || !match(filepath.Base(p)) {
+			continue
+		}
+		if b, err := os.ReadFile(p); err == nil {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		f.Fatal("no corpus seeds under testdata/captures")
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package nftables
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mdlayher/netlink"
@@ -23,6 +25,23 @@ func FuzzParseNFTJSON(f *testing.F) {
 	}
 	f.Add(nftGenSpec{services: 4, endpoints: 2, affinityEvery: 3, nodePortEvery: 2, emptyEvery: 3}.json(), []byte(nil))
 	f.Add([]byte(`{"nftables": []}`), []byte(`{"nftables": [{"table": {"family": "ip6", "name": "kube-proxy"}}]}`))
+	// The corpus's small nft captures: `nft -j list ruleset` holding both
+	// tables (given as both files, as capture.Observe does), one table, text.
+	paths, _ := filepath.Glob("../../../testdata/captures/*/*")
+	seeds := 0
+	for _, p := range paths {
+		name := filepath.Base(p)
+		if st, err := os.Stat(p); err != nil || st.Size() > 64<<10 || !(strings.HasSuffix(name, ".nft.json") || strings.HasSuffix(name, ".nft.txt")) {
+			continue
+		}
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b, b)
+			seeds++
+		}
+	}
+	if seeds == 0 {
+		f.Fatal("no corpus seeds under testdata/captures")
+	}
 	f.Fuzz(func(t *testing.T, v4, v6 []byte) {
 		obs, err := ParseJSON(v4, v6, model.Hints{})
 		if err != nil {
