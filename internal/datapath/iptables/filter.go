@@ -107,6 +107,8 @@ func (w *walker) verdicts() map[model.Frontend]model.Verdict {
 			}
 		case e.filterAction != "":
 			v.Action = e.filterAction
+		case e.natSeen && e.drop:
+			v.Action = model.Drop
 		default:
 			v.Action = model.Forward
 			w.warnf("%s %s is captured but its chains DNAT to no endpoint", f.Kind, f)

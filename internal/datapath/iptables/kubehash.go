@@ -14,6 +14,7 @@ const (
 	chainPrefixSVL = "KUBE-SVL-" // Local traffic policy dispatch
 	chainPrefixEXT = "KUBE-EXT-" // external destinations (node ports, external and LB IPs)
 	chainPrefixFW  = "KUBE-FW-"  // loadBalancerSourceRanges firewall
+	chainPrefixXLB = "KUBE-XLB-" // before v1.24: external traffic of a Local-policy service
 	chainPrefixSEP = "KUBE-SEP-" // one endpoint (DNAT)
 )
 
@@ -36,6 +37,13 @@ func ChainHash(sp model.ServicePort) string {
 	return base32.StdEncoding.EncodeToString(sum[:])[:16]
 }
 
+// legacyChainHash is ChainHash as kube-proxy v1.12 and older computed it:
+// an unnamed port's name kept its trailing colon ("ns/name:").
+func legacyChainHash(sp model.ServicePort) string {
+	sum := sha256.Sum256([]byte(sp.Namespace + "/" + sp.Name + ":" + sp.Port + strings.ToLower(string(sp.Protocol))))
+	return base32.StdEncoding.EncodeToString(sum[:])[:16]
+}
+
 // EndpointChainHash is the suffix of a KUBE-SEP chain: the same hash over the
 // port name, lowercase protocol and the endpoint's "ip:port" ("[ip]:port" for IPv6).
 func EndpointChainHash(sp model.ServicePort, endpoint string) string {
@@ -46,7 +54,7 @@ func EndpointChainHash(sp model.ServicePort, endpoint string) string {
 // chainHashOf returns the hash suffix of a per-service chain name and its
 // prefix, or "" when the name is not one of kube-proxy's service chains.
 func chainHashOf(chain string) (prefix, hash string) {
-	for _, p := range []string{chainPrefixSVC, chainPrefixSVL, chainPrefixEXT, chainPrefixFW, chainPrefixSEP} {
+	for _, p := range []string{chainPrefixSVC, chainPrefixSVL, chainPrefixEXT, chainPrefixFW, chainPrefixXLB, chainPrefixSEP} {
 		if strings.HasPrefix(chain, p) {
 			return p, chain[len(p):]
 		}

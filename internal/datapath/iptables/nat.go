@@ -88,6 +88,7 @@ func (w *walker) capture(f model.Frontend, r *ipRule, general bool) {
 	}
 	e.natSeen, e.general, e.chain = true, general, r.target
 	e.backends = append(e.backends[:0], res.backends...)
+	e.drop = res.drop && len(res.backends) == 0
 	e.evidence = append(e.evidence, res.evidence...)
 	if e.svc.IsZero() {
 		e.svc = w.serviceOf(f, r, res)
@@ -100,7 +101,7 @@ func (w *walker) serviceOf(f model.Frontend, r *ipRule, res *chainResult) model.
 	proto := f.Protocol
 	_, hash := chainHashOf(r.target)
 	if sp, ok := commentService(r.comment, proto); ok {
-		if hash != "" && ChainHash(sp) != hash {
+		if hash != "" && ChainHash(sp) != hash && !(sp.Port == "" && legacyChainHash(sp) == hash) {
 			w.warnf("comment names %s but chain %s is not its chain (hash %s)", KubeProxyPortName(sp), r.target, ChainHash(sp))
 		}
 		return sp
@@ -134,9 +135,12 @@ func isServiceChainTarget(t string) bool {
 }
 
 // resolve computes where traffic from outside the node entering chain c is
-// DNATed to. EXT chains skip source-conditional rules (pod and LOCAL
-// sources short-circuit to the cluster-policy chain); FW chains follow
-// their allowed sources. The result is kept on the chain.
+// DNATed to. EXT chains (and, before v1.24, XLB chains) skip
+// source-conditional rules (pod and LOCAL sources short-circuit to the
+// cluster-policy chain); FW chains follow their allowed sources. An
+// unconditional jump to KUBE-MARK-DROP before any DNAT (an XLB chain with no
+// local endpoints; the filter table drops marked packets) makes the result a
+// drop. The result is kept on the chain.
 func (w *walker) resolve(c *ipChain, depth int) *chainResult {
 	if c.done {
 		return &c.res
@@ -147,10 +151,15 @@ func (w *walker) resolve(c *ipChain, depth int) *chainResult {
 	}
 	c.busy = true
 	res := &c.res
-	ext := strings.HasPrefix(c.name, chainPrefixEXT)
+	ext := strings.HasPrefix(c.name, chainPrefixEXT) || strings.HasPrefix(c.name, chainPrefixXLB)
 	for _, r := range c.rules {
 		if ext && r.sourceConditional() {
 			continue
+		}
+		if r.target == "KUBE-MARK-DROP" && len(res.backends) == 0 && !res.drop && r.unconditional() {
+			res.drop = true
+			res.evidence = append(res.evidence, w.ev("nat", r))
+			break
 		}
 		w.resolveRule(r, res, depth)
 	}
@@ -196,6 +205,9 @@ func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
 		}
 		res.evidence = append(res.evidence, sub.evidence...)
 		res.backends = append(res.backends, sub.backends...)
+		if sub.drop && len(res.backends) == 0 {
+			res.drop = true
+		}
 		if res.svc.IsZero() {
 			res.svc = sub.svc
 		}

@@ -26,6 +26,12 @@ type ipRule struct {
 	recent   bool       // -m recent
 }
 
+// unconditional reports whether a rule matches every packet that reaches
+// it (no address, protocol, port, address-type or statistic match).
+func (r *ipRule) unconditional() bool {
+	return r.src == "" && r.dst == "" && r.proto == "" && r.dport == "" && !r.srcType && !r.dstLocal && !r.random && !r.recent
+}
+
 // sourceConditional reports whether the rule only matches some sources.
 func (r *ipRule) sourceConditional() bool {
 	return r.src != "" || r.srcType

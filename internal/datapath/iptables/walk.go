@@ -41,6 +41,7 @@ type entry struct {
 	general      bool   // captured by a rule not limited to loopback
 	chain        string // the chain the capturing nat rule jumps to
 	backends     []netip.AddrPort
+	drop         bool // the nat chains mark it for dropping (KUBE-MARK-DROP) and DNAT nowhere
 	filterAction model.Action
 	evidence     []string
 }
@@ -48,6 +49,7 @@ type entry struct {
 // chainResult is what traffic entering a chain (from outside) is DNATed to.
 type chainResult struct {
 	backends []netip.AddrPort
+	drop     bool // KUBE-MARK-DROP reached before any DNAT
 	evidence []string
 	svc      model.ServicePort // from the chain's own comments, if any
 }
