@@ -40,16 +40,16 @@ func ParseSave(data []byte) (Table, error) {
 		if list {
 			var err error
 			if tok, svc, err = listLine(tok, svc); err != nil {
-				return Table{}, fmt.Errorf("%s line %d %q: %w (or capture `ipvsadm -Sn`)", what, n, line, err)
+				return Table{}, fmt.Errorf("%s line %d %q: %w (or capture `ipvsadm -Sn`)", what, n, clip(line), err)
 			}
 			if tok == nil {
 				continue
 			}
 		} else if hint := notSaveHint(line); hint != "" {
-			return Table{}, fmt.Errorf("%s line %d %q: %s", what, n, line, hint)
+			return Table{}, fmt.Errorf("%s line %d %q: %s", what, n, clip(line), hint)
 		}
 		if err := p.line(tok); err != nil {
-			return Table{}, fmt.Errorf("%s line %d %q: %w", what, n, line, err)
+			return Table{}, fmt.Errorf("%s line %d %q: %w", what, n, clip(line), err)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -295,4 +295,12 @@ func notSaveHint(line string) string {
 		return "this is `nft list` text, not ipvsadm: capture `ipvsadm -Sn`"
 	}
 	return ""
+}
+
+// clip shortens a line quoted in an error.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
 }

@@ -551,3 +551,24 @@ func hasPrefixAny(s string, prefixes ...string) bool {
 	}
 	return false
 }
+
+// holdsIPTablesNFT reports whether nft JSON holds the tables iptables-nft
+// writes for kube-proxy's iptables mode (chain KUBE-SERVICES in table nat).
+func holdsIPTablesNFT(data []byte) bool {
+	if !bytes.Contains(data, []byte("KUBE-SERVICES")) {
+		return false
+	}
+	var doc struct {
+		Nftables []nftJSONObject `json:"nftables"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return false
+	}
+	for _, o := range doc.Nftables {
+		var c nftJSONChain
+		if o.Chain != nil && json.Unmarshal(o.Chain, &c) == nil && c.Name == "KUBE-SERVICES" && (c.Table == "nat" || c.Table == "filter") {
+			return true
+		}
+	}
+	return false
+}

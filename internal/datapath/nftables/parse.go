@@ -42,6 +42,10 @@ func ParseJSONTables(v4, v6 []byte, opts model.Hints) (model.Observed, map[model
 	if t6 != nil {
 		found[model.IPv6] = true
 	}
+	if len(found) == 0 && (holdsIPTablesNFT(v4) || holdsIPTablesNFT(v6)) {
+		return model.Observed{}, nil, fmt.Errorf("no kube-proxy table, but iptables-nft's tables hold kube-proxy's KUBE-SERVICES chain: " +
+			"kube-proxy runs in iptables mode on this node; capture `iptables-save` (and `ip6tables-save`) and pass it as --iptables-save")
+	}
 	return nftObserve([]*nftTable{t4, t6}, opts), found, nil
 }
 
