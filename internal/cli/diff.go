@@ -25,11 +25,11 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 type dumpFlags struct{ capture.Files }
 
 func (d *dumpFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.IPTables, "iptables-save", "", "iptables-save output (nat and filter tables)")
+	fs.StringVar(&d.IPTables, "iptables-save", "", "iptables-save output (nat and filter tables; `iptables -S` is read too)")
 	fs.StringVar(&d.IP6Tables, "ip6tables-save", "", "ip6tables-save output")
-	fs.StringVar(&d.NFTJSON, "nft-json", "", "output of `nft -j list table ip kube-proxy`")
+	fs.StringVar(&d.NFTJSON, "nft-json", "", "output of `nft -j list ruleset` (both families) or `nft -j list table ip kube-proxy`")
 	fs.StringVar(&d.NFT6JSON, "nft6-json", "", "output of `nft -j list table ip6 kube-proxy`")
-	fs.StringVar(&d.IPVSAdm, "ipvsadm-save", "", "output of `ipvsadm-save -n`")
+	fs.StringVar(&d.IPVSAdm, "ipvsadm-save", "", "output of `ipvsadm -Sn` (or `ipvsadm -Ln`)")
 	fs.StringVar(&d.NetNS, "netns", "", "read the live datapath inside this named network namespace")
 }
 
