@@ -64,14 +64,14 @@ func allFamilies() map[model.IPFamily]bool {
 	return map[model.IPFamily]bool{model.IPv4: true, model.IPv6: true}
 }
 
-// Observe parses the given dumps (exactly one datapath) or reads the live one.
+// Observe parses the given dumps (exactly one datapath) or, when none is
+// given, reads the live one in f.NetNS. (With both, the dumps are the
+// datapath and the namespace serves only the node-level checks.)
 func Observe(ctx context.Context, f Files, desired model.Desired) (Observation, error) {
 	hints := model.HintsFor(desired)
 	switch {
 	case f.count() > 1:
 		return Observation{}, errors.New("give one datapath: --iptables-save/--ip6tables-save, --nft-json/--nft6-json or --ipvsadm-save")
-	case f.count() == 1 && f.NetNS != "":
-		return Observation{}, errors.New("give a captured datapath or --netns, not both")
 	case f.IPTables != "" || f.IP6Tables != "":
 		return observeIPTables(f, hints)
 	case f.NFTJSON != "" || f.NFT6JSON != "":
