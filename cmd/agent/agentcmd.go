@@ -120,7 +120,7 @@ func (f *agentFlags) settings() (agentSettings, error) {
 	if st.nodeCheck.RouteMode, err = nodecheck.ParseRouteMode(f.routeMode); err != nil {
 		bad("--route-mode", err)
 	}
-	if st.nodeCheck.ClusterCIDRs, err = nodecheck.ParseCIDRList(f.clusterCIDRs); err != nil {
+	if st.nodeCheck.ClusterCIDRs, err = nodecheck.ParseClusterCIDRs(f.clusterCIDRs); err != nil {
 		bad("--cluster-cidr", err)
 	}
 	if err := st.logLevel.UnmarshalText([]byte(f.logLevel)); err != nil {

@@ -34,9 +34,10 @@ func ParseRouteMode(s string) (RouteMode, error) {
 	return "", &ConfigError{Field: "route-mode", Value: s, Want: "auto, per-node or none"}
 }
 
-// ParseCIDRList parses a comma-separated list of CIDRs (--cluster-cidr);
-// empty entries are skipped, each prefix is masked.
-func ParseCIDRList(s string) ([]netip.Prefix, error) {
+// ParseClusterCIDRs parses a comma-separated list of pod network CIDRs
+// (--cluster-cidr of the agent and of diff); empty entries are skipped, each
+// prefix is masked.
+func ParseClusterCIDRs(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
@@ -134,22 +135,4 @@ type Info struct {
 	FlowsChecked      int
 	// Skipped lists rules that did not run, with the reason.
 	Skipped []string
-}
-
-// ParseClusterCIDRs reads a comma-separated list of pod network CIDRs (the
-// --cluster-cidr flag of the agent and of `netdrift diff`). Empty items are
-// skipped; each prefix is masked. An empty string gives nil (infer).
-func ParseClusterCIDRs(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(item)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
 }
