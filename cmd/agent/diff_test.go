@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -35,18 +33,7 @@ func selfBinary(t *testing.T) string {
 
 func runBin(t *testing.T, bin string, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "NETDRIFT_AS_MAIN=1")
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return runIn(t, "", bin, args...)
 }
 
 type diffJSON struct {

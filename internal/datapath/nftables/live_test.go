@@ -140,15 +140,22 @@ func TestChangeWatcherLatency(t *testing.T) {
 	}
 }
 
+// nftLiveWorkerB loads the real worker-b table into a fresh namespace and
+// reads it once with a reader told the cluster's hints.
+func nftLiveWorkerB(t *testing.T) (ns string, opts model.Hints, src *Reader, first model.Observed) {
+	t.Helper()
+	ns = nftTestNetns(t)
+	nftLoad(t, ns, "worker-b.nft.txt")
+	opts = nftOptionsFromCluster(t, fixture.Path(t, "cluster.json"))
+	src = &Reader{Config: Config{NetNS: ns, Hints: opts}}
+	return ns, opts, src, nftLive1(t, src)
+}
+
 // TestNFTLiveIncremental applies change events one by one with Update and
 // checks the result equals a full read, and that an unchanged ruleset is
 // served from the cache.
 func TestNFTLiveIncremental(t *testing.T) {
-	ns := nftTestNetns(t)
-	nftLoad(t, ns, "worker-b.nft.txt")
-	opts := nftOptionsFromCluster(t, fixture.Path(t, "cluster.json"))
-	src := &Reader{Config: Config{NetNS: ns, Hints: opts}}
-	first := nftLive1(t, src)
+	ns, opts, src, first := nftLiveWorkerB(t)
 	again := nftLive1(t, src)
 	if src.fullReads != 1 {
 		t.Errorf("%d full reads for two snapshots of an unchanged ruleset, want 1", src.fullReads)
@@ -196,11 +203,7 @@ func TestNFTLiveIncremental(t *testing.T) {
 // the destinations that reach that chain, names them, and still equals a
 // full read.
 func TestNFTLiveChainChangeReevaluatesOnlyItsDestinations(t *testing.T) {
-	ns := nftTestNetns(t)
-	nftLoad(t, ns, "worker-b.nft.txt")
-	opts := nftOptionsFromCluster(t, fixture.Path(t, "cluster.json"))
-	src := &Reader{Config: Config{NetNS: ns, Hints: opts}}
-	first := nftLive1(t, src)
+	ns, opts, src, first := nftLiveWorkerB(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := WatchChanges(ctx, ns)
