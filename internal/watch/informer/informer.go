@@ -49,12 +49,12 @@ const byService = "service"
 // must not block.
 func NewWatcher(client kubernetes.Interface, node string, clk clock.PassiveClock, onEvent func(watch.Event)) *Watcher {
 	w := &Watcher{node: node, clock: clk, onEvent: onEvent, synced: map[string]cache.InformerSynced{}}
-	w.shared = informers.NewSharedInformerFactory(client, 0)
-	w.pods = informers.NewSharedInformerFactoryWithOptions(client, 0,
+	w.shared = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim))
+	w.pods = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
 		}))
-	w.leases = informers.NewSharedInformerFactoryWithOptions(client, 0,
+	w.leases = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim),
 		informers.WithNamespace(corev1.NamespaceNodeLease),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", node).String()
