@@ -77,7 +77,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 		w.agent.OnEvent(ev)
 		if ev.Kind == watch.KindPod {
 			w.rst.OnPod(rst.PodChange{Name: ev.Name, IPs: ev.PodIPs, DeletionRequested: ev.DeletionRequested,
-				Deleted: ev.Deleted, At: ev.At})
+				Deleted: ev.Deleted, HostNetwork: ev.PodHostNetwork, At: ev.At})
 		}
 	})
 	opts.Cluster = w.watcher

@@ -176,5 +176,15 @@ type ServiceView struct {
 
 // ServiceRSTs summarises RSTs attributed to a service.
 type ServiceRSTs struct {
+	// Total: sent by or to its terminating and deleted pods
+	// (netdrift_terminating_rsts_total).
 	Total uint64 `json:"total"`
+	// By the endpoint's state when sent (netdrift_endpoint_rsts_total).
+	Ready       uint64 `json:"ready"`
+	NotReady    uint64 `json:"not_ready"`
+	Terminating uint64 `json:"terminating"`
+	Deleted     uint64 `json:"deleted"`
+	// ReadyRefusals: sent by Ready endpoints from the service's target port
+	// (netdrift_ready_endpoint_refusals_total).
+	ReadyRefusals uint64 `json:"ready_refusals"`
 }

@@ -177,3 +177,42 @@ func TestOpenProbeDisabled(t *testing.T) {
 	defer cancel()
 	p.Run(ctx) // returns at ctx's end though the probe has no events
 }
+
+// TestPipelineLateDeletion: a pod is watched while live; resets sent after
+// its deletion request but before the agent learns of it are settled as the
+// terminating pod's as soon as the request is delivered, those before it as
+// ready once the settle delay passes; a Ready endpoint's resets on its
+// Service's port are refusals, on another port not.
+func TestPipelineLateDeletion(t *testing.T) {
+	p, fp, clk := newTestPipeline(t, fakeServices{webIP4: "web"})
+	m := NewMetrics(p, 10)
+	p.OnPod(webPod(t0, time.Time{}, false))
+	p.Snapshot() // resolves the endpoint ports
+	clk.Step(time.Second)
+	fp.resetPort(webIP4, 8080, 5) // refused while Ready
+	fp.resetPort(webIP4, 9999, 2) // another port
+	clk.Step(time.Second)
+	requested := clk.Now()
+	clk.Step(500 * time.Millisecond)
+	fp.resetPort(webIP4, 8080, 7) // after the request, before its delivery
+	s := p.Snapshot()
+	if len(s.Totals) != 0 || s.Unsettled != 14 {
+		t.Fatalf("before the delivery: totals %v unsettled %d, want none and 14", s.Totals, s.Unsettled)
+	}
+	clk.Step(time.Second)
+	p.OnPod(webPod(clk.Now(), requested, false))
+	fp.resetPort(webIP4, 8080, 3) // the kernel knows now
+	s = p.Snapshot()
+	if got := snapshotTotals(s); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 10}) || s.Unsettled != 7 {
+		t.Errorf("after the delivery: totals %v unsettled %d, want shop/web 10 (7 late + 3) and 7", got, s.Unsettled)
+	}
+	clk.Step(11 * time.Second)
+	s = p.Snapshot()
+	want := StateCounts{Ready: 7, Terminating: 10, ReadyRefusals: 5}
+	if got := s.ByState[ServiceKey{"shop", "web"}]; got != want || s.Unsettled != 0 {
+		t.Errorf("settled: %+v unsettled %d, want %+v", got, s.Unsettled, want)
+	}
+	if got := metricTotals(t, m); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 10}) {
+		t.Errorf("metric totals %v", got)
+	}
+}
