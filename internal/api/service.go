@@ -108,5 +108,5 @@ func serviceRSTs(snap rst.Snapshot, key string, preStop *float64) (*ServiceRSTs,
 			by.ReadyRefusals))
 	}
 	return &ServiceRSTs{Total: n, Ready: by.Ready, NotReady: by.NotReady, Terminating: by.Terminating, Deleted: by.Deleted,
-		ReadyRefusals: by.ReadyRefusals}, advice
+		ReadyRefusals: by.ReadyRefusals, TerminatingRefusals: by.TerminatingRefusals}, advice
 }

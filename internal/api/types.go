@@ -187,4 +187,6 @@ type ServiceRSTs struct {
 	// ReadyRefusals: sent by Ready endpoints from the service's target port
 	// (netdrift_ready_endpoint_refusals_total).
 	ReadyRefusals uint64 `json:"ready_refusals"`
+	// TerminatingRefusals: the same sent by terminating and deleted pods.
+	TerminatingRefusals uint64 `json:"terminating_refusals"`
 }

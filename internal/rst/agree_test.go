@@ -96,14 +96,14 @@ func TestFloodTotalsAgree(t *testing.T) {
 	t.Logf("/metrics terminating_rsts %d, endpoint_rsts ready %d terminating %d deleted %d, refusals %d; /v1/rsts %d %+v; "+
 		"/v1/services %+v; event samples %d %+v", metric, mstate("ready"), mstate("terminating"), mstate("deleted"), refused,
 		rep.Totals["shop/web"], by, *view.RSTs, len(rep.Events), rep.EventSamples)
-	want := rst.StateCounts{Ready: ready, Terminating: late + term, Deleted: gone, ReadyRefusals: ready}
+	hurt := late + term + gone
+	want := rst.StateCounts{Ready: ready, Terminating: late + term, Deleted: gone, ReadyRefusals: ready, TerminatingRefusals: hurt}
 	if ready == 0 || late == 0 || term == 0 || gone == 0 {
 		t.Fatalf("a phase sent no RSTs")
 	}
 	if by != want || len(rep.ByState) != 1 {
 		t.Errorf("/v1/rsts by state %v, want shop/web %+v", rep.ByState, want)
 	}
-	hurt := late + term + gone
 	if metric != hurt || rep.Totals["shop/web"] != hurt || view.RSTs.Total != hurt || len(rep.Totals) != 1 {
 		t.Errorf("terminating RSTs: sent %d, /metrics %d, /v1/rsts %v, /v1/services %d: want all equal", hurt, metric, rep.Totals, view.RSTs.Total)
 	}

@@ -17,8 +17,12 @@ type StateCounts struct {
 	Terminating uint64 `json:"terminating"` // at or after the deletion request
 	Deleted     uint64 `json:"deleted"`     // at or after the pod left the API
 	// ReadyRefusals are the Ready resets a Ready endpoint sent from its
-	// Service's target port: clients of the Service refused while Ready.
+	// Service's target port answering a connection attempt with no listener
+	// (reason NO_SOCKET): clients of the Service refused while Ready.
 	ReadyRefusals uint64 `json:"ready_refusals"`
+	// TerminatingRefusals are the same for terminating and deleted pods: the
+	// "connection refused" of a rollout (a subset of Terminating + Deleted).
+	TerminatingRefusals uint64 `json:"terminating_refusals"`
 }
 
 // Total is every reset counted, whatever the state.
@@ -123,11 +127,17 @@ func (l *ledger) add(k CounterKey, st State, n uint64, e watchEntry) {
 		sk.Service = LabelUnknown
 	}
 	c := l.totals[sk]
+	refusal := k.Dir == SentBy && k.Port != 0 && k.Reason == defaultReasons[ReasonNoSocket]
 	switch st {
-	case StateTerminating:
-		c.Terminating += n
-	case StateDeleted:
-		c.Deleted += n
+	case StateTerminating, StateDeleted:
+		if st == StateTerminating {
+			c.Terminating += n
+		} else {
+			c.Deleted += n
+		}
+		if refusal {
+			c.TerminatingRefusals += n
+		}
 	default:
 		ready := false
 		if k.Port != 0 {
@@ -139,7 +149,7 @@ func (l *ledger) add(k CounterKey, st State, n uint64, e watchEntry) {
 		}
 		if ready {
 			c.Ready += n
-			if k.Dir == SentBy && k.Port != 0 {
+			if refusal {
 				c.ReadyRefusals += n
 			}
 		} else {

@@ -19,8 +19,8 @@ var (
 			"(netdrift_rst_unsettled).",
 		[]string{"namespace", "service", "state"}, nil)
 	refusalsDesc = prometheus.NewDesc("netdrift_ready_endpoint_refusals_total",
-		"TCP resets a Ready endpoint of this node sent from its Service's target port (clients refused while Ready: "+
-			"the readiness probe does not cover the listener), by service.",
+		"TCP resets a Ready endpoint of this node sent from its Service's target port to a connection attempt with no "+
+			"listener (clients refused while Ready: the readiness probe does not cover the listener), by service.",
 		[]string{"namespace", "service"}, nil)
 	unsettledDesc = prometheus.NewDesc("netdrift_rst_unsettled",
 		"Resets counted before any known deletion request of their pod, not yet settled as ready or terminating.",
@@ -120,6 +120,7 @@ func (m *Metrics) stateSeries(by map[ServiceKey]StateCounts) map[ServiceKey]Stat
 		o.Terminating += c.Terminating
 		o.Deleted += c.Deleted
 		o.ReadyRefusals += c.ReadyRefusals
+		o.TerminatingRefusals += c.TerminatingRefusals
 		out[k] = o
 	}
 	return out

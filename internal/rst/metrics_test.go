@@ -81,7 +81,7 @@ func TestMetricsStates(t *testing.T) {
 netdrift_endpoint_rsts_total{namespace="shop",service="web",state="deleted"} 1
 netdrift_endpoint_rsts_total{namespace="shop",service="web",state="ready"} 9
 netdrift_endpoint_rsts_total{namespace="shop",service="web",state="terminating"} 4
-# HELP netdrift_ready_endpoint_refusals_total TCP resets a Ready endpoint of this node sent from its Service's target port (clients refused while Ready: the readiness probe does not cover the listener), by service.
+# HELP netdrift_ready_endpoint_refusals_total TCP resets a Ready endpoint of this node sent from its Service's target port to a connection attempt with no listener (clients refused while Ready: the readiness probe does not cover the listener), by service.
 # TYPE netdrift_ready_endpoint_refusals_total counter
 netdrift_ready_endpoint_refusals_total{namespace="shop",service="web"} 8
 # HELP netdrift_rst_unsettled Resets counted before any known deletion request of their pod, not yet settled as ready or terminating.

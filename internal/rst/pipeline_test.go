@@ -208,7 +208,7 @@ func TestPipelineLateDeletion(t *testing.T) {
 	}
 	clk.Step(11 * time.Second)
 	s = p.Snapshot()
-	want := StateCounts{Ready: 7, Terminating: 10, ReadyRefusals: 5}
+	want := StateCounts{Ready: 7, Terminating: 10, ReadyRefusals: 5, TerminatingRefusals: 10}
 	if got := s.ByState[ServiceKey{"shop", "web"}]; got != want || s.Unsettled != 0 {
 		t.Errorf("settled: %+v unsettled %d, want %+v", got, s.Unsettled, want)
 	}
