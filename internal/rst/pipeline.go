@@ -215,8 +215,9 @@ func (p *Pipeline) expire(due time.Time) {
 	p.armLocked()
 }
 
-// Run keeps the probe's event samples, attributed, and reads the counters
-// every Drain (which keeps the kernel's live buckets few), until ctx ends.
+// Run keeps the probe's event samples, attributed, and every Drain writes
+// new endpoint ports into the probe and reads the counters (which keeps the
+// kernel's live buckets few), until ctx ends.
 func (p *Pipeline) Run(ctx context.Context) {
 	events := p.cfg.Probe.Events(ctx)
 	tick := p.cfg.Clock.NewTimer(p.cfg.Drain)
@@ -229,6 +230,7 @@ func (p *Pipeline) Run(ctx context.Context) {
 			tick.Reset(p.cfg.Drain)
 			p.mu.Lock()
 			if !p.closed {
+				p.resolveLocked() // new endpoint ports within a Drain
 				p.refreshLocked(nil)
 			}
 			p.mu.Unlock()
