@@ -19,12 +19,12 @@ type rolloutResult struct {
 	perClient map[string]Counts
 	rstMetric float64
 	rstAPI    uint64
-	noSocket  int                    // RSTs with reason NO_SOCKET in /v1/rsts events
+	noSocket  int // RSTs with reason NO_SOCKET in /v1/rsts events
 	// refusals are the agents' counted refusals (NO_SOCKET from the endpoint
 	// port) by terminating and deleted pods, ready the same by Ready ones.
 	refusals, readyRefusals uint64
 	unsettled               uint64
-	lag       map[string][]LagSample // node -> remove samples of the service
+	lag                     map[string][]LagSample // node -> remove samples of the service
 }
 
 func rollout(t *testing.T, l *labenv.Lab, name string, preStop time.Duration) rolloutResult {
