@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+
 	"github.com/netdrift/netdrift/internal/rst"
 )
 
@@ -19,6 +22,31 @@ type RSTProvider interface {
 // Providers are the API's optional sources (nil when absent).
 type Providers struct {
 	RSTs RSTProvider
+	Hurt HurtProvider
+}
+
+// HurtProvider counts the new connections sent to stale backends
+// (*hurt.Conns).
+type HurtProvider interface {
+	// Connections of the finding with this key (model.Finding.Key).
+	Connections(key string) (uint64, bool)
+}
+
+// trackedWithConnections converts tracked findings, with the connections
+// counted for the stale_backend ones.
+func trackedWithConnections(ts []drift.Tracked, now time.Time, hp HurtProvider) []Finding {
+	out := TrackedOf(ts, now)
+	if hp == nil {
+		return out
+	}
+	for i, t := range ts {
+		if t.Kind != model.StaleBackend {
+			continue
+		}
+		n, _ := hp.Connections(t.Key())
+		out[i].Connections = &n
+	}
+	return out
 }
 
 // RSTReport is /v1/rsts.

@@ -44,8 +44,8 @@ func ServiceViewOf(s agent.State, key string, pr Providers) ServiceView {
 		v.Frontends = append(v.Frontends, frontendView(fe, got.Service, nil, s.Observed.Frontends))
 	}
 	sort.SliceStable(v.Endpoints, func(i, j int) bool { return v.Endpoints[i].Port < v.Endpoints[j].Port })
-	v.Findings = append(v.Findings, TrackedOf(filterTracked(s.Stale, key), s.Now)...)
-	v.PendingMismatches = append(v.PendingMismatches, TrackedOf(filterTracked(s.Pending, key), s.Now)...)
+	v.Findings = append(v.Findings, trackedWithConnections(filterTracked(s.Stale, key), s.Now, pr.Hurt)...)
+	v.PendingMismatches = append(v.PendingMismatches, trackedWithConnections(filterTracked(s.Pending, key), s.Now, pr.Hurt)...)
 	for _, p := range s.PendingChanges {
 		if p.Service == key {
 			v.Pending = append(v.Pending, PendingOf([]drift.PendingChange{p}, s.Now)...)

@@ -20,6 +20,10 @@ type Finding struct {
 	Evidence     []string   `json:"evidence,omitempty"`
 	FirstSeen    *time.Time `json:"first_seen,omitempty"`
 	AgeSeconds   *float64   `json:"age_seconds,omitempty"`
+	// Connections: for a stale_backend finding of the live agent, the new
+	// connections (conntrack NEW) this node sent to its backend while it was
+	// found; absent when not counted (offline, or no conntrack events).
+	Connections *uint64 `json:"connections,omitempty"`
 }
 
 // DiffReport is the output of `netdrift diff -o json`.
