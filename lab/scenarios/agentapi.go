@@ -25,6 +25,8 @@ type Finding struct {
 	Detail     string     `json:"detail"`
 	FirstSeen  *time.Time `json:"first_seen"`
 	AgeSeconds *float64   `json:"age_seconds"`
+	// Connections: new connections sent to a stale_backend finding's backend.
+	Connections *uint64 `json:"connections"`
 }
 
 // Drift is /v1/drift.
