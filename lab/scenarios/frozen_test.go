@@ -95,9 +95,12 @@ func testFrozen(t *testing.T, e *env) {
 	time.Sleep(time.Second) // conntrack events are asynchronous
 	counted := conns() - before
 	t.Logf("%s: clients %s; the finding counted %d new connections to %s", frozen, hurtClients, counted, victim.backend())
-	if hurtClients.Other == 0 || counted != uint64(hurtClients.Other+hurtClients.Refused) {
-		t.Errorf("%s: the stale finding counted %d new connections; the client's failed attempts (sent to the deleted backend) were %d",
-			frozen, counted, hurtClients.Other+hurtClients.Refused)
+	// The attempt in flight when the client stops sent its SYN but has no
+	// outcome: it may be one more.
+	failed := uint64(hurtClients.Other + hurtClients.Refused)
+	if failed == 0 || counted < failed || counted > failed+1 {
+		t.Errorf("%s: the stale finding counted %d new connections; the client's failed attempts (sent to the deleted backend) were %d (+1 in flight at the stop)",
+			frozen, counted, failed)
 	}
 
 	// The oldest pending change grows while kube-proxy stays frozen.
