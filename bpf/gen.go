@@ -4,4 +4,4 @@
 // when the committed files are out of date. internal/rst loads them.
 package bpf
 
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type rst_event -type counter_key -type watch_val -type ip_key Probe rst.c
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type rst_event -type counter_key -type watch_val -type ip_key -type port_key Probe rst.c

@@ -17,13 +17,23 @@ type ProbeCounterKey struct {
 	_      structs.HostLayout
 	Addr   [16]uint8
 	Dir    uint8
-	Pad    uint8
+	State  uint8
 	Reason uint16
+	Port   uint16
+	Pad    uint16
+	Bucket uint64
 }
 
 type ProbeIpKey struct {
 	_    structs.HostLayout
 	Addr [16]uint8
+}
+
+type ProbePortKey struct {
+	_    structs.HostLayout
+	Addr [16]uint8
+	Port uint16
+	Pad  uint16
 }
 
 type ProbeRatelimit struct {
@@ -48,10 +58,12 @@ type ProbeRstEvent struct {
 }
 
 type ProbeWatchVal struct {
-	_     structs.HostLayout
-	Id    uint32
-	Port  uint16
-	Flags uint16
+	_      structs.HostLayout
+	Id     uint32
+	Port   uint16
+	Flags  uint16
+	TermNs uint64
+	GoneNs uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -59,6 +71,7 @@ type ProbeWatchVal struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	ProbeMapCounters           = "counters"
+	ProbeMapEndpointPorts      = "endpoint_ports"
 	ProbeMapEvents             = "events"
 	ProbeMapRatelimits         = "ratelimits"
 	ProbeMapStats              = "stats"
@@ -125,11 +138,12 @@ type ProbeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeMapSpecs struct {
-	Counters   *ebpf.MapSpec `ebpf:"counters"`
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	Ratelimits *ebpf.MapSpec `ebpf:"ratelimits"`
-	Stats      *ebpf.MapSpec `ebpf:"stats"`
-	Watched    *ebpf.MapSpec `ebpf:"watched"`
+	Counters      *ebpf.MapSpec `ebpf:"counters"`
+	EndpointPorts *ebpf.MapSpec `ebpf:"endpoint_ports"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	Ratelimits    *ebpf.MapSpec `ebpf:"ratelimits"`
+	Stats         *ebpf.MapSpec `ebpf:"stats"`
+	Watched       *ebpf.MapSpec `ebpf:"watched"`
 }
 
 // ProbeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -160,16 +174,18 @@ func (o *ProbeObjects) Close() error {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbeMaps struct {
-	Counters   *ebpf.Map `ebpf:"counters"`
-	Events     *ebpf.Map `ebpf:"events"`
-	Ratelimits *ebpf.Map `ebpf:"ratelimits"`
-	Stats      *ebpf.Map `ebpf:"stats"`
-	Watched    *ebpf.Map `ebpf:"watched"`
+	Counters      *ebpf.Map `ebpf:"counters"`
+	EndpointPorts *ebpf.Map `ebpf:"endpoint_ports"`
+	Events        *ebpf.Map `ebpf:"events"`
+	Ratelimits    *ebpf.Map `ebpf:"ratelimits"`
+	Stats         *ebpf.Map `ebpf:"stats"`
+	Watched       *ebpf.Map `ebpf:"watched"`
 }
 
 func (m *ProbeMaps) Close() error {
 	return _ProbeClose(
 		m.Counters,
+		m.EndpointPorts,
 		m.Events,
 		m.Ratelimits,
 		m.Stats,

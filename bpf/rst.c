@@ -3,9 +3,17 @@
 /* netdrift RST probe.
  *
  * Counts TCP resets whose sender or destination address is "watched" (the
- * agent fills the watched map with terminating and recently deleted pod IPs,
- * and with Service VIPs), per (address, direction, reset reason), and emits
- * rate-limited events to a ring buffer.
+ * agent fills the watched map with this node's pod IPs from the moment they
+ * exist until a window after their pod is deleted; trace-rsts with any
+ * address), per (address, direction, state, reset reason, endpoint port,
+ * time bucket), and emits rate-limited events to a ring buffer.
+ *
+ * States (WATCH_CLASSIFY entries): the agent writes into each entry the
+ * kernel time (bpf_ktime_get_ns) of its pod's deletion request and of its
+ * removal from the API once it knows them; a reset at or after them is
+ * counted as terminating / deleted. Any other reset is "live" and counted in
+ * a time bucket of 2^BUCKET_SHIFT ns, so that user space can settle it later
+ * against a deletion request it learns of after the reset (watch delay).
  *
  * Three attachment modes share one handler:
  *  - tracepoint tcp/tcp_send_reset (kernels >= 6.10 fire it for every reset,
@@ -32,6 +40,15 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define REASON_NO_SOCKET 1
 #define REASON_UNKNOWN 0xffff /* fallback mode on kernels without reasons */
 
+#define STATE_NONE 0        /* unclassified (no WATCH_CLASSIFY) */
+#define STATE_LIVE 1        /* before any known deletion request: bucketed */
+#define STATE_TERMINATING 2 /* at/after the deletion request (term_ns) */
+#define STATE_DELETED 3     /* at/after the pod left the API (gone_ns) */
+
+#define WATCH_CLASSIFY 1 /* classify by term_ns / gone_ns, bucket live resets */
+
+#define BUCKET_SHIFT 24 /* 16.8 ms */
+
 #define SRC_TRACEPOINT 1
 #define SRC_V4_REPLY 2
 #define SRC_V6_REPLY 3
@@ -55,14 +72,27 @@ struct ip_key {
 struct watch_val {
 	__u32 id;   /* chosen by user space, copied into events */
 	__u16 port; /* 0: any port; else only resets on this port of the watched address */
-	__u16 flags;
+	__u16 flags;   /* WATCH_* */
+	__u64 term_ns; /* ktime of the deletion request; 0: none known */
+	__u64 gone_ns; /* ktime the pod left the API; 0: not known */
+};
+
+/* An endpoint port of a watched address (a Service's target port): resets on
+ * it are counted with the port, others with port 0. */
+struct port_key {
+	__u8 addr[16];
+	__u16 port;
+	__u16 pad;
 };
 
 struct counter_key {
 	__u8 addr[16];
 	__u8 dir;
-	__u8 pad;
+	__u8 state;
 	__u16 reason;
+	__u16 port; /* the watched side's endpoint port, 0 when not one */
+	__u16 pad;
+	__u64 bucket; /* STATE_LIVE: ktime >> BUCKET_SHIFT; else 0 */
 };
 
 struct rst_event {
@@ -93,6 +123,13 @@ struct {
 	__type(key, struct ip_key);
 	__type(value, struct watch_val);
 } watched SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct port_key);
+	__type(value, __u8);
+} endpoint_ports SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -144,7 +181,8 @@ static __always_inline void v4mapped(__u8 *out, __be32 a)
 	__builtin_memcpy(out + 12, &a, 4);
 }
 
-static __always_inline void bump(const __u8 *addr, __u8 dir, __u16 reason)
+static __always_inline void bump(const __u8 *addr, __u16 port, const struct watch_val *w,
+				 __u8 dir, __u16 reason, __u64 now)
 {
 	struct counter_key k = {};
 	__u64 one = 1, *v;
@@ -152,6 +190,22 @@ static __always_inline void bump(const __u8 *addr, __u8 dir, __u16 reason)
 	__builtin_memcpy(k.addr, addr, 16);
 	k.dir = dir;
 	k.reason = reason;
+	if (w->flags & WATCH_CLASSIFY) {
+		struct port_key pk = {};
+
+		if (w->gone_ns && now >= w->gone_ns)
+			k.state = STATE_DELETED;
+		else if (w->term_ns && now >= w->term_ns)
+			k.state = STATE_TERMINATING;
+		else {
+			k.state = STATE_LIVE;
+			k.bucket = now >> BUCKET_SHIFT;
+		}
+		__builtin_memcpy(pk.addr, addr, 16);
+		pk.port = port;
+		if (bpf_map_lookup_elem(&endpoint_ports, &pk))
+			k.port = port;
+	}
 	v = bpf_map_lookup_elem(&counters, &k);
 	if (v) {
 		*v += 1;
@@ -192,42 +246,48 @@ static __always_inline int allow_event(void)
 	return 1;
 }
 
-static __always_inline const struct watch_val *match(const __u8 *addr, __u16 port)
+/* Copies the watch entry of addr into *w; 1 when watched (and port matches).
+ * A copy and an int, not a pointer: the compiler may otherwise OR two entry
+ * pointers to test them, which the verifier refuses. */
+static __always_inline int match(const __u8 *addr, __u16 port, struct watch_val *w)
 {
 	struct ip_key k;
-	const struct watch_val *w;
+	const struct watch_val *v;
 
 	__builtin_memcpy(k.addr, addr, 16);
-	w = bpf_map_lookup_elem(&watched, &k);
-	if (w && w->port != 0 && w->port != port)
+	v = bpf_map_lookup_elem(&watched, &k);
+	if (!v || (v->port != 0 && v->port != port))
 		return 0;
-	return w;
+	*w = *v;
+	return 1;
 }
 
 static __always_inline int handle(const struct rst_info *ri)
 {
-	const struct watch_val *by, *to;
+	struct watch_val by = {}, to = {};
 	struct rst_event *ev;
 	__u8 dir = 0;
+	__u64 now;
 
-	by = match(ri->sender, ri->sender_port);
-	to = match(ri->peer, ri->peer_port);
-	if (by) {
-		bump(ri->sender, DIR_SENT_BY, ri->reason);
+	if (match(ri->sender, ri->sender_port, &by))
 		dir |= DIR_SENT_BY;
-	}
-	if (to) {
-		bump(ri->peer, DIR_SENT_TO, ri->reason);
+	if (match(ri->peer, ri->peer_port, &to))
 		dir |= DIR_SENT_TO;
-	}
-	if (!dir || !allow_event())
+	if (!dir)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (dir & DIR_SENT_BY)
+		bump(ri->sender, ri->sender_port, &by, DIR_SENT_BY, ri->reason, now);
+	if (dir & DIR_SENT_TO)
+		bump(ri->peer, ri->peer_port, &to, DIR_SENT_TO, ri->reason, now);
+	if (!allow_event())
 		return 0;
 	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		stat_inc(STAT_EVENTS_LOST);
 		return 0;
 	}
-	ev->ktime_ns = bpf_ktime_get_ns();
+	ev->ktime_ns = now;
 	__builtin_memcpy(ev->sender, ri->sender, 16);
 	__builtin_memcpy(ev->peer, ri->peer, 16);
 	ev->sender_port = ri->sender_port;
@@ -235,7 +295,7 @@ static __always_inline int handle(const struct rst_info *ri)
 	ev->reason = ri->reason;
 	ev->dir = dir;
 	ev->source = ri->source;
-	ev->watched_id = by ? by->id : (to ? to->id : 0);
+	ev->watched_id = (dir & DIR_SENT_BY) ? by.id : to.id;
 	ev->pad = 0;
 	bpf_ringbuf_submit(ev, 0);
 	return 0;

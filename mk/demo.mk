@@ -9,7 +9,7 @@
 DEMO_NAME ?= demo
 SCENARIO_GO := cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1
 
-.PHONY: demo demo-down test-lab test-lab-all
+.PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10
 
 demo: deps build lab-bins
 	$(LAB_RUN) demo -name $(DEMO_NAME) -agent $(CURDIR)/$(BIN)/netdrift
@@ -19,8 +19,15 @@ demo-down:
 
 test-lab: build lab-bins
 	$(SCENARIO_GO) -timeout 30m -v \
-		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestScenarios/(iptables|nftables)/(rollout|frozen)$$' \
-		-skip 'TestScenarios/nftables/rollout$$' ./scenarios
+		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestScenarios/(iptables|nftables)/(rollout|frozen|readyrefusals)$$' \
+		-skip 'TestScenarios/nftables/(rollout|readyrefusals)$$' ./scenarios
 
 test-lab-all: build lab-bins
-	$(SCENARIO_GO) -timeout 75m -v ./scenarios
+	export NETDRIFT_ROLLOUT10=1; $(SCENARIO_GO) -timeout 100m -v ./scenarios
+
+# Ten rollouts without preStop (issue 15): every run's counted terminating-pod
+# refusals equal the clients' refused connections within ±1; the table goes to
+# lab/.cache/rollout10.txt.
+test-lab-rollout10: build lab-bins
+	export NETDRIFT_ROLLOUT10=1 NETDRIFT_ROLLOUT10_OUT=$(CURDIR)/$(LAB_DIR)/.cache/rollout10.txt; $(SCENARIO_GO) -timeout 40m -v \
+		-run 'TestScenarios/iptables/rollout10$$' ./scenarios

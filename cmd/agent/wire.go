@@ -14,6 +14,9 @@ import (
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/node"
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/hurt"
 	"github.com/netdrift/netdrift/internal/metrics"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/rst"
@@ -27,6 +30,8 @@ type wired struct {
 	watcher *informer.Watcher
 	changes *datapath.ChangeWatcher
 	rst     *rst.Pipeline
+	hurt    *hurt.Conns
+	netns   string
 	handler http.Handler
 	log     *slog.Logger
 }
@@ -77,7 +82,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 		w.agent.OnEvent(ev)
 		if ev.Kind == watch.KindPod {
 			w.rst.OnPod(rst.PodChange{Name: ev.Name, IPs: ev.PodIPs, DeletionRequested: ev.DeletionRequested,
-				Deleted: ev.Deleted, At: ev.At})
+				Deleted: ev.Deleted, HostNetwork: ev.PodHostNetwork, At: ev.At})
 		}
 	})
 	opts.Cluster = w.watcher
@@ -88,7 +93,14 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	reg.MustRegister(rec.Collectors()...)
 	reg.MustRegister(metrics.NewCollector(w.agent.State, version, f.maxServiceSeries), metrics.NewNodeCollector(nf.Info))
 	reg.MustRegister(rst.NewMetrics(w.rst, f.maxServiceSeries), metrics.NewPreStop(w.agent.State))
-	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst})
+	// New connections to stale backends: fed by conntrack NEW events (start).
+	w.hurt = hurt.New(func() (stale, pending []drift.Tracked) {
+		s := w.agent.State()
+		return s.Stale, s.Pending
+	}, clk.Now, 0)
+	w.netns = f.netns
+	reg.MustRegister(w.hurt)
+	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt})
 	return w, nil
 }
 
@@ -96,6 +108,13 @@ func (w *wired) start(ctx context.Context, g *errgroup.Group) {
 	w.watcher.Start(ctx)
 	g.Go(func() error { return w.agent.Run(ctx) })
 	g.Go(func() error { w.rst.Run(ctx); return nil })
+	g.Go(func() error {
+		err := node.WatchConntrackNew(ctx, w.netns, func(fl model.Flow) { w.hurt.Observe(fl) })
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("no conntrack NEW events: connections to stale backends are not counted", "err", err)
+		}
+		return nil
+	})
 }
 
 func (w *wired) close() {

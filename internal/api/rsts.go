@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+
 	"github.com/netdrift/netdrift/internal/rst"
 )
 
@@ -19,6 +22,31 @@ type RSTProvider interface {
 // Providers are the API's optional sources (nil when absent).
 type Providers struct {
 	RSTs RSTProvider
+	Hurt HurtProvider
+}
+
+// HurtProvider counts the new connections sent to stale backends
+// (*hurt.Conns).
+type HurtProvider interface {
+	// Connections of the finding with this key (model.Finding.Key).
+	Connections(key string) (uint64, bool)
+}
+
+// trackedWithConnections converts tracked findings, with the connections
+// counted for the stale_backend ones.
+func trackedWithConnections(ts []drift.Tracked, now time.Time, hp HurtProvider) []Finding {
+	out := TrackedOf(ts, now)
+	if hp == nil {
+		return out
+	}
+	for i, t := range ts {
+		if t.Kind != model.StaleBackend {
+			continue
+		}
+		n, _ := hp.Connections(t.Key())
+		out[i].Connections = &n
+	}
+	return out
 }
 
 // RSTReport is /v1/rsts.
@@ -28,6 +56,13 @@ type RSTReport struct {
 	// Totals are the resets the kernel counted per namespace/service (the
 	// totals of netdrift_terminating_rsts_total, without its series cap).
 	Totals map[string]uint64 `json:"totals"`
+	// ByState are every settled reset per namespace/service by the
+	// endpoint's state when it was sent, with the Ready refusals
+	// (netdrift_endpoint_rsts_total, netdrift_ready_endpoint_refusals_total).
+	ByState map[string]rst.StateCounts `json:"by_state"`
+	// Unsettled are resets sent before any deletion request the agent knows
+	// of, waiting to be settled as ready or terminating (not yet in the above).
+	Unsettled uint64 `json:"unsettled"`
 	// Events are rate-limited samples of the counted resets, newest last;
 	// EventSamples says how many were not sampled.
 	Events       []RSTEvent      `json:"events"`
@@ -71,7 +106,8 @@ func ProbeOf(s rst.Status) Probe {
 // RSTReportOf builds /v1/rsts.
 func RSTReportOf(s rst.Snapshot, preStop *float64) RSTReport {
 	r := RSTReport{Probe: ProbeOf(s.Status), Watched: make([]string, 0, len(s.Watched)),
-		Totals: make(map[string]uint64, len(s.Totals)), Events: make([]RSTEvent, 0, len(s.Samples)),
+		Totals: make(map[string]uint64, len(s.Totals)), ByState: make(map[string]rst.StateCounts, len(s.ByState)),
+		Unsettled: s.Unsettled, Events: make([]RSTEvent, 0, len(s.Samples)),
 		EventSamples: RSTEventSamples{RateLimitPerCPU: s.Sampling.PerSecondPerCPU, MaxKept: s.Sampling.Max,
 			DroppedRateLimited: s.Sampling.RateLimited, DroppedRingFull: s.Sampling.RingFull, Evicted: s.Sampling.Evicted},
 		RecommendedPreStopSeconds: preStop}
@@ -80,6 +116,9 @@ func RSTReportOf(s rst.Snapshot, preStop *float64) RSTReport {
 	}
 	for k, v := range s.Totals {
 		r.Totals[k.Namespace+"/"+k.Service] = v
+	}
+	for k, v := range s.ByState {
+		r.ByState[k.Namespace+"/"+k.Service] = v
 	}
 	for _, e := range s.Samples {
 		r.Events = append(r.Events, RSTEvent{Time: e.Time, Direction: e.Direction, Reason: e.Reason, Watched: e.Watched,

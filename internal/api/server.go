@@ -115,7 +115,8 @@ func preStopOf(s agent.State) *float64 {
 func (h *Handler) drift(w http.ResponseWriter, _ *http.Request) {
 	s := h.state()
 	writeJSON(w, Drift{Node: s.Node, Datapath: s.Datapath,
-		Findings: TrackedOf(s.Stale, s.Now), Pending: TrackedOf(s.Pending, s.Now)})
+		Findings: trackedWithConnections(s.Stale, s.Now, h.providers.Hurt),
+		Pending:  trackedWithConnections(s.Pending, s.Now, h.providers.Hurt)})
 }
 
 func (h *Handler) lag(w http.ResponseWriter, _ *http.Request) {

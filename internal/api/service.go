@@ -44,8 +44,8 @@ func ServiceViewOf(s agent.State, key string, pr Providers) ServiceView {
 		v.Frontends = append(v.Frontends, frontendView(fe, got.Service, nil, s.Observed.Frontends))
 	}
 	sort.SliceStable(v.Endpoints, func(i, j int) bool { return v.Endpoints[i].Port < v.Endpoints[j].Port })
-	v.Findings = append(v.Findings, TrackedOf(filterTracked(s.Stale, key), s.Now)...)
-	v.PendingMismatches = append(v.PendingMismatches, TrackedOf(filterTracked(s.Pending, key), s.Now)...)
+	v.Findings = append(v.Findings, trackedWithConnections(filterTracked(s.Stale, key), s.Now, pr.Hurt)...)
+	v.PendingMismatches = append(v.PendingMismatches, trackedWithConnections(filterTracked(s.Pending, key), s.Now, pr.Hurt)...)
 	for _, p := range s.PendingChanges {
 		if p.Service == key {
 			v.Pending = append(v.Pending, PendingOf([]drift.PendingChange{p}, s.Now)...)
@@ -88,17 +88,25 @@ func filterTracked(ts []drift.Tracked, key string) []drift.Tracked {
 }
 
 // serviceRSTs are the resets the kernel counted for the service key
-// (namespace/name), with the preStop advice when there are any.
+// (namespace/name), with the preStop advice when terminating pods sent any
+// and the readiness advice when Ready endpoints refused clients.
 func serviceRSTs(snap rst.Snapshot, key string, preStop *float64) (*ServiceRSTs, []string) {
 	ns, name, _ := strings.Cut(key, "/")
-	n := snap.Totals[rst.ServiceKey{Namespace: ns, Service: name}]
-	if n == 0 {
+	sk := rst.ServiceKey{Namespace: ns, Service: name}
+	n, by := snap.Totals[sk], snap.ByState[sk]
+	if n == 0 && by.Total() == 0 {
 		return nil, nil
 	}
 	var advice []string
-	if preStop != nil {
+	if n > 0 && preStop != nil {
 		advice = append(advice, fmt.Sprintf(
 			"%d RSTs were sent from terminating pods of this service: add a preStop sleep of at least %.0f s", n, *preStop))
 	}
-	return &ServiceRSTs{Total: n}, advice
+	if by.ReadyRefusals > 0 {
+		advice = append(advice, fmt.Sprintf(
+			"%d connections refused by Ready endpoints: the readiness probe does not cover the listener",
+			by.ReadyRefusals))
+	}
+	return &ServiceRSTs{Total: n, Ready: by.Ready, NotReady: by.NotReady, Terminating: by.Terminating, Deleted: by.Deleted,
+		ReadyRefusals: by.ReadyRefusals, TerminatingRefusals: by.TerminatingRefusals}, advice
 }

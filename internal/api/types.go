@@ -20,6 +20,10 @@ type Finding struct {
 	Evidence     []string   `json:"evidence,omitempty"`
 	FirstSeen    *time.Time `json:"first_seen,omitempty"`
 	AgeSeconds   *float64   `json:"age_seconds,omitempty"`
+	// Connections: for a stale_backend finding of the live agent, the new
+	// connections (conntrack NEW) this node sent to its backend while it was
+	// found; absent when not counted (offline, or no conntrack events).
+	Connections *uint64 `json:"connections,omitempty"`
 }
 
 // DiffReport is the output of `netdrift diff -o json`.
@@ -176,5 +180,17 @@ type ServiceView struct {
 
 // ServiceRSTs summarises RSTs attributed to a service.
 type ServiceRSTs struct {
+	// Total: sent by or to its terminating and deleted pods
+	// (netdrift_terminating_rsts_total).
 	Total uint64 `json:"total"`
+	// By the endpoint's state when sent (netdrift_endpoint_rsts_total).
+	Ready       uint64 `json:"ready"`
+	NotReady    uint64 `json:"not_ready"`
+	Terminating uint64 `json:"terminating"`
+	Deleted     uint64 `json:"deleted"`
+	// ReadyRefusals: sent by Ready endpoints from the service's target port
+	// (netdrift_ready_endpoint_refusals_total).
+	ReadyRefusals uint64 `json:"ready_refusals"`
+	// TerminatingRefusals: the same sent by terminating and deleted pods.
+	TerminatingRefusals uint64 `json:"terminating_refusals"`
 }

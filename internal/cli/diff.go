@@ -129,6 +129,9 @@ func writeFindings(w io.Writer, title string, fs []api.Finding) {
 		}
 		t.add(f.Kind, dash(strings.TrimSuffix(f.Service+":"+f.Port, ":")), dash(fe), dash(f.Backend), age(f.AgeSeconds))
 		t.add("  ↳ " + f.Detail)
+		if f.Connections != nil {
+			t.add(fmt.Sprintf("  ↳ %d new connections sent to this backend while found", *f.Connections))
+		}
 	}
 	t.writeSpanning(w)
 }

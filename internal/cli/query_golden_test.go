@@ -38,6 +38,9 @@ func newFixedRSTs() fixedRSTs {
 		Status:  st,
 		Watched: []netip.Addr{netip.MustParseAddr("10.244.1.13"), netip.MustParseAddr("10.244.2.12")},
 		Totals:  map[rst.ServiceKey]uint64{{Namespace: "shop", Service: "web"}: 3, {Namespace: "shop", Service: "cart"}: 1},
+		ByState: map[rst.ServiceKey]rst.StateCounts{{Namespace: "shop", Service: "web"}: {Ready: 701, Terminating: 2, Deleted: 1,
+			ReadyRefusals: 700}, {Namespace: "shop", Service: "cart"}: {Terminating: 1}},
+		Unsettled: 2,
 		Samples: []rst.Record{
 			{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched", Reason: "NO_SOCKET",
 				Watched: "10.244.1.13:8080", Client: "10.244.2.7:40312", Namespace: "shop", Pod: "web-7d9c8b6f5-x2k4p",

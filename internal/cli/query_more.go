@@ -65,8 +65,12 @@ func printExplain(w io.Writer, v api.ServiceView) {
 	for _, l := range v.Lag {
 		fmt.Fprintf(w, "lag: %s change programmed %.3fs after delivery\n", l.Change, l.NodeLagSeconds)
 	}
-	if v.RSTs != nil {
-		fmt.Fprintf(w, "RSTs from terminating pods: %d\n", v.RSTs.Total)
+	if r := v.RSTs; r != nil {
+		fmt.Fprintf(w, "RSTs from terminating pods: %d (terminating %d, deleted %d)\n", r.Total, r.Terminating, r.Deleted)
+		if r.Ready+r.NotReady > 0 {
+			fmt.Fprintf(w, "RSTs from live pods: ready %d (refused on the service port: %d), not ready %d\n",
+				r.Ready, r.ReadyRefusals, r.NotReady)
+		}
 	}
 	for _, a := range v.Advice {
 		fmt.Fprintln(w, "advice:", a)
@@ -152,11 +156,23 @@ func RunRSTs(args []string, stdout, stderr io.Writer) int {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	t := newTable("SERVICE", "RSTS").limit(80, 12)
+	for k := range r.ByState {
+		if _, ok := r.Totals[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	// RSTS: terminating + deleted (netdrift_terminating_rsts_total).
+	t := newTable("SERVICE", "RSTS", "TERMINATING", "DELETED", "READY", "REFUSED READY", "NOT READY").limit(30, 8, 11, 7, 8, 13, 9)
 	for _, k := range keys {
-		t.add(k, fmt.Sprint(r.Totals[k]))
+		b := r.ByState[k]
+		t.add(k, fmt.Sprint(r.Totals[k]), fmt.Sprint(b.Terminating), fmt.Sprint(b.Deleted), fmt.Sprint(b.Ready),
+			fmt.Sprint(b.ReadyRefusals), fmt.Sprint(b.NotReady))
 	}
 	t.write(stdout)
+	if r.Unsettled > 0 {
+		fmt.Fprintf(stdout, "unsettled: %d RSTs sent before any known deletion request, not yet counted as ready or terminating\n", r.Unsettled)
+	}
 	if r.RecommendedPreStopSeconds != nil {
 		fmt.Fprintf(stdout, "recommended preStop sleep: %.0fs\n", *r.RecommendedPreStopSeconds)
 	}

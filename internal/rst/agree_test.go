@@ -20,11 +20,14 @@ import (
 	"github.com/netdrift/netdrift/internal/rst"
 )
 
-// TestFloodTotalsAgree floods a watched terminating pod's closed port with
-// SYNs (far beyond the events' rate limit) and reads the agent's API: the
-// RSTs of /metrics, /v1/rsts and /v1/services/shop/web are the same
-// number, and it is the pod namespace's own Tcp OutRsts increase; the
-// events are samples whose drops add up to that number.
+// TestFloodTotalsAgree floods a watched pod's closed port with SYNs (far
+// beyond the events' rate limit) through its life — Ready, after its deletion
+// request but before the agent learns of it, terminating, deleted — and reads
+// the agent's API: per state, the RSTs of /metrics, /v1/rsts and
+// /v1/services/shop/web are the same number, and it is the pod namespace's
+// own Tcp OutRsts increase in that phase; the resets sent after the deletion
+// request and before its delivery count as the terminating pod's; the events
+// are samples whose drops add up to the total.
 func TestFloodTotalsAgree(t *testing.T) {
 	rst.RequireProbe(t)
 	fp := rst.NewFloodPair(t)
@@ -35,9 +38,9 @@ func TestFloodTotalsAgree(t *testing.T) {
 	desired := map[model.Frontend]model.Verdict{
 		model.NewFrontend(netip.MustParseAddr("10.96.0.5"), 80, model.TCP, model.ClusterIP): {
 			Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}, Action: model.Forward,
-			Endpoints: []model.Endpoint{{Addr: netip.AddrPortFrom(fp.Pod4(), 9), Terminating: true}}},
+			Endpoints: []model.Endpoint{{Addr: netip.AddrPortFrom(fp.Pod4(), 9), Ready: true, Serving: true}}},
 	}
-	p := rst.NewPipeline(rst.PipelineConfig{Probe: probe, Window: time.Minute,
+	p := rst.NewPipeline(rst.PipelineConfig{Probe: probe, Window: time.Minute, Settle: 300 * time.Millisecond,
 		Services: rst.DesiredServices(func() map[model.Frontend]model.Verdict { return desired })})
 	t.Cleanup(func() { p.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,10 +48,22 @@ func TestFloodTotalsAgree(t *testing.T) {
 	go func() { p.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	now := time.Now()
-	p.OnPod(rst.PodChange{Name: "shop/web-1", IPs: []netip.Addr{fp.Pod4()}, DeletionRequested: now, At: now})
-	sent := fp.SYNFlood(t, 9, 20000)
-	t.Logf("probe %+v; the pod namespace sent %d RSTs", probe.Status(), sent)
+	pod := rst.PodChange{Name: "shop/web-1", IPs: []netip.Addr{fp.Pod4()}, At: time.Now()}
+	p.OnPod(pod)
+	ready := fp.SYNFlood(t, 9, 5000) // refused while Ready
+	time.Sleep(50 * time.Millisecond)
+	requested := time.Now()
+	time.Sleep(50 * time.Millisecond)
+	late := fp.SYNFlood(t, 9, 3000) // after the deletion request, before the agent knows
+	pod.DeletionRequested, pod.At = requested, time.Now()
+	p.OnPod(pod)
+	term := fp.SYNFlood(t, 9, 5000)
+	pod.Deleted, pod.At = true, time.Now()
+	p.OnPod(pod)
+	gone := fp.SYNFlood(t, 9, 2000)
+	sent := ready + late + term + gone
+	t.Logf("probe %+v; the pod namespace sent %d RSTs: ready %d, late %d, terminating %d, deleted %d",
+		probe.Status(), sent, ready, late, term, gone)
 
 	state := agent.State{Node: "node-a", Ready: true, Now: time.Now(), Desired: model.Desired{Frontends: desired}}
 	reg := prometheus.NewPedanticRegistry()
@@ -56,18 +71,49 @@ func TestFloodTotalsAgree(t *testing.T) {
 	srv := httptest.NewServer(api.NewHandler(func() agent.State { return state }, reg, api.Providers{RSTs: p}))
 	defer srv.Close()
 
-	metric := metricValue(t, get(t, srv.URL+"/metrics"), `netdrift_terminating_rsts_total{namespace="shop",service="web"}`)
 	var rep api.RSTReport
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		decode(t, get(t, srv.URL+"/v1/rsts"), &rep)
+		if rep.Unsettled == 0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("still %d unsettled", rep.Unsettled)
+		}
+	}
+	text := get(t, srv.URL+"/metrics")
+	metric := metricValue(t, text, `netdrift_terminating_rsts_total{namespace="shop",service="web"}`)
+	mstate := func(st string) uint64 {
+		return metricValue(t, text, `netdrift_endpoint_rsts_total{namespace="shop",service="web",state="`+st+`"}`)
+	}
+	refused := metricValue(t, text, `netdrift_ready_endpoint_refusals_total{namespace="shop",service="web"}`)
 	decode(t, get(t, srv.URL+"/v1/rsts"), &rep)
 	var view api.ServiceView
 	decode(t, get(t, srv.URL+"/v1/services/shop/web"), &view)
 	if view.RSTs == nil {
 		t.Fatal("/v1/services/shop/web has no rsts")
 	}
-	t.Logf("/metrics %d, /v1/rsts %d, /v1/services %d, event samples %d %+v", metric, rep.Totals["shop/web"],
-		view.RSTs.Total, len(rep.Events), rep.EventSamples)
-	if sent == 0 || metric != sent || rep.Totals["shop/web"] != sent || view.RSTs.Total != sent || len(rep.Totals) != 1 {
-		t.Errorf("RSTs: sent %d, /metrics %d, /v1/rsts %v, /v1/services %d: want all equal", sent, metric, rep.Totals, view.RSTs.Total)
+	by := rep.ByState["shop/web"]
+	t.Logf("/metrics terminating_rsts %d, endpoint_rsts ready %d terminating %d deleted %d, refusals %d; /v1/rsts %d %+v; "+
+		"/v1/services %+v; event samples %d %+v", metric, mstate("ready"), mstate("terminating"), mstate("deleted"), refused,
+		rep.Totals["shop/web"], by, *view.RSTs, len(rep.Events), rep.EventSamples)
+	hurt := late + term + gone
+	want := rst.StateCounts{Ready: ready, Terminating: late + term, Deleted: gone, ReadyRefusals: ready, TerminatingRefusals: hurt}
+	if ready == 0 || late == 0 || term == 0 || gone == 0 {
+		t.Fatalf("a phase sent no RSTs")
+	}
+	if by != want || len(rep.ByState) != 1 {
+		t.Errorf("/v1/rsts by state %v, want shop/web %+v", rep.ByState, want)
+	}
+	if metric != hurt || rep.Totals["shop/web"] != hurt || view.RSTs.Total != hurt || len(rep.Totals) != 1 {
+		t.Errorf("terminating RSTs: sent %d, /metrics %d, /v1/rsts %v, /v1/services %d: want all equal", hurt, metric, rep.Totals, view.RSTs.Total)
+	}
+	if mstate("ready") != ready || mstate("terminating") != late+term || mstate("deleted") != gone || refused != ready {
+		t.Errorf("/metrics by state: ready %d terminating %d deleted %d refusals %d, want %+v", mstate("ready"),
+			mstate("terminating"), mstate("deleted"), refused, want)
+	}
+	v := view.RSTs
+	if v.Ready != ready || v.Terminating != late+term || v.Deleted != gone || v.ReadyRefusals != ready {
+		t.Errorf("/v1/services rsts %+v, want %+v", *v, want)
 	}
 	if rep.EventSamples.DroppedRateLimited == 0 {
 		t.Errorf("no event rate-limited in a flood of %d: %+v", sent, rep.EventSamples)

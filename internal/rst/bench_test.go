@@ -231,14 +231,31 @@ func BenchmarkRSTFloodPaired(b *testing.B) {
 	pr := newPair(b)
 	fd := rawSender(b, pr.clientNs)
 	for _, mode := range []Mode{ModeTracepoint, ModeBTF, ModeFentry} {
-		b.Run("mode="+string(mode), func(b *testing.B) { floodPaired(b, pr, fd, mode) })
+		b.Run("mode="+string(mode), func(b *testing.B) { floodPaired(b, pr, fd, mode, 0) })
 	}
 }
 
-func floodPaired(b *testing.B, pr *pair, fd int, mode Mode) {
+// BenchmarkRSTFloodEndpoints is BenchmarkRSTFloodPaired as the agent runs
+// the probe (issue 15): 1,000 other local endpoint addresses watched with
+// WatchEndpoint and an endpoint port each, and the flooded pod watched the
+// same way on the flooded port (state classification, the endpoint-port
+// lookup and the live time buckets, the costliest path: no deletion known).
+//
+//	go test -run '^$' -bench BenchmarkRSTFloodEndpoints -benchtime 300000x -count 5 ./internal/rst/
+func BenchmarkRSTFloodEndpoints(b *testing.B) {
+	requireRoot(b)
+	ensureTracefs(b)
+	pr := newPair(b)
+	fd := rawSender(b, pr.clientNs)
+	for _, mode := range []Mode{ModeTracepoint, ModeBTF, ModeFentry} {
+		b.Run("mode="+string(mode)+"/endpoints=1000", func(b *testing.B) { floodPaired(b, pr, fd, mode, 1000) })
+	}
+}
+
+func floodPaired(b *testing.B, pr *pair, fd int, mode Mode, endpoints int) {
 	syn := synPacket(pr.client4, netip.AddrPortFrom(pr.pod4, 9))
 	dst := &unix.SockaddrInet4{Addr: pr.pod4.As4()}
-	p, err := Load(Config{Mode: mode})
+	p, err := Load(Config{Mode: mode, MaxWatched: max(1024, 2*endpoints)})
 	if err != nil {
 		b.Skipf("mode %s unavailable: %v", mode, err)
 	}
@@ -249,6 +266,16 @@ func floodPaired(b *testing.B, pr *pair, fd int, mode Mode) {
 		for range p.Events(ctx) {
 		}
 	}()
+	for i := range endpoints {
+		ip := netip.AddrFrom4([4]byte{10, 201, byte(i >> 8), byte(i)})
+		if err := p.WatchEndpoint(ip, WatchState{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.SetPorts(ip, []uint16{8080}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	asEndpoint := endpoints > 0
 	const round = 2000
 	var cpu [3]time.Duration
 	var ops [3]int
@@ -258,7 +285,7 @@ func floodPaired(b *testing.B, pr *pair, fd int, mode Mode) {
 		state := (done / round) % 3
 		n := min(round, b.N-done)
 		b.StopTimer()
-		setState(b, p, state, pr.pod4)
+		setState(b, p, state, pr.pod4, asEndpoint)
 		b.StartTimer()
 		runLocked(func() {
 			start := threadCPU()
@@ -288,8 +315,9 @@ func floodPaired(b *testing.B, pr *pair, fd int, mode Mode) {
 	b.Logf("mode %s", p.Mode())
 }
 
-// setState detaches (0), attaches unwatched (1) or attaches watched (2).
-func setState(b *testing.B, p *Probe, state int, ip netip.Addr) {
+// setState detaches (0), attaches unwatched (1) or attaches watched (2:
+// with Watch, or as the agent watches an endpoint on its port 9).
+func setState(b *testing.B, p *Probe, state int, ip netip.Addr, asEndpoint bool) {
 	for _, l := range p.objs.links {
 		l.Close()
 	}
@@ -313,7 +341,14 @@ func setState(b *testing.B, p *Probe, state int, ip netip.Addr) {
 		}
 		p.objs.links = append(p.objs.links, l)
 	}
-	if state == 2 {
+	if state == 2 && asEndpoint {
+		if err := p.WatchEndpoint(ip, WatchState{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.SetPorts(ip, []uint16{9}); err != nil {
+			b.Fatal(err)
+		}
+	} else if state == 2 {
 		if err := p.Watch(ip); err != nil {
 			b.Fatal(err)
 		}

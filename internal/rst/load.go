@@ -22,8 +22,10 @@ type Config struct {
 	// Mode forces a mode (ModeTracepoint or ModeFentry); "" selects the best.
 	Mode Mode
 	// MaxWatched bounds the watched-address map (default 1024). The
-	// preallocated per-CPU counter map holds 4 entries per watched address:
-	// 4*MaxWatched*(8 bytes * CPUs), e.g. 2 MiB at 1024 and 64 CPUs.
+	// preallocated per-CPU counter map holds 8 entries per watched address
+	// (directions x states x endpoint ports x reasons, plus the live buckets
+	// not yet drained): 8*MaxWatched*(8 bytes * CPUs), e.g. 4 MiB at 1024
+	// and 64 CPUs; the endpoint-port map 4 per address.
 	MaxWatched int
 	// EventsPerSecond is the per-CPU event rate limit (default 100).
 	EventsPerSecond int
@@ -95,7 +97,8 @@ func loadSpec(cfg Config) (*ebpf.CollectionSpec, error) {
 		return nil, err
 	}
 	spec.Maps[bpf.ProbeMapWatched].MaxEntries = uint32(cfg.MaxWatched)
-	spec.Maps[bpf.ProbeMapCounters].MaxEntries = uint32(cfg.MaxWatched * 4)
+	spec.Maps[bpf.ProbeMapCounters].MaxEntries = uint32(cfg.MaxWatched * 8)
+	spec.Maps[bpf.ProbeMapEndpointPorts].MaxEntries = uint32(cfg.MaxWatched * 4)
 	if err := spec.Variables[bpf.ProbeVarEventsPerSec].Set(uint32(cfg.EventsPerSecond)); err != nil {
 		return nil, fmt.Errorf("set events_per_sec: %w", err)
 	}
@@ -231,7 +234,7 @@ func loadV6(spec *ebpf.CollectionSpec, m *bpf.ProbeMaps) (*ebpf.Program, error) 
 	}
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpf.ProbeMapWatched: m.Watched, bpf.ProbeMapCounters: m.Counters, bpf.ProbeMapStats: m.Stats,
-		bpf.ProbeMapRatelimits: m.Ratelimits, bpf.ProbeMapEvents: m.Events,
+		bpf.ProbeMapRatelimits: m.Ratelimits, bpf.ProbeMapEvents: m.Events, bpf.ProbeMapEndpointPorts: m.EndpointPorts,
 	}}
 	if err := spec.LoadAndAssign(&o, opts); err != nil {
 		return nil, explainLoad(err)

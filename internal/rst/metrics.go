@@ -9,9 +9,22 @@ import (
 
 var (
 	rstsDesc = prometheus.NewDesc("netdrift_terminating_rsts_total",
-		"TCP resets sent by or to watched (terminating or recently deleted) pod IPs and Service VIPs, by service. "+
+		"TCP resets sent by or to this node's pods at or after their deletion request (terminating or recently deleted), "+
+			"by service; the terminating and deleted states of netdrift_endpoint_rsts_total. "+
 			"Series beyond the cap are summed under namespace=\"_other\",service=\"_other\".",
 		[]string{"namespace", "service"}, nil)
+	stateDesc = prometheus.NewDesc("netdrift_endpoint_rsts_total",
+		"TCP resets sent by or to this node's pods, by service and the endpoint's state when the reset was sent "+
+			"(ready, not_ready, terminating, deleted). Resets sent before any known deletion request appear once settled "+
+			"(netdrift_rst_unsettled).",
+		[]string{"namespace", "service", "state"}, nil)
+	refusalsDesc = prometheus.NewDesc("netdrift_ready_endpoint_refusals_total",
+		"TCP resets a Ready endpoint of this node sent from its Service's target port to a connection attempt with no "+
+			"listener (clients refused while Ready: the readiness probe does not cover the listener), by service.",
+		[]string{"namespace", "service"}, nil)
+	unsettledDesc = prometheus.NewDesc("netdrift_rst_unsettled",
+		"Resets counted before any known deletion request of their pod, not yet settled as ready or terminating.",
+		nil, nil)
 	upDesc = prometheus.NewDesc("netdrift_rst_probe_up",
 		"1 when the eBPF RST probe is attached; mode says how (tracepoint, fentry), none when it is not.",
 		[]string{"mode"}, nil)
@@ -48,6 +61,9 @@ func NewMetrics(src Snapshotter, maxSeries int) *Metrics {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- rstsDesc
+	ch <- stateDesc
+	ch <- refusalsDesc
+	ch <- unsettledDesc
 	ch <- upDesc
 	ch <- droppedDesc
 }
@@ -58,6 +74,20 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range m.series(s.Totals) {
 		ch <- prometheus.MustNewConstMetric(rstsDesc, prometheus.CounterValue, float64(v), k.Namespace, k.Service)
 	}
+	for k, c := range m.stateSeries(s.ByState) {
+		for _, sv := range []struct {
+			state string
+			n     uint64
+		}{{"ready", c.Ready}, {"not_ready", c.NotReady}, {"terminating", c.Terminating}, {"deleted", c.Deleted}} {
+			if sv.n > 0 {
+				ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.CounterValue, float64(sv.n), k.Namespace, k.Service, sv.state)
+			}
+		}
+		if c.ReadyRefusals > 0 {
+			ch <- prometheus.MustNewConstMetric(refusalsDesc, prometheus.CounterValue, float64(c.ReadyRefusals), k.Namespace, k.Service)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(unsettledDesc, prometheus.GaugeValue, float64(s.Unsettled))
 	up, mode := 0.0, s.Status.Mode
 	if s.Status.Up {
 		up = 1
@@ -70,10 +100,49 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(s.Sampling.RingFull), "ring_full")
 }
 
+// stateSeries is series for the per-state counts.
+func (m *Metrics) stateSeries(by map[ServiceKey]StateCounts) map[ServiceKey]StateCounts {
+	keys := make(map[ServiceKey]uint64, len(by))
+	for k := range by {
+		keys[k] = 0
+	}
+	m.mu.Lock()
+	m.admitLocked(keys)
+	m.mu.Unlock()
+	out := map[ServiceKey]StateCounts{}
+	for k, c := range by {
+		if !m.admitted[k] {
+			k = ServiceKey{Namespace: LabelOther, Service: LabelOther}
+		}
+		o := out[k]
+		o.Ready += c.Ready
+		o.NotReady += c.NotReady
+		o.Terminating += c.Terminating
+		o.Deleted += c.Deleted
+		o.ReadyRefusals += c.ReadyRefusals
+		o.TerminatingRefusals += c.TerminatingRefusals
+		out[k] = o
+	}
+	return out
+}
+
 // series admits new services up to the cap and sums the rest under _other.
 func (m *Metrics) series(totals map[ServiceKey]uint64) map[ServiceKey]uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.admitLocked(totals)
+	out := map[ServiceKey]uint64{}
+	for k, v := range totals {
+		if !m.admitted[k] {
+			k = ServiceKey{Namespace: LabelOther, Service: LabelOther}
+		}
+		out[k] += v
+	}
+	return out
+}
+
+// admitLocked admits new services, in name order, up to the cap.
+func (m *Metrics) admitLocked(totals map[ServiceKey]uint64) {
 	var fresh []ServiceKey
 	for k := range totals {
 		if !m.admitted[k] {
@@ -92,12 +161,4 @@ func (m *Metrics) series(totals map[ServiceKey]uint64) map[ServiceKey]uint64 {
 		}
 		m.admitted[k] = true
 	}
-	out := map[ServiceKey]uint64{}
-	for k, v := range totals {
-		if !m.admitted[k] {
-			k = ServiceKey{Namespace: LabelOther, Service: LabelOther}
-		}
-		out[k] += v
-	}
-	return out
 }

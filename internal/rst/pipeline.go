@@ -5,11 +5,16 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 )
+
+// DefaultSettle is how long a live reset waits for a deletion request that
+// would make it a terminating pod's before it counts as ready / not ready.
+const DefaultSettle = 15 * time.Second
 
 // PipelineConfig configures the agent's RST pipeline.
 type PipelineConfig struct {
@@ -17,26 +22,37 @@ type PipelineConfig struct {
 	Services Services // nil: resets are attributed to pods, not services
 	// Window is how long a deleted pod's addresses stay watched (--rst-window).
 	Window time.Duration
+	// Settle is how long a reset sent before any known deletion request of
+	// its pod waits for one (the watch's delivery delay) before it is
+	// counted as ready / not ready (default DefaultSettle).
+	Settle time.Duration
 	// EventsPerSecond is the probe's per-CPU event rate limit, reported with
 	// the samples (default 100, the probe's default).
 	EventsPerSecond int
 	MaxSamples      int                        // event samples kept (default DefaultMaxSamples)
 	Clock           clock.WithDelayedExecution // default: the real clock
-	Log             *slog.Logger               // default: discard
+	// Mono is the probe's kernel clock in ns (default MonoNow); with Clock
+	// it maps the API's times to the kernel's.
+	Mono func() uint64
+	// Drain is how often Run reads the counters, which drains the kernel's
+	// settled buckets (default 1 s).
+	Drain time.Duration
+	Log   *slog.Logger // default: discard
 }
 
 // Pipeline is the agent's one RST pipeline. Pod deliveries of the watch
-// (OnPod) decide which addresses the probe watches; the kernel's per-CPU
-// counters of those addresses, attributed to pods and services, are the one
-// source of every count (Snapshot feeds /metrics, /v1/rsts and the
-// per-service view alike); the ring buffer's rate-limited events are kept as
-// attributed samples (Run).
+// (OnPod) decide which addresses the probe watches — every pod address of
+// the node, with its deletion request and removal times in kernel time; the
+// kernel's per-CPU counters of those addresses, classified by state and
+// attributed to pods and services (ledger), are the one source of every
+// count (Snapshot feeds /metrics, /v1/rsts and the per-service view alike);
+// the ring buffer's rate-limited events are kept as attributed samples (Run).
 type Pipeline struct {
 	cfg PipelineConfig
 
 	mu       sync.Mutex
 	list     *watchList
-	tracker  *Tracker
+	ledger   *ledger
 	samples  sampleRing
 	stats    Stats
 	timer    clock.Timer
@@ -52,55 +68,81 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	if cfg.MaxSamples <= 0 {
 		cfg.MaxSamples = DefaultMaxSamples
 	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = DefaultSettle
+	}
+	if cfg.Drain <= 0 {
+		cfg.Drain = time.Second
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Mono == nil {
+		cfg.Mono = MonoNow
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{cfg: cfg, list: newWatchList(cfg.Window),
-		tracker: NewTracker(), samples: sampleRing{max: cfg.MaxSamples}}
+	return &Pipeline{cfg: cfg, list: newWatchList(cfg.Window), ledger: newLedger(),
+		samples: sampleRing{max: cfg.MaxSamples}}
 }
 
 // Status is the probe's.
 func (p *Pipeline) Status() Status { return p.cfg.Probe.Status() }
 
 // OnPod folds in one delivery of a pod of this node. It is called from the
-// watch's event callback and does not block beyond a few bpf map updates:
-// a terminating pod's addresses are watched as its deletion is delivered.
+// watch's event callback and does not block beyond a few bpf map updates: a
+// pod's addresses are watched from its first delivery, and its deletion
+// request is written into the probe's map as it is delivered.
 func (p *Pipeline) OnPod(c PodChange) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return
 	}
-	start, stop := p.list.apply(c)
-	p.stopLocked(stop)
-	p.startLocked(start, c.At)
-	if len(start) > 0 {
+	set, stop := p.list.apply(c)
+	p.stopLocked(stop) // addresses another pod took over
+	p.setLocked(set, c.At)
+	if len(set) > 0 {
 		p.resolveLocked()
 	}
 	p.armLocked()
 	p.mu.Unlock()
 }
 
-func (p *Pipeline) startLocked(start []netip.Addr, at time.Time) {
-	for _, ip := range start {
-		if err := p.cfg.Probe.Watch(ip); err != nil {
+// mono maps an agent clock time to the kernel's clock (0 for zero).
+func (p *Pipeline) mono(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	m := int64(p.cfg.Mono()) - int64(p.cfg.Clock.Since(t))
+	if m < 1 {
+		m = 1
+	}
+	return uint64(m)
+}
+
+// setLocked writes the addresses' entries (state times) into the probe.
+func (p *Pipeline) setLocked(set []netip.Addr, at time.Time) {
+	for _, ip := range set {
+		e := p.list.entries[ip]
+		if err := p.cfg.Probe.WatchEndpoint(ip, WatchState{TermNs: p.mono(e.Deleted), GoneNs: p.mono(e.gone)}); err != nil {
 			p.cfg.Log.Warn("rst probe: cannot watch", "ip", ip, "err", err)
 			p.list.forget(ip)
 			continue
 		}
-		tg := p.list.entries[ip].Target
-		p.cfg.Log.Debug("rst probe: watching a terminating pod", "ip", ip, "pod", tg.Namespace+"/"+tg.Pod,
-			"since_deletion", at.Sub(tg.Deleted))
+		if !e.Deleted.IsZero() {
+			p.cfg.Log.Debug("rst probe: pod terminating", "ip", ip, "pod", e.Namespace+"/"+e.Pod,
+				"since_deletion", at.Sub(e.Deleted))
+		}
 	}
 }
 
 // stopLocked unwatches addresses, attributing every reset they counted to
 // what they stood for: counts are read before the unwatch and the final
-// counts (which Unwatch reads) right after.
-func (p *Pipeline) stopLocked(stop map[netip.Addr]Target) {
+// counts (which Unwatch reads) right after; their pending live resets are
+// settled at once.
+func (p *Pipeline) stopLocked(stop map[netip.Addr]watchEntry) {
 	if len(stop) == 0 {
 		return
 	}
@@ -112,29 +154,31 @@ func (p *Pipeline) stopLocked(stop map[netip.Addr]Target) {
 		}
 	}
 	p.refreshLocked(stop)
+	p.ledger.settle(p.cfg.Mono(), p.cfg.Settle, p.mono, p.info(stop), stop)
 }
 
-// refreshLocked reads the kernel's counters and attributes their increase to
-// the watched addresses' targets (extra overrides them: addresses being
-// unwatched).
-func (p *Pipeline) refreshLocked(extra map[netip.Addr]Target) {
-	tbl := p.list.table()
-	if len(extra) > 0 {
-		t := Table{Addrs: make(map[netip.Addr]Target, len(tbl.Addrs)+len(extra))}
-		for ip, tg := range tbl.Addrs {
-			t.Addrs[ip] = tg
+// info looks an address up in the watch list, extra first.
+func (p *Pipeline) info(extra map[netip.Addr]watchEntry) func(netip.Addr) (watchEntry, bool) {
+	return func(a netip.Addr) (watchEntry, bool) {
+		if e, ok := extra[a]; ok {
+			return e, true
 		}
-		for ip, tg := range extra {
-			t.Addrs[ip] = tg
-		}
-		tbl = t
+		e, ok := p.list.entries[a]
+		return e, ok
 	}
-	counts, err := p.cfg.Probe.Counts()
+}
+
+// refreshLocked reads the kernel's counters into the ledger and settles
+// what can be (extra: addresses being unwatched).
+func (p *Pipeline) refreshLocked(extra map[netip.Addr]watchEntry) {
+	counts, err := p.cfg.Probe.Counters()
 	if err != nil {
 		p.cfg.Log.Warn("rst probe: cannot read counters", "err", err)
 		return
 	}
-	p.tracker.Observe(counts, tbl)
+	info := p.info(extra)
+	p.ledger.observe(counts, info)
+	p.ledger.settle(p.cfg.Mono(), p.cfg.Settle, p.mono, info, nil)
 	if st, err := p.cfg.Probe.Stats(); err == nil {
 		p.stats = st
 	}
@@ -171,13 +215,25 @@ func (p *Pipeline) expire(due time.Time) {
 	p.armLocked()
 }
 
-// Run keeps the probe's event samples, attributed, until ctx ends.
+// Run keeps the probe's event samples, attributed, and every Drain writes
+// new endpoint ports into the probe and reads the counters (which keeps the
+// kernel's live buckets few), until ctx ends.
 func (p *Pipeline) Run(ctx context.Context) {
 	events := p.cfg.Probe.Events(ctx)
+	tick := p.cfg.Clock.NewTimer(p.cfg.Drain)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-tick.C():
+			tick.Reset(p.cfg.Drain)
+			p.mu.Lock()
+			if !p.closed {
+				p.resolveLocked() // new endpoint ports within a Drain
+				p.refreshLocked(nil)
+			}
+			p.mu.Unlock()
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -190,37 +246,53 @@ func (p *Pipeline) Run(ctx context.Context) {
 	}
 }
 
-// resolveLocked attributes the watched addresses to the services they are
-// endpoints of. Services is asked with the lock held: it must not call the
-// pipeline.
+// resolveLocked attributes the watched addresses to the service endpoints
+// they are, and writes their endpoint ports into the probe. Services is
+// asked with the lock held: it must not call the pipeline.
 func (p *Pipeline) resolveLocked() {
 	if p.cfg.Services == nil || len(p.list.entries) == 0 {
 		return
 	}
-	for ip, svc := range p.cfg.Services.ServicesOf(p.list.namespaces()) {
-		p.list.setService(ip, svc)
+	for ip, refs := range p.cfg.Services.EndpointsOf(p.list.namespaces()) {
+		if !p.list.setEndpoints(ip, refs) {
+			continue
+		}
+		ports := make([]uint16, 0, len(refs))
+		for port := range p.list.entries[ip].ports {
+			ports = append(ports, port)
+		}
+		slices.Sort(ports)
+		if err := p.cfg.Probe.SetPorts(ip, ports); err != nil {
+			p.cfg.Log.Warn("rst probe: cannot set endpoint ports", "ip", ip, "err", err)
+		}
 	}
 }
 
 // resolveStoppedLocked attributes addresses being unwatched that have no
 // service yet.
-func (p *Pipeline) resolveStoppedLocked(stop map[netip.Addr]Target) {
+func (p *Pipeline) resolveStoppedLocked(stop map[netip.Addr]watchEntry) {
 	if p.cfg.Services == nil {
 		return
 	}
 	ns := map[netip.Addr]string{}
-	for ip, tg := range stop {
-		if tg.Service == "" {
-			ns[ip] = tg.Namespace
+	for ip, e := range stop {
+		if e.Service == "" {
+			ns[ip] = e.Namespace
 		}
 	}
 	if len(ns) == 0 {
 		return
 	}
-	for ip, svc := range p.cfg.Services.ServicesOf(ns) {
-		tg := stop[ip]
-		tg.Service = svc
-		stop[ip] = tg
+	for ip, refs := range p.cfg.Services.EndpointsOf(ns) {
+		e := stop[ip]
+		if e.ports == nil {
+			e.ports = map[uint16]EndpointRef{}
+		}
+		for port, r := range refs {
+			e.ports[port] = r
+		}
+		e.Service = primaryService(e.ports)
+		stop[ip] = e
 	}
 }
 

@@ -14,10 +14,17 @@ import (
 
 func newTestPipeline(t *testing.T, svcs Services) (*Pipeline, *fakeProbe, *clocktesting.FakeClock) {
 	t.Helper()
-	fp, clk := newFakeProbe(), clocktesting.NewFakeClock(t0)
-	p := NewPipeline(PipelineConfig{Probe: fp, Services: svcs, Window: time.Minute, Clock: clk})
+	clk := clocktesting.NewFakeClock(t0)
+	mono := fakeMono(clk)
+	fp := newFakeProbe(mono)
+	p := NewPipeline(PipelineConfig{Probe: fp, Services: svcs, Window: time.Minute, Clock: clk, Mono: mono, Settle: 10 * time.Second})
 	t.Cleanup(func() { p.Close() })
 	return p, fp, clk
+}
+
+// fakeMono is a kernel clock that reads the fake clock.
+func fakeMono(clk *clocktesting.FakeClock) func() uint64 {
+	return func() uint64 { return uint64(clk.Now().UnixNano()) }
 }
 
 // metricTotals gathers netdrift_terminating_rsts_total from m by "namespace/service".
@@ -60,13 +67,10 @@ func TestPipelineOneCount(t *testing.T) {
 	p, fp, clk := newTestPipeline(t, fakeServices{webIP4: "web"})
 	m := NewMetrics(p, 10)
 	p.OnPod(webPod(t0, time.Time{}, false))
-	if fp.isWatched(webIP4) {
-		t.Fatal("a live pod is watched")
+	if !fp.isWatched(webIP4) || !fp.isWatched(webIP6) {
+		t.Fatal("a live pod is not watched")
 	}
 	p.OnPod(webPod(t0, t0, false))
-	if !fp.isWatched(webIP4) || !fp.isWatched(webIP6) {
-		t.Fatal("terminating pod not watched as its deletion is delivered")
-	}
 	fp.reset(webIP4, 5)
 	fp.reset(webIP6, 2) // not an endpoint of a known service
 	want := map[string]uint64{"shop/web": 5, "shop/_unknown": 2}
@@ -96,19 +100,21 @@ func TestPipelineOneCount(t *testing.T) {
 	}
 }
 
-// TestPipelineAddressReused: a live pod that takes a terminating pod's
-// address ends its watch; what was counted stays with the old pod's service.
+// TestPipelineAddressReused: a pod that takes a terminating pod's address
+// ends its watch; what was counted stays with the old pod's service, the new
+// pod's resets are its own.
 func TestPipelineAddressReused(t *testing.T) {
 	p, fp, _ := newTestPipeline(t, fakeServices{webIP4: "web"})
 	p.OnPod(webPod(t0, t0, true))
 	fp.reset(webIP4, 4)
 	p.OnPod(PodChange{Name: "blog/b-1", IPs: []netip.Addr{webIP4}, At: t0.Add(time.Second)})
-	if fp.isWatched(webIP4) {
-		t.Fatal("address of a live pod still watched")
-	}
 	fp.reset(webIP4, 9)
-	if got := snapshotTotals(p.Snapshot()); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 4}) {
+	s := p.Snapshot()
+	if got := snapshotTotals(s); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 4}) {
 		t.Errorf("totals %v, want shop/web 4", got)
+	}
+	if s.Unsettled != 9 {
+		t.Errorf("unsettled %d, want the new pod's 9", s.Unsettled)
 	}
 }
 
@@ -116,7 +122,7 @@ func TestPipelineAddressReused(t *testing.T) {
 func TestPipelineWatchFails(t *testing.T) {
 	p, fp, _ := newTestPipeline(t, nil)
 	fp.full = true
-	p.OnPod(webPod(t0, t0, false))
+	p.OnPod(webPod(t0, time.Time{}, false))
 	if s := p.Snapshot(); len(s.Watched) != 0 {
 		t.Errorf("watched %v though the probe refused", s.Watched)
 	}
@@ -125,9 +131,11 @@ func TestPipelineWatchFails(t *testing.T) {
 // TestPipelineSamples: ring buffer events become attributed samples, the
 // newest MaxSamples kept; the probe's drops are reported beside them.
 func TestPipelineSamples(t *testing.T) {
-	fp, clk := newFakeProbe(), clocktesting.NewFakeClock(t0)
+	clk := clocktesting.NewFakeClock(t0)
+	fp := newFakeProbe(fakeMono(clk))
 	fp.stats = Stats{EventsRateLimited: 40, EventsLost: 1}
-	p := NewPipeline(PipelineConfig{Probe: fp, Services: fakeServices{webIP4: "web"}, Window: time.Minute, Clock: clk, MaxSamples: 2})
+	p := NewPipeline(PipelineConfig{Probe: fp, Services: fakeServices{webIP4: "web"}, Window: time.Minute, Clock: clk,
+		Mono: fakeMono(clk), MaxSamples: 2})
 	defer p.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -168,4 +176,43 @@ func TestOpenProbeDisabled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	p.Run(ctx) // returns at ctx's end though the probe has no events
+}
+
+// TestPipelineLateDeletion: a pod is watched while live; resets sent after
+// its deletion request but before the agent learns of it are settled as the
+// terminating pod's as soon as the request is delivered, those before it as
+// ready once the settle delay passes; a Ready endpoint's resets on its
+// Service's port are refusals, on another port not.
+func TestPipelineLateDeletion(t *testing.T) {
+	p, fp, clk := newTestPipeline(t, fakeServices{webIP4: "web"})
+	m := NewMetrics(p, 10)
+	p.OnPod(webPod(t0, time.Time{}, false))
+	p.Snapshot() // resolves the endpoint ports
+	clk.Step(time.Second)
+	fp.resetPort(webIP4, 8080, 5) // refused while Ready
+	fp.resetPort(webIP4, 9999, 2) // another port
+	clk.Step(time.Second)
+	requested := clk.Now()
+	clk.Step(500 * time.Millisecond)
+	fp.resetPort(webIP4, 8080, 7) // after the request, before its delivery
+	s := p.Snapshot()
+	if len(s.Totals) != 0 || s.Unsettled != 14 {
+		t.Fatalf("before the delivery: totals %v unsettled %d, want none and 14", s.Totals, s.Unsettled)
+	}
+	clk.Step(time.Second)
+	p.OnPod(webPod(clk.Now(), requested, false))
+	fp.resetPort(webIP4, 8080, 3) // the kernel knows now
+	s = p.Snapshot()
+	if got := snapshotTotals(s); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 10}) || s.Unsettled != 7 {
+		t.Errorf("after the delivery: totals %v unsettled %d, want shop/web 10 (7 late + 3) and 7", got, s.Unsettled)
+	}
+	clk.Step(11 * time.Second)
+	s = p.Snapshot()
+	want := StateCounts{Ready: 7, Terminating: 10, ReadyRefusals: 5, TerminatingRefusals: 10}
+	if got := s.ByState[ServiceKey{"shop", "web"}]; got != want || s.Unsettled != 0 {
+		t.Errorf("settled: %+v unsettled %d, want %+v", got, s.Unsettled, want)
+	}
+	if got := metricTotals(t, m); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 10}) {
+		t.Errorf("metric totals %v", got)
+	}
 }

@@ -31,8 +31,9 @@ type Probe struct {
 	reader  *ringbuf.Reader
 	reasons reasonTable
 	ids     map[netip.Addr]uint32
+	ports   map[netip.Addr][]uint16 // endpoint ports written for an address
 	nextID  uint32
-	retired map[netip.Addr]Counts // final counts of unwatched addresses, reported once
+	retired map[CounterKey]uint64 // final counts of unwatched addresses, reported once
 	reading bool
 	closed  bool
 }
@@ -69,7 +70,8 @@ func Load(cfg Config) (*Probe, error) {
 			reader:  rd,
 			reasons: reasons,
 			ids:     map[netip.Addr]uint32{},
-			retired: map[netip.Addr]Counts{},
+			ports:   map[netip.Addr][]uint16{},
+			retired: map[CounterKey]uint64{},
 		}, nil
 	}
 	if memlockErr != nil {
@@ -124,6 +126,18 @@ func (p *Probe) Watch(ip netip.Addr) error { return p.WatchPort(ip, 0) }
 // WatchPort counts resets sent by or to ip on port (the watched side's port);
 // port 0 means any. Watching an address again replaces its port filter.
 func (p *Probe) WatchPort(ip netip.Addr, port uint16) error {
+	return p.watch(ip, bpf.ProbeWatchVal{Port: port})
+}
+
+// WatchEndpoint counts resets sent by or to ip, on any port, classified by
+// state: at or after w.TermNs (the kernel time of its pod's deletion
+// request) terminating, at or after w.GoneNs deleted, before both live, in
+// time buckets (see CounterKey). Watching again updates the times.
+func (p *Probe) WatchEndpoint(ip netip.Addr, w WatchState) error {
+	return p.watch(ip, bpf.ProbeWatchVal{Flags: watchClassify, TermNs: w.TermNs, GoneNs: w.GoneNs})
+}
+
+func (p *Probe) watch(ip netip.Addr, val bpf.ProbeWatchVal) error {
 	if !ip.IsValid() {
 		return errors.New("watch: invalid address")
 	}
@@ -141,7 +155,7 @@ func (p *Probe) WatchPort(ip netip.Addr, port uint16) error {
 		p.nextID++
 		id = p.nextID
 	}
-	val := bpf.ProbeWatchVal{Id: id, Port: port}
+	val.Id = id
 	if err := p.objs.maps.Watched.Update(ipKey(ip), &val, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("watch %s: %w", ip, err)
 	}
@@ -150,7 +164,8 @@ func (p *Probe) WatchPort(ip netip.Addr, port uint16) error {
 }
 
 // Unwatch stops counting ip. Its final counts appear once more in the next
-// Counts() and are then dropped (so an address watched again starts at zero).
+// Counters() / Counts() and are then dropped (so an address watched again
+// starts at zero).
 func (p *Probe) Unwatch(ip netip.Addr) error {
 	if p == nil {
 		return p.live()
@@ -165,19 +180,69 @@ func (p *Probe) Unwatch(ip netip.Addr) error {
 		return fmt.Errorf("unwatch %s: %w", ip, err)
 	}
 	delete(p.ids, ip)
+	if err := p.setPortsLocked(ip, nil); err != nil {
+		return err
+	}
 	final, keys, err := p.readCounters(func(a netip.Addr) bool { return a == ip })
 	if err != nil {
 		return err
 	}
-	if c, ok := final[ip]; ok {
-		r := p.retired[ip]
-		r.merge(c)
-		p.retired[ip] = r
+	for k, n := range final {
+		p.retired[k] += n
 	}
 	for _, k := range keys {
 		if err := p.objs.maps.Counters.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("unwatch %s: delete counter: %w", ip, err)
 		}
+	}
+	return nil
+}
+
+// SetPorts sets the endpoint ports of a watched address (its Services'
+// target ports): its resets on them are counted with the port, others with
+// port 0.
+func (p *Probe) SetPorts(ip netip.Addr, ports []uint16) error {
+	if p == nil {
+		return p.live()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.live(); err != nil {
+		return err
+	}
+	return p.setPortsLocked(ip.Unmap(), ports)
+}
+
+func (p *Probe) setPortsLocked(ip netip.Addr, ports []uint16) error {
+	want := map[uint16]bool{}
+	for _, port := range ports {
+		want[port] = true
+	}
+	var keep []uint16
+	for _, port := range p.ports[ip] {
+		if want[port] {
+			keep = append(keep, port)
+			delete(want, port)
+			continue
+		}
+		k := bpf.ProbePortKey{Addr: ip.As16(), Port: port}
+		if err := p.objs.maps.EndpointPorts.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("endpoint port %s: %w", netip.AddrPortFrom(ip, port), err)
+		}
+	}
+	for port := range want {
+		k := bpf.ProbePortKey{Addr: ip.As16(), Port: port}
+		one := uint8(1)
+		if err := p.objs.maps.EndpointPorts.Update(&k, &one, ebpf.UpdateAny); err != nil {
+			p.ports[ip] = keep
+			return fmt.Errorf("endpoint port %s: %w", netip.AddrPortFrom(ip, port), err)
+		}
+		keep = append(keep, port)
+	}
+	if len(keep) == 0 {
+		delete(p.ports, ip)
+	} else {
+		p.ports[ip] = keep
 	}
 	return nil
 }
@@ -199,31 +264,59 @@ func (p *Probe) Watched() []netip.Addr {
 
 // Counts returns the cumulative counts of every address counted since it was
 // watched, including addresses unwatched since the previous call (once).
+// Cumulative only for addresses watched with Watch / WatchPort: the live
+// buckets of WatchEndpoint addresses are drained (see Counters).
 func (p *Probe) Counts() (map[netip.Addr]Counts, error) {
+	cs, err := p.Counters()
+	if err != nil {
+		return nil, err
+	}
+	out := map[netip.Addr]Counts{}
+	for k, n := range cs {
+		c := out[k.Addr]
+		c.add(k.Dir, k.Reason, n)
+		out[k.Addr] = c
+	}
+	return out, nil
+}
+
+// Counters returns the kernel's per-CPU counters summed, per key, including
+// the final counts of addresses unwatched since the previous call (once).
+// The live buckets of WatchEndpoint addresses older than two buckets, which
+// no reset can increase any more, are returned one last time and removed
+// from the kernel's map: a caller keeping the previous values sees the key
+// disappear after its final value.
+func (p *Probe) Counters() (map[CounterKey]uint64, error) {
 	if p == nil {
-		return map[netip.Addr]Counts{}, nil
+		return map[CounterKey]uint64{}, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.objs == nil || p.closed {
-		return map[netip.Addr]Counts{}, nil
+		return map[CounterKey]uint64{}, nil
 	}
-	out, _, err := p.readCounters(nil)
+	out, keys, err := p.readCounters(nil)
 	if err != nil {
 		return nil, err
 	}
-	for a, c := range p.retired {
-		cur := out[a]
-		cur.merge(c)
-		out[a] = cur
+	nowBucket := MonoNow() >> BucketShift
+	for _, k := range keys {
+		if State(k.State) == StateLive && k.Bucket+2 < nowBucket {
+			if err := p.objs.maps.Counters.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return nil, fmt.Errorf("drain rst counter: %w", err)
+			}
+		}
 	}
-	p.retired = map[netip.Addr]Counts{}
+	for k, n := range p.retired {
+		out[k] += n
+	}
+	p.retired = map[CounterKey]uint64{}
 	return out, nil
 }
 
 // readCounters sums the per-CPU counters, optionally only for matching addresses.
-func (p *Probe) readCounters(keep func(netip.Addr) bool) (map[netip.Addr]Counts, []bpf.ProbeCounterKey, error) {
-	out := map[netip.Addr]Counts{}
+func (p *Probe) readCounters(keep func(netip.Addr) bool) (map[CounterKey]uint64, []bpf.ProbeCounterKey, error) {
+	out := map[CounterKey]uint64{}
 	var keys []bpf.ProbeCounterKey
 	var k bpf.ProbeCounterKey
 	var perCPU []uint64
@@ -237,9 +330,9 @@ func (p *Probe) readCounters(keep func(netip.Addr) bool) (map[netip.Addr]Counts,
 		for _, v := range perCPU {
 			n += v
 		}
-		c := out[a]
-		c.add(Direction(k.Dir), p.reasons.name(k.Reason), n)
-		out[a] = c
+		ck := CounterKey{Addr: a, Dir: Direction(k.Dir), State: State(k.State), Reason: p.reasons.name(k.Reason),
+			Port: k.Port, Bucket: k.Bucket}
+		out[ck] += n
 		keys = append(keys, k)
 	}
 	if err := it.Err(); err != nil {

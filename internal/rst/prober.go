@@ -11,11 +11,15 @@ import (
 // tests use fakes.
 type Prober interface {
 	Status() Status
-	Watch(ip netip.Addr) error
+	// WatchEndpoint watches a pod address with its state times (again: updates them).
+	WatchEndpoint(ip netip.Addr, w WatchState) error
+	// SetPorts sets a watched address's endpoint ports.
+	SetPorts(ip netip.Addr, ports []uint16) error
 	Unwatch(ip netip.Addr) error
-	// Counts are the kernel's per-CPU counters summed, per watched address
-	// (and once more for addresses unwatched since the previous call).
-	Counts() (map[netip.Addr]Counts, error)
+	// Counters are the kernel's per-CPU counters summed, per key (and once
+	// more for addresses unwatched since the previous call; drained live
+	// buckets are returned a last time, then no more).
+	Counters() (map[CounterKey]uint64, error)
 	Stats() (Stats, error)
 	// Events are rate-limited samples of the counted resets.
 	Events(ctx context.Context) <-chan Event
@@ -41,13 +45,15 @@ type offProbe struct{ status Status }
 
 func (o offProbe) Status() Status { return o.status }
 
-func (o offProbe) Watch(netip.Addr) error {
+func (o offProbe) WatchEndpoint(netip.Addr, WatchState) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, o.status.Reason)
 }
 
+func (o offProbe) SetPorts(netip.Addr, []uint16) error { return nil }
+
 func (o offProbe) Unwatch(netip.Addr) error { return nil }
 
-func (o offProbe) Counts() (map[netip.Addr]Counts, error) { return map[netip.Addr]Counts{}, nil }
+func (o offProbe) Counters() (map[CounterKey]uint64, error) { return map[CounterKey]uint64{}, nil }
 
 func (o offProbe) Stats() (Stats, error) { return Stats{}, nil }
 

@@ -6,9 +6,18 @@ import "net/netip"
 type Snapshot struct {
 	Status  Status
 	Watched []netip.Addr // sorted
-	// Totals are the resets counted by the kernel (sent by and to watched
-	// addresses), per service; see Tracker for the labels of the unattributed.
+	// Totals are the resets counted by the kernel sent by and to terminating
+	// and deleted pods (ByState's Hurt), per service: the totals of
+	// netdrift_terminating_rsts_total. See ledger for the labels of the
+	// unattributed.
 	Totals map[ServiceKey]uint64
+	// ByState are every settled reset by the endpoint's state when it was
+	// sent, per service (netdrift_endpoint_rsts_total,
+	// netdrift_ready_endpoint_refusals_total).
+	ByState map[ServiceKey]StateCounts
+	// Unsettled are resets sent before any deletion request the agent knows
+	// of, younger than the settle delay: not yet in ByState or Totals.
+	Unsettled uint64
 	// Samples are the newest attributed events, oldest first: rate-limited
 	// samples, not a count.
 	Samples  []Record
@@ -32,11 +41,20 @@ func (p *Pipeline) Snapshot() Snapshot {
 	p.resolveLocked()
 	p.refreshLocked(nil)
 	recs, evicted := p.samples.list()
+	by := p.ledger.byState()
+	totals := make(map[ServiceKey]uint64, len(by))
+	for k, c := range by {
+		if n := c.Hurt(); n > 0 {
+			totals[k] = n
+		}
+	}
 	return Snapshot{
-		Status:  p.cfg.Probe.Status(),
-		Watched: p.list.addrs(),
-		Totals:  p.tracker.Totals(),
-		Samples: recs,
+		Status:    p.cfg.Probe.Status(),
+		Watched:   p.list.addrs(),
+		Totals:    totals,
+		ByState:   by,
+		Unsettled: p.ledger.unsettled(),
+		Samples:   recs,
 		Sampling: Sampling{PerSecondPerCPU: p.cfg.EventsPerSecond, Max: p.cfg.MaxSamples,
 			RateLimited: p.stats.EventsRateLimited, RingFull: p.stats.EventsLost, Evicted: evicted},
 	}

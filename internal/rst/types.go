@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mode is how the probe is attached.
@@ -120,4 +122,52 @@ type Stats struct {
 	EventsLost        uint64 `json:"events_lost"`
 	CountersFull      uint64 `json:"counters_full"`
 	Unparsed          uint64 `json:"unparsed"`
+}
+
+// State is an endpoint's state when a reset was sent, as the kernel counts
+// it (WatchEndpoint).
+type State uint8
+
+const (
+	StateNone        State = 0 // Watch / WatchPort: not classified
+	StateLive        State = 1 // before any deletion request the probe knew of: bucketed, settled later
+	StateTerminating State = 2 // at or after the pod's deletion request
+	StateDeleted     State = 3 // at or after the pod left the API
+)
+
+// BucketShift: a live reset is counted in the bucket of its kernel time
+// (CLOCK_MONOTONIC ns) >> BucketShift (16.8 ms buckets).
+const BucketShift = 24
+
+// watchClassify is the probe's WATCH_CLASSIFY flag.
+const watchClassify = 1
+
+// WatchState is what the probe needs to classify a watched endpoint's
+// resets: kernel times (CLOCK_MONOTONIC ns, bpf_ktime_get_ns' clock) of its
+// pod's deletion request and of its removal from the API; 0 when unknown.
+type WatchState struct {
+	TermNs, GoneNs uint64
+}
+
+// CounterKey identifies one of the kernel's counters.
+type CounterKey struct {
+	Addr   netip.Addr
+	Dir    Direction
+	State  State
+	Reason string
+	// Port is the watched side's port when it is one of the address's
+	// endpoint ports (SetPorts), else 0.
+	Port uint16
+	// Bucket is the reset's kernel time >> BucketShift for StateLive, else 0.
+	Bucket uint64
+}
+
+// MonoNow is the kernel clock the probe timestamps resets with
+// (CLOCK_MONOTONIC, bpf_ktime_get_ns), in ns.
+func MonoNow() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
 }

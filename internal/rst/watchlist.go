@@ -2,6 +2,7 @@ package rst
 
 import (
 	"net/netip"
+	"sort"
 	"strings"
 	"time"
 )
@@ -15,19 +16,29 @@ type PodChange struct {
 	// it is not being deleted.
 	DeletionRequested time.Time
 	Deleted           bool      // the pod is gone from the API (the informer's delete)
+	HostNetwork       bool      // its IPs are the node's: never watched
 	At                time.Time // delivery time (agent clock)
+}
+
+// EndpointRef is what a watched address is on one of its ports: an endpoint
+// of a service, Ready or not (the EndpointSlice's condition).
+type EndpointRef struct {
+	Service string // name, in the pod's namespace
+	Ready   bool
 }
 
 // watchEntry is one watched address and what it stands for.
 type watchEntry struct {
 	Target
-	gone time.Time // when the pod left the API; zero while it exists
+	gone  time.Time              // when the pod left the API (agent clock); zero while it exists
+	ports map[uint16]EndpointRef // endpoint ports, as last resolved (kept once known)
 }
 
-// watchList decides which addresses the probe watches: a pod's addresses from
-// the delivery of its deletion request until window after the pod left the
-// API. An address another, live pod now uses is released at once. Pure: the
-// pipeline applies the returned starts and stops to the probe.
+// watchList decides which addresses the probe watches: every address of a
+// pod of this node (not on the host network) from its first delivery until
+// window after the pod left the API, so the map is bounded by the node's
+// pods. An address another pod now uses is released at once. Pure: the
+// pipeline applies the returned changes to the probe.
 type watchList struct {
 	window  time.Duration
 	entries map[netip.Addr]watchEntry
@@ -38,40 +49,47 @@ func newWatchList(window time.Duration) *watchList {
 	return &watchList{window: window, entries: map[netip.Addr]watchEntry{}}
 }
 
-// apply folds one delivery in and returns the addresses to start watching
-// and those to stop watching (with what they stood for). An address may be
-// in both: one pod's address taken over by another terminating pod.
-func (l *watchList) apply(c PodChange) (start []netip.Addr, stop map[netip.Addr]Target) {
+// apply folds one delivery in and returns the addresses whose probe entry
+// must be written (new, or a new deletion time) and those to stop watching
+// (with what they stood for). An address may be in both: one pod's address
+// taken over by another pod.
+func (l *watchList) apply(c PodChange) (set []netip.Addr, stop map[netip.Addr]watchEntry) {
+	if c.HostNetwork {
+		return nil, nil
+	}
 	ns, pod, _ := strings.Cut(c.Name, "/")
-	terminating := !c.DeletionRequested.IsZero() || c.Deleted
 	for _, ip := range c.IPs {
 		ip = ip.Unmap()
 		e, ok := l.entries[ip]
 		if ok && (e.Namespace != ns || e.Pod != pod) {
 			if stop == nil {
-				stop = map[netip.Addr]Target{}
+				stop = map[netip.Addr]watchEntry{}
 			}
-			stop[ip] = e.Target
+			stop[ip] = e
 			delete(l.entries, ip)
 			l.tbl, ok = nil, false
 		}
-		if !terminating {
-			continue
-		}
+		changed := !ok
 		if !ok {
-			e = watchEntry{Target: Target{Namespace: ns, Pod: pod, Deleted: c.DeletionRequested}}
-			start = append(start, ip)
+			e = watchEntry{Target: Target{Namespace: ns, Pod: pod}}
 		}
-		if e.Deleted.IsZero() || (!c.DeletionRequested.IsZero() && c.DeletionRequested.Before(e.Deleted)) {
-			e.Deleted = c.DeletionRequested // a later delete (e.g. grace 0) does not move the first one
+		// A later delete (e.g. grace 0) does not move the first request.
+		if !c.DeletionRequested.IsZero() && (e.Deleted.IsZero() || c.DeletionRequested.Before(e.Deleted)) {
+			e.Deleted, changed = c.DeletionRequested, true
 		}
 		if c.Deleted && e.gone.IsZero() {
-			e.gone = c.At
+			e.gone, changed = c.At, true
+			if e.Deleted.IsZero() {
+				e.Deleted = c.At
+			}
 		}
-		l.entries[ip] = e
-		l.tbl = nil
+		if changed {
+			l.entries[ip] = e
+			l.tbl = nil
+			set = append(set, ip)
+		}
 	}
-	return start, stop
+	return set, stop
 }
 
 // forget drops an address the probe could not watch.
@@ -82,14 +100,14 @@ func (l *watchList) forget(ip netip.Addr) {
 
 // expire removes and returns the addresses whose pod left the API at least
 // window before now.
-func (l *watchList) expire(now time.Time) map[netip.Addr]Target {
-	var out map[netip.Addr]Target
+func (l *watchList) expire(now time.Time) map[netip.Addr]watchEntry {
+	var out map[netip.Addr]watchEntry
 	for ip, e := range l.entries {
 		if !e.gone.IsZero() && now.Sub(e.gone) >= l.window {
 			if out == nil {
-				out = map[netip.Addr]Target{}
+				out = map[netip.Addr]watchEntry{}
 			}
-			out[ip] = e.Target
+			out[ip] = e
 			delete(l.entries, ip)
 			l.tbl = nil
 		}
@@ -134,16 +152,45 @@ func (l *watchList) addrs() []netip.Addr {
 	return out
 }
 
-// setService records the service an address is an endpoint of. Once known
-// it sticks: the endpoint leaves the EndpointSlice before its pod is gone.
-func (l *watchList) setService(ip netip.Addr, svc string) {
-	if e, ok := l.entries[ip]; ok && svc != "" {
-		if e.Service != svc {
-			e.Service = svc
-			l.entries[ip] = e
-			l.tbl = nil
+// setEndpoints records the service endpoints an address is, by port, and
+// reports whether its set of endpoint ports changed. Once known a service
+// sticks: the endpoint leaves the EndpointSlice before its pod is gone.
+func (l *watchList) setEndpoints(ip netip.Addr, refs map[uint16]EndpointRef) (portsChanged bool) {
+	e, ok := l.entries[ip]
+	if !ok || len(refs) == 0 {
+		return false
+	}
+	if e.ports == nil {
+		e.ports = map[uint16]EndpointRef{}
+	}
+	for port, r := range refs {
+		if _, had := e.ports[port]; !had {
+			portsChanged = true
+		}
+		e.ports[port] = r
+	}
+	if svc := primaryService(e.ports); svc != e.Service {
+		e.Service = svc
+		l.tbl = nil
+	}
+	l.entries[ip] = e
+	return portsChanged
+}
+
+// primaryService is the service an address's resets on no endpoint port are
+// attributed to: the first by name.
+func primaryService(refs map[uint16]EndpointRef) string {
+	var names []string
+	for _, r := range refs {
+		if r.Service != "" {
+			names = append(names, r.Service)
 		}
 	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	return names[0]
 }
 
 // namespaces maps each watched address to its pod's namespace.

@@ -20,26 +20,31 @@ func webPod(at time.Time, deletion time.Time, deleted bool) PodChange {
 	return PodChange{Name: "shop/web-1", IPs: []netip.Addr{webIP4, webIP6}, DeletionRequested: deletion, Deleted: deleted, At: at}
 }
 
-// TestWatchListFromEvents: a pod's addresses are watched from the delivery
-// of its deletion request until the window after it is gone; the first
-// deletion request is kept.
+// TestWatchListFromEvents: a pod's addresses are watched from its first
+// delivery until the window after it is gone; the first deletion request is
+// kept and written to the probe once.
 func TestWatchListFromEvents(t *testing.T) {
 	l := newWatchList(time.Minute)
-	if start, stop := l.apply(webPod(t0, time.Time{}, false)); start != nil || stop != nil {
-		t.Fatalf("a live pod is watched: start %v stop %v", start, stop)
+	if set, stop := l.apply(webPod(t0, time.Time{}, false)); !reflect.DeepEqual(set, []netip.Addr{webIP4, webIP6}) || stop != nil {
+		t.Fatalf("a live pod: set %v stop %v", set, stop)
 	}
-	start, _ := l.apply(webPod(t0.Add(time.Second), t0, false))
-	if !reflect.DeepEqual(start, []netip.Addr{webIP4, webIP6}) {
-		t.Fatalf("deletion request: start %v", start)
+	if set, _ := l.apply(webPod(t0, time.Time{}, false)); set != nil {
+		t.Errorf("an unchanged pod set %v again", set)
 	}
-	if start, _ := l.apply(webPod(t0.Add(2*time.Second), t0.Add(2*time.Second), false)); start != nil {
-		t.Errorf("second deletion request started %v again", start)
+	set, _ := l.apply(webPod(t0.Add(time.Second), t0, false))
+	if !reflect.DeepEqual(set, []netip.Addr{webIP4, webIP6}) {
+		t.Fatalf("deletion request: set %v", set)
+	}
+	if set, _ := l.apply(webPod(t0.Add(2*time.Second), t0.Add(2*time.Second), false)); set != nil {
+		t.Errorf("second deletion request set %v again", set)
 	}
 	if got := l.table().Addrs[webIP4]; got != (Target{Namespace: "shop", Pod: "web-1", Deleted: t0}) {
 		t.Errorf("target %+v: want the first deletion request kept", got)
 	}
 	gone := t0.Add(10 * time.Second)
-	l.apply(webPod(gone, t0, true))
+	if set, _ := l.apply(webPod(gone, t0, true)); len(set) != 2 {
+		t.Errorf("removal set %v, want both addresses (their removal time)", set)
+	}
 	if got := l.nextExpiry(); !got.Equal(gone.Add(time.Minute)) {
 		t.Errorf("next expiry %v, want %v", got, gone.Add(time.Minute))
 	}
@@ -52,31 +57,35 @@ func TestWatchListFromEvents(t *testing.T) {
 	}
 }
 
+// TestWatchListHostNetwork: a host-network pod's addresses (the node's) are
+// never watched.
+func TestWatchListHostNetwork(t *testing.T) {
+	l := newWatchList(time.Minute)
+	if set, _ := l.apply(PodChange{Name: "kube-system/kube-proxy-x", IPs: []netip.Addr{webIP4}, HostNetwork: true, At: t0}); set != nil {
+		t.Errorf("host network pod watched: %v", set)
+	}
+}
+
 // TestWatchListForceDelete: a pod deleted without a terminating phase
 // (grace 0) is watched from its delete for the window.
 func TestWatchListForceDelete(t *testing.T) {
 	l := newWatchList(time.Minute)
-	start, _ := l.apply(PodChange{Name: "shop/web-1", IPs: []netip.Addr{webIP4}, DeletionRequested: t0, Deleted: true, At: t0})
-	if !reflect.DeepEqual(start, []netip.Addr{webIP4}) || !l.nextExpiry().Equal(t0.Add(time.Minute)) {
-		t.Errorf("start %v, expiry %v", start, l.nextExpiry())
+	set, _ := l.apply(PodChange{Name: "shop/web-1", IPs: []netip.Addr{webIP4}, DeletionRequested: t0, Deleted: true, At: t0})
+	if !reflect.DeepEqual(set, []netip.Addr{webIP4}) || !l.nextExpiry().Equal(t0.Add(time.Minute)) {
+		t.Errorf("set %v, expiry %v", set, l.nextExpiry())
 	}
 }
 
-// TestWatchListAddressReused: an address another pod now has is released at
-// once (a live pod) or handed over (a terminating one).
+// TestWatchListAddressReused: an address another pod now has is handed over.
 func TestWatchListAddressReused(t *testing.T) {
 	l := newWatchList(time.Minute)
 	l.apply(webPod(t0, t0, true))
-	start, stop := l.apply(PodChange{Name: "shop/web-2", IPs: []netip.Addr{webIP4}, At: t0.Add(time.Second)})
-	if start != nil || len(stop) != 1 || stop[webIP4].Pod != "web-1" {
-		t.Fatalf("reuse by a live pod: start %v stop %v", start, stop)
+	set, stop := l.apply(PodChange{Name: "blog/b-1", IPs: []netip.Addr{webIP4}, At: t0.Add(time.Second)})
+	if !reflect.DeepEqual(set, []netip.Addr{webIP4}) || len(stop) != 1 || stop[webIP4].Pod != "web-1" {
+		t.Fatalf("reuse: set %v stop %v", set, stop)
 	}
-	if _, ok := l.table().Addrs[webIP4]; ok {
-		t.Error("reused address still attributed to the old pod")
-	}
-	start, stop = l.apply(PodChange{Name: "blog/b-1", IPs: []netip.Addr{webIP6}, DeletionRequested: t0, At: t0})
-	if !reflect.DeepEqual(start, []netip.Addr{webIP6}) || stop[webIP6].Pod != "web-1" || l.table().Addrs[webIP6].Namespace != "blog" {
-		t.Errorf("handover: start %v stop %v table %v", start, stop, l.table().Addrs)
+	if got := l.table().Addrs[webIP4]; got.Namespace != "blog" || got.Pod != "b-1" {
+		t.Errorf("reused address attributed to %+v", got)
 	}
 }
 

@@ -32,4 +32,5 @@ type Event struct {
 	// one). Zero while the pod is not being deleted.
 	PodIPs            []netip.Addr
 	DeletionRequested time.Time
+	PodHostNetwork    bool // the pod's IPs are the node's
 }

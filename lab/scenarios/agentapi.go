@@ -25,6 +25,8 @@ type Finding struct {
 	Detail     string     `json:"detail"`
 	FirstSeen  *time.Time `json:"first_seen"`
 	AgeSeconds *float64   `json:"age_seconds"`
+	// Connections: new connections sent to a stale_backend finding's backend.
+	Connections *uint64 `json:"connections"`
 }
 
 // Drift is /v1/drift.
@@ -86,9 +88,21 @@ type RSTReport struct {
 		Mode   string `json:"mode"`
 		Reason string `json:"reason"`
 	} `json:"probe"`
-	Watched []string          `json:"watched"`
-	Totals  map[string]uint64 `json:"totals"`
-	Events  []RSTEvent        `json:"events"`
+	Watched   []string                  `json:"watched"`
+	Totals    map[string]uint64         `json:"totals"`
+	ByState   map[string]RSTStateCounts `json:"by_state"`
+	Unsettled uint64                    `json:"unsettled"`
+	Events    []RSTEvent                `json:"events"`
+}
+
+// RSTStateCounts are one service's resets by the endpoint's state.
+type RSTStateCounts struct {
+	Ready               uint64 `json:"ready"`
+	NotReady            uint64 `json:"not_ready"`
+	Terminating         uint64 `json:"terminating"`
+	Deleted             uint64 `json:"deleted"`
+	ReadyRefusals       uint64 `json:"ready_refusals"`
+	TerminatingRefusals uint64 `json:"terminating_refusals"`
 }
 
 // RSTEvent is one RST of /v1/rsts events (subset).

@@ -70,6 +70,39 @@ func testFrozen(t *testing.T, e *env) {
 		t.Errorf("the mismatch was first seen %s after the delete (watch and slice controller delay); want < 5 s", got)
 	}
 
+	// Is anyone hurt? A client on the frozen node keeps connecting: every
+	// attempt its kube-proxy rules send to the deleted backend fails, and is
+	// one new connection the finding counts.
+	conns := func() uint64 {
+		var d Drift
+		if err := byNode[frozen].Get(ctx, "/v1/drift", &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range findingsOf(d, "stale_backend", svc) {
+			if f.Backend == victim.backend() && f.Connections != nil {
+				return *f.Connections
+			}
+		}
+		t.Fatalf("%s: the stale_backend finding has no connections count: %+v", frozen, d.Findings)
+		return 0
+	}
+	before := conns()
+	hurtFleet := Fleet{Clients: []*Client{{Name: frozen, Dial: dialIn(l, frozen), Addr: cip + ":80",
+		Interval: 20 * time.Millisecond, Timeout: 300 * time.Millisecond}}}
+	hurtFleet.Start(ctx)
+	time.Sleep(3 * time.Second)
+	hurtClients, _ := hurtFleet.Stop()
+	time.Sleep(time.Second) // conntrack events are asynchronous
+	counted := conns() - before
+	t.Logf("%s: clients %s; the finding counted %d new connections to %s", frozen, hurtClients, counted, victim.backend())
+	// The attempt in flight when the client stops sent its SYN but has no
+	// outcome: it may be one more.
+	failed := uint64(hurtClients.Other + hurtClients.Refused)
+	if failed == 0 || counted < failed || counted > failed+1 {
+		t.Errorf("%s: the stale finding counted %d new connections; the client's failed attempts (sent to the deleted backend) were %d (+1 in flight at the stop)",
+			frozen, counted, failed)
+	}
+
 	// The oldest pending change grows while kube-proxy stays frozen.
 	p1 := pendingAge(t, byNode[frozen])
 	time.Sleep(1500 * time.Millisecond)

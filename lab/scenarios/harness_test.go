@@ -37,6 +37,8 @@ var scenarios = []scenario{
 	{"lagprecision", testLagPrecision}, // first: kube-proxy's post-commit work (conntrack cleanup) grows with the traffic of later scenarios
 	{"rollout", testRollout},
 	{"prestop", testPreStop},
+	{"readyrefusals", testReadyRefusals},
+	{"rollout10", testRollout10}, // its own target: make test-lab-rollout10
 	{"frozen", testFrozen},
 	{"readonly", testReadOnly},
 	{"nodegone", testNodeGone},
@@ -81,7 +83,15 @@ type env struct {
 	mu         sync.Mutex
 }
 
-func labName(mode string) string { return "sc" + mode[:3] }
+// labName is the lab of a mode; NETDRIFT_LAB_PREFIX (default "sc") keeps
+// concurrent runs of several checkouts apart.
+func labName(mode string) string {
+	prefix := os.Getenv("NETDRIFT_LAB_PREFIX")
+	if prefix == "" {
+		prefix = "sc"
+	}
+	return prefix + mode[:3]
+}
 
 func agentBinary() (string, error) {
 	p := os.Getenv("NETDRIFT_BIN")

@@ -179,6 +179,7 @@ func (w *Watcher) deliver(kind string, obj any, deleted bool) {
 	case *corev1.Pod:
 		ev.Name = o.Namespace + "/" + o.Name
 		ev.PodIPs, ev.DeletionRequested = podDeletion(o, deleted, ev.At)
+		ev.PodHostNetwork = o.Spec.HostNetwork
 	case *coordinationv1.Lease:
 		ev.Name = o.Namespace + "/" + o.Name
 		if o.Spec.RenewTime != nil {

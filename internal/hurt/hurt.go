@@ -1,0 +1,131 @@
+// Package hurt answers "is anyone hurt?" for stale DNAT: it counts the new
+// connections (conntrack NEW events, node.WatchConntrackNew) this node sent
+// to the backend of a current stale_backend finding (or mismatch still
+// pending promotion), per finding and per service
+// (netdrift_stale_backend_connections_total). A stale rule to a deleted pod
+// nobody uses and one that eats a tenth of the traffic are different
+// incidents. It reads the agent's state; it never writes to the datapath.
+package hurt
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// Findings returns the agent's stale findings and pending mismatches.
+type Findings func() (stale, pending []drift.Tracked)
+
+// Conns counts new connections to stale backends. Safe for concurrent use.
+type Conns struct {
+	findings Findings
+	now      func() time.Time
+	every    time.Duration
+
+	mu         sync.Mutex
+	idx        map[backendKey][]target // by (protocol, backend)
+	builtAt    time.Time
+	perFinding map[string]uint64
+	perService map[serviceKey]uint64
+}
+
+type backendKey struct {
+	proto   model.Protocol
+	backend netip.AddrPort
+}
+
+type target struct {
+	key      string // model.Finding.Key()
+	frontend model.Frontend
+	service  serviceKey
+}
+
+type serviceKey struct{ namespace, name string }
+
+// New counts against findings, re-read at most every refresh (default 500 ms).
+func New(findings Findings, now func() time.Time, refresh time.Duration) *Conns {
+	if refresh <= 0 {
+		refresh = 500 * time.Millisecond
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Conns{findings: findings, now: now, every: refresh, perFinding: map[string]uint64{},
+		perService: map[serviceKey]uint64{}}
+}
+
+// Observe classifies one new flow: counted when its DNAT destination is a
+// stale_backend finding's backend for the flow's frontend.
+func (c *Conns) Observe(f model.Flow) bool {
+	if !f.DNATed() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := c.now(); c.idx == nil || now.Sub(c.builtAt) >= c.every {
+		c.rebuildLocked(now)
+	}
+	back := netip.AddrPortFrom(f.Reply.Src.Addr().Unmap(), f.Reply.Src.Port())
+	dst := netip.AddrPortFrom(f.Orig.Dst.Addr().Unmap(), f.Orig.Dst.Port())
+	for _, t := range c.idx[backendKey{f.Protocol, back}] {
+		if t.frontend.Port != dst.Port() || (t.frontend.IP.IsValid() && !t.frontend.IP.IsUnspecified() && t.frontend.IP != dst.Addr()) {
+			continue
+		}
+		c.perFinding[t.key]++
+		c.perService[t.service]++
+		return true
+	}
+	return false
+}
+
+// Refresh re-reads the findings now (tests; Observe does it on its own).
+func (c *Conns) Refresh() {
+	c.mu.Lock()
+	c.rebuildLocked(c.now())
+	c.mu.Unlock()
+}
+
+func (c *Conns) rebuildLocked(now time.Time) {
+	c.builtAt = now
+	c.idx = map[backendKey][]target{}
+	stale, pending := c.findings()
+	for _, ts := range [][]drift.Tracked{stale, pending} {
+		for _, t := range ts {
+			if t.Kind != model.StaleBackend || t.Frontend == nil || !t.Backend.IsValid() {
+				continue
+			}
+			bk := backendKey{t.Frontend.Protocol, netip.AddrPortFrom(t.Backend.Addr().Unmap(), t.Backend.Port())}
+			c.idx[bk] = append(c.idx[bk], target{key: t.Key(), frontend: *t.Frontend,
+				service: serviceKey{t.Service.Namespace, t.Service.Name}})
+		}
+	}
+}
+
+// Connections is the count of the finding with this key (model.Finding.Key).
+func (c *Conns) Connections(key string) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.perFinding[key]
+	return n, ok
+}
+
+var connsDesc = prometheus.NewDesc("netdrift_stale_backend_connections_total",
+	"New connections (conntrack NEW) this node sent to the backend of a stale_backend finding, by service.",
+	[]string{"namespace", "service"}, nil)
+
+// Describe implements prometheus.Collector.
+func (c *Conns) Describe(ch chan<- *prometheus.Desc) { ch <- connsDesc }
+
+// Collect implements prometheus.Collector.
+func (c *Conns) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, n := range c.perService {
+		ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.CounterValue, float64(n), k.namespace, k.name)
+	}
+}
