@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/vishvananda/netns"
 )
@@ -86,4 +87,37 @@ func ReadProcNet(ns, file string) (string, error) {
 	}()
 	r := <-ch
 	return r.data, r.err
+}
+
+// Socket opens a socket inside the namespace ("" = the caller's own): a
+// socket belongs to the namespace it was created in for its whole life, so
+// only its creation needs the namespace. Like ReadProcNet, it switches a
+// dedicated, locked OS thread, which is discarded afterwards. The caller
+// closes the descriptor.
+func Socket(ns string, domain, typ, proto int) (int, error) {
+	if ns == "" {
+		return syscall.Socket(domain, typ|syscall.SOCK_CLOEXEC, proto)
+	}
+	type result struct {
+		fd  int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		h, err := Open(ns)
+		if err != nil {
+			ch <- result{-1, err}
+			return
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			ch <- result{-1, fmt.Errorf("enter network namespace %q: %w", ns, err)}
+			return
+		}
+		fd, err := syscall.Socket(domain, typ|syscall.SOCK_CLOEXEC, proto)
+		ch <- result{fd, err}
+	}()
+	r := <-ch
+	return r.fd, r.err
 }

@@ -1,0 +1,398 @@
+//go:build linux
+
+package iptables
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nsutil"
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
+)
+
+// requireLegacy skips unless root with iptables-legacy and a kernel with
+// ip_tables (ip6_tables for v6), saying why.
+func requireLegacy(t *testing.T, v6 bool) {
+	t.Helper()
+	netnstest.RequireRoot(t, "restores iptables-legacy rules into a fresh network namespace")
+	requireBackend(t, BackendLegacy, v6)
+}
+
+// legacySave runs iptables-legacy-save -t nat and -t filter in the netns.
+func legacySave(t testing.TB, ns string, v6 bool) []byte {
+	t.Helper()
+	r := &runner{netns: ns, stats: &Stats{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	b, err := r.dumpFamily(ctx, BackendLegacy, v6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// legacyChains reads and decodes one table of the netns directly.
+func legacyChains(t testing.TB, ns string, v6 bool, table string) ([]legacyChain, []byte) {
+	t.Helper()
+	fd, err := legacySocket(ns, v6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	info, err := getInfo(fd, v6, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := getEntries(fd, v6, table, info, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := buf[getEntriesHdr:]
+	zeroCounters(v6, blob)
+	chains, err := decodeLegacyTable(v6, info, blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chains, blob
+}
+
+// legacyRendered is the in-process decoder's text of every rule, per table.
+func legacyRendered(t testing.TB, ns string, v6 bool) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, table := range nlTables {
+		chains, _ := legacyChains(t, ns, v6, table)
+		for _, c := range chains {
+			for _, r := range c.rules {
+				if r.err != nil {
+					t.Fatalf("%s %s: %v", table, c.name, r.err)
+				}
+				line := "-A " + c.name
+				if r.args != "" {
+					line += " " + r.args
+				}
+				out[table] = append(out[table], line)
+			}
+		}
+	}
+	return out
+}
+
+// legacyCrossCheck reads the netns both ways — iptables-legacy-save + Parse
+// and the in-process reader — and requires the same rule text line by line
+// and the same model.Observed.
+func legacyCrossCheck(t *testing.T, ns string, v6 bool, hints model.Hints) *LegacyReader {
+	t.Helper()
+	d := Dumps{IPv4: legacySave(t, ns, false)}
+	if v6 {
+		d.IPv6 = legacySave(t, ns, true)
+	}
+	for _, fam := range []bool{false, true} {
+		if fam && !v6 {
+			continue
+		}
+		text := d.IPv4
+		if fam {
+			text = d.IPv6
+		}
+		want, got := savedRules(text), legacyRendered(t, ns, fam)
+		for _, table := range nlTables {
+			w, g := want[table], got[table]
+			for i := 0; i < max(len(w), len(g)); i++ {
+				var wl, gl string
+				if i < len(w) {
+					wl = w[i]
+				}
+				if i < len(g) {
+					gl = g[i]
+				}
+				if wl != gl {
+					t.Fatalf("v6=%v %s rule %d:\niptables-legacy-save: %s\nin-process decoder:  %s", fam, table, i, wl, gl)
+				}
+			}
+		}
+	}
+	want, err := Parse(d, hints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := &LegacyReader{NetNS: ns, IPv6: v6}
+	got, fresh, _, err := lr.Snapshot(context.Background(), hints, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fresh {
+		t.Error("first read not fresh")
+	}
+	assertSameObserved(t, got, want)
+	return lr
+}
+
+func restoreLegacyFixture(t *testing.T, v4name, v6name string) string {
+	t.Helper()
+	ns := newTestNetns(t)
+	for _, f := range []struct {
+		name string
+		v6   bool
+	}{{v4name, false}, {v6name, true}} {
+		if f.name == "" {
+			continue
+		}
+		rules := readTestdata(t, f.name)
+		addNFAcct(t, ns, rules)
+		if err := restoreInto(ns, BackendLegacy, f.v6, rules); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns
+}
+
+// TestLegacyReaderCrossCheckFixtures: every iptables fixture, restored with
+// iptables-legacy-restore, reads the same in process as through
+// iptables-legacy-save + Parse (rule text, verdicts, evidence, warnings).
+func TestLegacyReaderCrossCheckFixtures(t *testing.T) {
+	requireLegacy(t, false)
+	for _, fx := range []struct{ v4, v6 string }{
+		{"worker-a.iptables-save", ""},
+		{"stale.worker-a.iptables-save", ""},
+		{"large-cluster.iptables-save", ""},
+		{"stale-chains.iptables-save", ""},
+		{"restore-input.iptables", ""},
+		{"restore-input.roundtrip.iptables-save", ""},
+		{"dualstack.v4.iptables-save", "dualstack.v6.iptables-save"},
+	} {
+		t.Run(fx.v4, func(t *testing.T) {
+			if fx.v6 != "" {
+				requireLegacy(t, true)
+			}
+			ns := restoreLegacyFixture(t, fx.v4, fx.v6)
+			legacyCrossCheck(t, ns, fx.v6 != "", model.Hints{})
+			if fx.v4 == "large-cluster.iptables-save" {
+				legacyCrossCheck(t, ns, false, largeClusterOptions())
+			}
+		})
+	}
+}
+
+// TestLegacyReaderHeaderForms: the rule header forms kube-proxy and others
+// write (inverted addresses and interfaces, wildcards, fragments, gotos,
+// fall-through rules, protocols by number, non-prefix masks), v4 and v6,
+// render as iptables-legacy-save prints them.
+func TestLegacyReaderHeaderForms(t *testing.T) {
+	requireLegacy(t, true)
+	ns := newTestNetns(t)
+	v4 := "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n:KUBE-A - [0:0]\n:USER - [0:0]\n" +
+		"-A FORWARD -s 10.1.0.0/16 ! -d 10.2.3.4/32 -i eth0 ! -o veth+ -p tcp -m tcp --dport 80 -j ACCEPT\n" +
+		"-A INPUT ! -i lo ! -p udp -f -j DROP\n" +
+		"-A INPUT ! -f -p 47 -j USER\n" +
+		"-A INPUT -s 10.0.0.0/255.0.255.0 -g KUBE-A\n" +
+		"-A INPUT -d 192.168.0.1/32\n" +
+		"-A KUBE-A -p sctp -m sctp --dport 3868 -j REJECT --reject-with icmp-port-unreachable\n" +
+		"-A KUBE-A -m conntrack --ctstate INVALID -j DROP\n" +
+		"-A KUBE-A -m state --state RELATED,ESTABLISHED -j ACCEPT\n" +
+		"-A KUBE-A -j RETURN\n" +
+		"-A USER -m mark --mark 0x4000/0x4000 -j QUEUE\n" +
+		"COMMIT\n"
+	v6 := "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:KUBE-B - [0:0]\n" +
+		"-A INPUT -s fd00::/64 ! -d 2001:db8::1/128 -i eth+ -p tcp -m tcp --dport 443 -j KUBE-B\n" +
+		"-A INPUT -s ::ffff:10.0.0.1/128 -j DROP\n" +
+		"-A INPUT -d ::10.0.0.1/128 -p ipv6-icmp -j ACCEPT\n" +
+		"-A INPUT -s 2001:db8::/ffff:ffff::ff00:0 -g KUBE-B\n" +
+		"-A KUBE-B -p udp -m udp --sport 53 -j REJECT --reject-with icmp6-port-unreachable\n" +
+		"COMMIT\n*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n" +
+		"-A POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE --random-fully\n" +
+		"-A PREROUTING -p tcp -m tcp --dport 8080 -j DNAT --to-destination [fd00::1]:80\n" +
+		"COMMIT\n"
+	if err := restoreInto(ns, BackendLegacy, false, []byte(v4+"*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := restoreInto(ns, BackendLegacy, true, []byte(v6)); err != nil {
+		t.Fatal(err)
+	}
+	legacyCrossCheck(t, ns, true, model.Hints{})
+}
+
+// TestLegacyReaderUnchangedAndChanged: a second read of unchanged tables is
+// not decoded or walked again and returns the same observation; a change of
+// the same size (num_entries and size equal: GET_INFO alone would miss it)
+// is seen; counters moving is not a change.
+func TestLegacyReaderUnchangedAndChanged(t *testing.T) {
+	requireLegacy(t, false)
+	ns := restoreLegacyFixture(t, "worker-a.iptables-save", "")
+	lr := legacyCrossCheck(t, ns, false, model.Hints{})
+	ctx := context.Background()
+	st := lr.Stats()
+	obs, fresh, kube, err := lr.Snapshot(ctx, model.Hints{}, 1)
+	if err != nil || fresh || kube == 0 {
+		t.Fatalf("unchanged read: err %v, fresh %v, %d KUBE chains", err, fresh, kube)
+	}
+	if s := lr.Stats(); s.Decodes != st.Decodes || s.Walks != st.Walks || s.Unchanged != st.Unchanged+1 {
+		t.Errorf("unchanged read decoded or walked: %+v -> %+v", st, s)
+	}
+	// Traffic moves counters: still unchanged.
+	if _, _, _, err := lr.Snapshot(ctx, model.Hints{}, 1); err != nil || lr.Stats().Decodes != st.Decodes {
+		t.Fatalf("err %v, decodes %d", err, lr.Stats().Decodes)
+	}
+	// New hints: walked again, not decoded.
+	if _, fresh, _, err := lr.Snapshot(ctx, model.Hints{}, 2); err != nil || !fresh || lr.Stats().Decodes != st.Decodes {
+		t.Fatalf("new hints: err %v, fresh %v, decodes %d", err, fresh, lr.Stats().Decodes)
+	}
+	// Replace one endpoint's DNAT by another of the same size.
+	rules := readTestdata(t, "worker-a.iptables-save")
+	sep := firstMatch(t, rules, "-A KUBE-SEP-", 1)
+	dump := string(legacySave(t, ns, false))
+	var old string
+	for _, l := range strings.Split(dump, "\n") {
+		if strings.HasPrefix(l, "-A "+sep+" ") && strings.Contains(l, "--to-destination") {
+			old = l
+		}
+	}
+	if old == "" {
+		t.Fatalf("no DNAT rule in %s", sep)
+	}
+	i := strings.LastIndex(old, "--to-destination ") + len("--to-destination ")
+	dest := old[i:]
+	repl := dest[:len(dest)-1] + string("98"[dest[len(dest)-1]%2]) // last port digit changed: same size
+	before := infoOf(t, ns, "nat")
+	argv := append([]string{"iptables-legacy", "-t", "nat", "-R", sep, ruleNumber(t, dump, sep, old)},
+		strings.Fields(strings.Replace(old[len("-A "+sep+" "):], dest, repl, 1))...)
+	netnstest.Run(t, ns, argv...)
+	if after := infoOf(t, ns, "nat"); after.size != before.size || after.numEntries != before.numEntries {
+		t.Logf("GET_INFO moved (%+v -> %+v); the test wanted a same-size change", before, after)
+	}
+	got, fresh, _, err := lr.Snapshot(ctx, model.Hints{}, 2)
+	if err != nil || !fresh {
+		t.Fatalf("after the change: err %v, fresh %v", err, fresh)
+	}
+	want, err := Parse(Dumps{IPv4: legacySave(t, ns, false)}, model.Hints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameObserved(t, got, want)
+	if assertSameObservedQuiet(obs, got) {
+		t.Error("the change is not in the observation")
+	}
+}
+
+func assertSameObservedQuiet(a, b model.Observed) bool {
+	if len(a.Frontends) != len(b.Frontends) {
+		return false
+	}
+	for f, v := range a.Frontends {
+		w, ok := b.Frontends[f]
+		if !ok || len(v.Backends) != len(w.Backends) {
+			return false
+		}
+		for i := range v.Backends {
+			if v.Backends[i] != w.Backends[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func infoOf(t *testing.T, ns, table string) tableInfo {
+	t.Helper()
+	fd, err := legacySocket(ns, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	info, err := getInfo(fd, false, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// ruleNumber is the 1-based position of a rule line within its chain.
+func ruleNumber(t *testing.T, dump, chain, line string) string {
+	t.Helper()
+	n := 0
+	for _, l := range strings.Split(dump, "\n") {
+		if strings.HasPrefix(l, "-A "+chain+" ") {
+			n++
+			if l == line {
+				return strconv.Itoa(n)
+			}
+		}
+	}
+	t.Fatalf("rule %q not found", line)
+	return ""
+}
+
+// TestLegacyReaderUndecodableFallsBack: a match the decoder does not know
+// in a KUBE-* chain fails the read with ErrLegacyUndecodable and a reason naming
+// it; in a chain kube-proxy's chains never reach, it is recorded and the
+// read succeeds; once reached, the read fails.
+func TestLegacyReaderUndecodableFallsBack(t *testing.T) {
+	requireLegacy(t, false)
+	for _, tc := range []struct {
+		name, rule string
+		fails      bool
+	}{
+		{"string match in KUBE-SERVICES", `-A KUBE-SERVICES -d 10.96.0.99/32 -p tcp -m string --string "GET /" --algo bm -m tcp --dport 80 -j KUBE-SVC-AAAAAAAAAAAAAAAA`, true},
+		{"u32 match in a KUBE-SVC chain", `-A KUBE-SVC-AAAAAAAAAAAAAAAA -m u32 --u32 "0>>22&0x3C@4=0x29" -j KUBE-SEP-BBBBBBBBBBBBBBBB`, true},
+		{"string match in an unreached user chain", `-A USER-CHAIN -m string --string "x" --algo bm -j ACCEPT`, false},
+		{"reached user chain", "-A KUBE-SVC-AAAAAAAAAAAAAAAA -j USER-CHAIN\n" + `-A USER-CHAIN -m string --string "x" --algo bm -j KUBE-SEP-BBBBBBBBBBBBBBBB`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newTestNetns(t)
+			rules := "*nat\n:PREROUTING ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-AAAAAAAAAAAAAAAA - [0:0]\n:KUBE-SEP-BBBBBBBBBBBBBBBB - [0:0]\n:USER-CHAIN - [0:0]\n" +
+				"-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment \"shop/web:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-AAAAAAAAAAAAAAAA\n" +
+				"-A KUBE-SEP-BBBBBBBBBBBBBBBB -p tcp -m tcp -j DNAT --to-destination 10.1.0.1:8080\n" +
+				tc.rule + "\n" +
+				"-A KUBE-SVC-AAAAAAAAAAAAAAAA -j KUBE-SEP-BBBBBBBBBBBBBBBB\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n"
+			if err := restoreInto(ns, BackendLegacy, false, []byte(rules)); err != nil {
+				t.Skipf("kernel or iptables lacks the match: %v", err)
+			}
+			lr := &LegacyReader{NetNS: ns}
+			obs, _, _, err := lr.Snapshot(context.Background(), model.Hints{}, 1)
+			if !tc.fails {
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := Parse(Dumps{IPv4: legacySave(t, ns, false)}, model.Hints{})
+				assertSameObserved(t, obs, want)
+				return
+			}
+			if !errors.Is(err, ErrLegacyUndecodable) {
+				t.Fatalf("want ErrLegacyUndecodable, got %v (%d frontends)", err, len(obs.Frontends))
+			}
+			t.Logf("reason: %v", err)
+			if !strings.Contains(err.Error(), "not decoded") {
+				t.Errorf("reason does not say what was not decoded: %v", err)
+			}
+		})
+	}
+}
+
+// TestLegacyReaderNoTables: a namespace without legacy tables reads like
+// iptables-legacy-save's path (no dump: warnings), and is not given any.
+func TestLegacyReaderNoTables(t *testing.T) {
+	requireLegacy(t, false)
+	ns := newTestNetns(t)
+	lr := &LegacyReader{NetNS: ns, IPv6: true}
+	got, _, kube, err := lr.Snapshot(context.Background(), model.Hints{}, 1)
+	if err != nil || kube != 0 {
+		t.Fatalf("err %v, %d KUBE chains", err, kube)
+	}
+	want, err := Parse(Dumps{IPv4: []byte{}, IPv6: []byte{}}, model.Hints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameObserved(t, got, want)
+	for _, f := range []string{"ip_tables_names", "ip6_tables_names"} {
+		if names, _ := nsutil.ReadProcNet(ns, f); names != "" {
+			t.Errorf("the read instantiated tables: %s: %q", f, names)
+		}
+	}
+}
