@@ -31,7 +31,8 @@ func Open(mode, netns string) (Reader, error) {
 	switch mode {
 	case model.ModeIPTables:
 		return &iptablesReader{r: &iptables.Reader{Config: iptables.Config{NetNS: netns, IPv6: true}}, netns: netns,
-			nl: &iptables.NFTReader{NetNS: netns, IPv6: true}}, nil
+			nl: &iptables.NFTReader{NetNS: netns, IPv6: true},
+			lg: legacyState{lr: &iptables.LegacyReader{NetNS: netns, IPv6: true}}}, nil
 	case model.ModeNFTables:
 		return nftablesReader{&nftables.Reader{Config: nftables.Config{NetNS: netns}}}, nil
 	case model.ModeIPVS:
@@ -89,6 +90,8 @@ type iptablesReader struct {
 	nlRetry time.Time // when to try netlink again after a fallback
 	inProc  bool      // the last read was in process (no CPU to report)
 	version uint64    // of the last parse or walk (model.Observed.Version)
+
+	lg legacyState // the in-process iptables-legacy path (legacy.go)
 }
 
 // versioned stamps a new parse or walk with the reader's next version.
@@ -111,6 +114,7 @@ func (k *iptablesReader) SetHints(h model.Hints) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.hints, k.parsed = h, false
+	k.lg.hintsGen++
 	k.r.SetHints(h)
 }
 
@@ -175,11 +179,15 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 			return k.versioned(obs), nil // every walk a new version: never a false "unchanged"
 		}
 	}
+	if obs, ok := k.legacySnapshot(ctx); ok {
+		return obs, nil
+	}
 	k.inProc = false
 	obs, err := k.saveSnapshot(ctx)
 	if err != nil {
 		return obs, err
 	}
+	obs = k.legacyAfterSave(obs)
 	if k.nlOff != "" && k.nlOK {
 		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-nft tables not read over netlink, read with iptables-save instead: "+k.nlOff)
 	}
