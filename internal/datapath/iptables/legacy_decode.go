@@ -162,7 +162,7 @@ func decodeLegacyTable(v6 bool, info tableInfo, blob []byte) ([]legacyChain, err
 	}
 	// Pass 1: entry offsets and chain heads.
 	type entry struct{ off, next int }
-	entries := make([]entry, 0, info.numEntries)
+	entries := make([]entry, 0, min(int(info.numEntries), len(blob)/lay.size))
 	hooks := map[int]int{} // offset -> hook
 	for h := range 5 {
 		if info.validHooks&(1<<h) != 0 {
@@ -206,7 +206,7 @@ func decodeLegacyTable(v6 bool, info tableInfo, blob []byte) ([]legacyChain, err
 		}
 	}
 	for i, e := range entries {
-		tgt := blob[e.off+int(ne.Uint16(blob[e.off+lay.targetOff:])):]
+		tgt := blob[e.off+int(ne.Uint16(blob[e.off+lay.targetOff:])) : e.off+e.next]
 		name := xtName(tgt)
 		if i == len(entries)-1 {
 			if name != "ERROR" {

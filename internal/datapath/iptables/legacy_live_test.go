@@ -4,7 +4,11 @@ package iptables
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,6 +185,30 @@ func TestLegacyReaderCrossCheckFixtures(t *testing.T) {
 	}
 }
 
+const headerFormsV4 = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n:KUBE-A - [0:0]\n:USER - [0:0]\n" +
+	"-A FORWARD -s 10.1.0.0/16 ! -d 10.2.3.4/32 -i eth0 ! -o veth+ -p tcp -m tcp --dport 80 -j ACCEPT\n" +
+	"-A INPUT ! -i lo ! -p udp -f -j DROP\n" +
+	"-A INPUT ! -f -p 47 -j USER\n" +
+	"-A INPUT -s 10.0.0.0/255.0.255.0 -g KUBE-A\n" +
+	"-A INPUT -d 192.168.0.1/32\n" +
+	"-A KUBE-A -p sctp -m sctp --dport 3868 -j REJECT --reject-with icmp-port-unreachable\n" +
+	"-A KUBE-A -m conntrack --ctstate INVALID -j DROP\n" +
+	"-A KUBE-A -m state --state RELATED,ESTABLISHED -j ACCEPT\n" +
+	"-A KUBE-A -j RETURN\n" +
+	"-A USER -m mark --mark 0x4000/0x4000 -j QUEUE\n" +
+	"COMMIT\n*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n"
+
+const headerFormsV6 = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:KUBE-B - [0:0]\n" +
+	"-A INPUT -s fd00::/64 ! -d 2001:db8::1/128 -i eth+ -p tcp -m tcp --dport 443 -j KUBE-B\n" +
+	"-A INPUT -s ::ffff:10.0.0.1/128 -j DROP\n" +
+	"-A INPUT -d ::10.0.0.1/128 -p ipv6-icmp -j ACCEPT\n" +
+	"-A INPUT -s 2001:db8::/ffff:ffff::ff00:0 -g KUBE-B\n" +
+	"-A KUBE-B -p udp -m udp --sport 53 -j REJECT --reject-with icmp6-port-unreachable\n" +
+	"COMMIT\n*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n" +
+	"-A POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE --random-fully\n" +
+	"-A PREROUTING -p tcp -m tcp --dport 8080 -j DNAT --to-destination [fd00::1]:80\n" +
+	"COMMIT\n"
+
 // TestLegacyReaderHeaderForms: the rule header forms kube-proxy and others
 // write (inverted addresses and interfaces, wildcards, fragments, gotos,
 // fall-through rules, protocols by number, non-prefix masks), v4 and v6,
@@ -188,32 +216,10 @@ func TestLegacyReaderCrossCheckFixtures(t *testing.T) {
 func TestLegacyReaderHeaderForms(t *testing.T) {
 	requireLegacy(t, true)
 	ns := newTestNetns(t)
-	v4 := "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n:KUBE-A - [0:0]\n:USER - [0:0]\n" +
-		"-A FORWARD -s 10.1.0.0/16 ! -d 10.2.3.4/32 -i eth0 ! -o veth+ -p tcp -m tcp --dport 80 -j ACCEPT\n" +
-		"-A INPUT ! -i lo ! -p udp -f -j DROP\n" +
-		"-A INPUT ! -f -p 47 -j USER\n" +
-		"-A INPUT -s 10.0.0.0/255.0.255.0 -g KUBE-A\n" +
-		"-A INPUT -d 192.168.0.1/32\n" +
-		"-A KUBE-A -p sctp -m sctp --dport 3868 -j REJECT --reject-with icmp-port-unreachable\n" +
-		"-A KUBE-A -m conntrack --ctstate INVALID -j DROP\n" +
-		"-A KUBE-A -m state --state RELATED,ESTABLISHED -j ACCEPT\n" +
-		"-A KUBE-A -j RETURN\n" +
-		"-A USER -m mark --mark 0x4000/0x4000 -j QUEUE\n" +
-		"COMMIT\n"
-	v6 := "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:KUBE-B - [0:0]\n" +
-		"-A INPUT -s fd00::/64 ! -d 2001:db8::1/128 -i eth+ -p tcp -m tcp --dport 443 -j KUBE-B\n" +
-		"-A INPUT -s ::ffff:10.0.0.1/128 -j DROP\n" +
-		"-A INPUT -d ::10.0.0.1/128 -p ipv6-icmp -j ACCEPT\n" +
-		"-A INPUT -s 2001:db8::/ffff:ffff::ff00:0 -g KUBE-B\n" +
-		"-A KUBE-B -p udp -m udp --sport 53 -j REJECT --reject-with icmp6-port-unreachable\n" +
-		"COMMIT\n*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n" +
-		"-A POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE --random-fully\n" +
-		"-A PREROUTING -p tcp -m tcp --dport 8080 -j DNAT --to-destination [fd00::1]:80\n" +
-		"COMMIT\n"
-	if err := restoreInto(ns, BackendLegacy, false, []byte(v4+"*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n")); err != nil {
+	if err := restoreInto(ns, BackendLegacy, false, []byte(headerFormsV4)); err != nil {
 		t.Fatal(err)
 	}
-	if err := restoreInto(ns, BackendLegacy, true, []byte(v6)); err != nil {
+	if err := restoreInto(ns, BackendLegacy, true, []byte(headerFormsV6)); err != nil {
 		t.Fatal(err)
 	}
 	legacyCrossCheck(t, ns, true, model.Hints{})
@@ -394,5 +400,72 @@ func TestLegacyReaderNoTables(t *testing.T) {
 		if names, _ := nsutil.ReadProcNet(ns, f); names != "" {
 			t.Errorf("the read instantiated tables: %s: %q", f, names)
 		}
+	}
+}
+
+// TestWriteLegacyVectors (NETDRIFT_WRITE_LEGACY_VECTORS=1, root) dumps the
+// kernel's GET_INFO / GET_ENTRIES bytes of restored rulesets, with what
+// iptables-legacy-save printed for them, into testdata/legacy-entries.hex
+// for the pure decoder tests (TestDecodeLegacyCaptured).
+func TestWriteLegacyVectors(t *testing.T) {
+	if os.Getenv("NETDRIFT_WRITE_LEGACY_VECTORS") == "" {
+		t.Skip("set NETDRIFT_WRITE_LEGACY_VECTORS=1 to rewrite testdata/legacy-entries.hex")
+	}
+	requireLegacy(t, true)
+	var out strings.Builder
+	uname, _ := exec.Command("uname", "-r").Output()
+	ver, _ := exec.Command("iptables-legacy", "--version").Output()
+	fmt.Fprintf(&out, "# GET_INFO (ipt_getinfo, 84 bytes) and GET_ENTRIES entries (counters zeroed) as the kernel (%s)\n"+
+		"# returned them after iptables-legacy-restore (%s) loaded the named ruleset into a fresh netns;\n"+
+		"# \"save\" lines are what iptables-legacy-save printed for the table. Written by TestWriteLegacyVectors.\n",
+		strings.TrimSpace(string(uname)), strings.TrimSpace(string(ver)))
+	for _, v := range []struct {
+		name, rules string
+		v6          bool
+		tables      []string
+	}{
+		{"testdata/restore-input.iptables", string(readTestdata(t, "restore-input.iptables")), false, []string{"nat", "filter"}},
+		{"testdata/dualstack.v4.iptables-save", string(readTestdata(t, "dualstack.v4.iptables-save")), false, []string{"nat"}},
+		{"testdata/dualstack.v6.iptables-save", string(readTestdata(t, "dualstack.v6.iptables-save")), true, []string{"nat", "filter"}},
+		{"header forms (v4)", headerFormsV4, false, []string{"filter"}},
+		{"header forms (v6)", headerFormsV6, true, []string{"filter", "nat"}},
+	} {
+		ns := newTestNetns(t)
+		addNFAcct(t, ns, []byte(v.rules))
+		if err := restoreInto(ns, BackendLegacy, v.v6, []byte(v.rules)); err != nil {
+			t.Fatal(err)
+		}
+		saved := savedRules(legacySave(t, ns, v.v6))
+		for _, table := range v.tables {
+			fd, err := legacySocket(ns, v.v6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, getinfoSize)
+			copy(buf, table)
+			if _, err := getsockopt(fd, sockLevel(v.v6), iptSoGetInfo, buf); err != nil {
+				t.Fatal(err)
+			}
+			info, _ := parseInfo(buf)
+			entries, err := getEntries(fd, v.v6, table, info, nil)
+			unix.Close(fd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blob := entries[getEntriesHdr:]
+			zeroCounters(v.v6, blob)
+			fam := 4
+			if v.v6 {
+				fam = 6
+			}
+			fmt.Fprintf(&out, "vector %s ipv%d %s\ninfo %s\nblob %s\n", strings.ReplaceAll(v.name, " ", "_"), fam, table,
+				hex.EncodeToString(buf), hex.EncodeToString(blob))
+			for _, l := range saved[table] {
+				fmt.Fprintf(&out, "save %s\n", l)
+			}
+		}
+	}
+	if err := os.WriteFile("testdata/legacy-entries.hex", []byte(out.String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
