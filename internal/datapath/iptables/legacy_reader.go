@@ -16,10 +16,11 @@ package iptables
 // (an endpoint replaced by another), so they only prove a change, never the
 // absence of one. Each read copies every table (GET_ENTRIES, what
 // iptables-save pays in the kernel too), zeroes the packet counters and
-// compares the bytes with the previous read's: equal bytes decode to equal
-// rules (the decode is a pure function of those bytes), so an unchanged
-// table is neither decoded nor walked again. That comparison is exact, not
-// a hash; its price is a second copy of each table in memory.
+// compares the SHA-256 of those bytes with the previous read's: equal bytes
+// decode to equal rules (the decode is a pure function of them), so an
+// unchanged table is neither decoded nor walked again. A digest rather than a
+// second copy of each table: at 100k endpoints a table is ~100 MB, and a
+// SHA-256 collision between two rule sets is not a practical risk.
 //
 // A rule the decoder does not know is never skipped silently: in a KUBE-*
 // chain it fails the read (ErrLegacyUndecodable; the caller falls back to
@@ -31,8 +32,8 @@ package iptables
 // present are read from /proc/net/ip{,6}_tables_names first).
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -85,8 +86,9 @@ type legacyFamily struct {
 // its decoded form.
 type legacyTable struct {
 	info   tableInfo
-	buf    []byte // the GET_ENTRIES buffer of the decoded read (entries from getEntriesHdr); nil: table absent
-	spare  []byte // the buffer the next read fills
+	sum    [sha256.Size]byte // of the decoded read's entries (counters zeroed)
+	read   bool              // sum is set: the table was read and decoded
+	spare  []byte            // the GET_ENTRIES buffer, reused by every read
 	table  *ipTable
 	opaque map[string]string // chain (not KUBE-*) -> why a rule of it was not decoded
 }
@@ -204,7 +206,7 @@ func (l *LegacyReader) readFamily(ctx context.Context, f *legacyFamily) (bool, e
 		if !present[name] {
 			// iptables-legacy-save -t filter would instantiate the table and
 			// print its empty built-in chains; the same without creating it.
-			if t.buf != nil || t.table == nil {
+			if t.read || t.table == nil {
 				*t = legacyTable{table: emptyBuiltinTable(name)}
 				changed = true
 			}
@@ -248,8 +250,9 @@ func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable) (
 	blob := buf[getEntriesHdr:]
 	zeroCounters(v6, blob)
 	l.stats.Bytes += len(blob)
-	if t.buf != nil && t.table != nil && info == t.info && bytes.Equal(blob, t.buf[getEntriesHdr:]) {
-		return false, nil // spare holds this read's copy; reused next time
+	sum := sha256.Sum256(blob)
+	if t.read && t.table != nil && info == t.info && sum == t.sum {
+		return false, nil
 	}
 	chains, err := decodeLegacyTable(v6, info, blob)
 	if err != nil {
@@ -260,9 +263,8 @@ func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable) (
 		return false, err
 	}
 	l.stats.Decodes++
-	// Keep this read's bytes; the old ones become the next read's buffer.
 	t.info, t.table, t.opaque = info, tb, opaque
-	t.buf, t.spare = buf, t.buf
+	t.sum, t.read = sum, true
 	return true, nil
 }
 
