@@ -89,18 +89,13 @@ type iptablesReader struct {
 	nlOff   string    // why the netlink reader is not used ("" = it is)
 	nlRetry time.Time // when to try netlink again after a fallback
 	inProc  bool      // the last read was in process (no CPU to report)
-	version uint64    // of the last parse or walk (model.Observed.Version)
 
 	lg legacyState // the in-process iptables-legacy path (legacy.go)
 }
 
 // versioned stamps a new parse or walk with the reader's next version.
 func (k *iptablesReader) versioned(obs model.Observed) model.Observed {
-	if k.version == 0 {
-		k.version = uint64(time.Now().UnixNano()) // distinct from another reader's versions
-	}
-	k.version++
-	obs.Version = k.version
+	obs.Version = iptables.NextVersion() // one sequence with the netlink reader's versions
 	return obs
 }
 
@@ -176,7 +171,7 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 			k.nlOK = false
 		default:
 			k.nlOff, k.inProc = "", true
-			return k.versioned(obs), nil // every walk a new version: never a false "unchanged"
+			return obs, nil // versioned by the netlink reader: a new version whenever it walked again
 		}
 	}
 	if obs, ok := k.legacySnapshot(ctx); ok {

@@ -40,24 +40,33 @@ func (w *walker) filterRule(r *ipRule) {
 
 // filterFrontend tells which frontend a filter rule is about.
 func (w *walker) filterFrontend(r *ipRule) (model.Frontend, bool) {
-	if r.dst == "" || r.dstLocal {
-		if r.dst != "" && !isLoopbackNet(r.dst) {
-			return model.Frontend{}, false
-		}
-		k, ok := w.ruleKey(r, false)
-		if !ok || r.chain == chainServices && !r.dstLocal {
-			return model.Frontend{}, false
-		}
-		return model.NewNodePort(k.port, k.proto, w.fam), true
-	}
-	k, ok := w.ruleKey(r, true)
-	if !ok {
+	k, nodePort, ok := filterKey(r)
+	switch {
+	case !ok:
 		return model.Frontend{}, false
-	}
-	if r.chain == chainServices {
+	case nodePort:
+		return model.NewNodePort(k.port, k.proto, w.fam), true
+	case r.chain == chainServices:
 		return model.NewFrontend(k.ip, k.port, k.proto, model.ClusterIP), true
 	}
 	return model.NewFrontend(k.ip, k.port, k.proto, w.externalKind(k)), true
+}
+
+// filterKey is the address (none for a node port), port and protocol a
+// filter rule is about; it reads only the rule.
+func filterKey(r *ipRule) (k frontKey, nodePort, ok bool) {
+	if r.dst == "" || r.dstLocal {
+		if r.dst != "" && !isLoopbackNet(r.dst) {
+			return frontKey{}, false, false
+		}
+		k, ok := ruleKey(r, false)
+		if !ok || r.chain == chainServices && !r.dstLocal {
+			return frontKey{}, false, false
+		}
+		return k, true, true
+	}
+	k, ok = ruleKey(r, true)
+	return k, false, ok
 }
 
 // externalKind tells external_ip from load_balancer for a filter rule: from
@@ -96,33 +105,37 @@ func (w *walker) firewallRule(r *ipRule) {
 func (w *walker) verdicts() map[model.Frontend]model.Verdict {
 	out := make(map[model.Frontend]model.Verdict, len(w.entries))
 	for _, f := range w.order {
-		e := w.entries[f]
-		v := model.Verdict{Service: e.svc, Evidence: dedupe(e.evidence)}
-		switch {
-		case e.natSeen && len(e.backends) > 0:
-			v.Action = model.Forward
-			v.Backends = model.SortBackends(append([]netip.AddrPort(nil), e.backends...))
-			if e.filterAction != "" {
-				w.warnf("%s %s is DNATed and also has a filter %s rule (the filter rule never sees it)", f.Kind, f, e.filterAction)
-			}
-		case e.filterAction != "":
-			v.Action = e.filterAction
-		case e.natSeen && e.drop:
-			v.Action = model.Drop
-		default:
-			v.Action = model.Forward
-			w.warnf("%s %s is captured but its chains DNAT to no endpoint", f.Kind, f)
-		}
-		if v.Service.IsZero() {
-			why := "service port unknown: no comment"
-			if e.chain != "" {
-				why += ", chain " + e.chain + " matches no known service port"
-			}
-			v.Evidence = append(v.Evidence, why)
-			w.warnf("%s %s: %s", f.Kind, f, why)
-		}
-		out[f] = v
+		out[f] = w.verdict(f, w.entries[f])
 	}
 	w.warnings = dedupe(w.warnings)
 	return out
+}
+
+// verdict turns one entry into its observed verdict.
+func (w *walker) verdict(f model.Frontend, e *entry) model.Verdict {
+	v := model.Verdict{Service: e.svc, Evidence: dedupe(e.evidence)}
+	switch {
+	case e.natSeen && len(e.backends) > 0:
+		v.Action = model.Forward
+		v.Backends = model.SortBackends(append([]netip.AddrPort(nil), e.backends...))
+		if e.filterAction != "" {
+			w.warnf("%s %s is DNATed and also has a filter %s rule (the filter rule never sees it)", f.Kind, f, e.filterAction)
+		}
+	case e.filterAction != "":
+		v.Action = e.filterAction
+	case e.natSeen && e.drop:
+		v.Action = model.Drop
+	default:
+		v.Action = model.Forward
+		w.warnf("%s %s is captured but its chains DNAT to no endpoint", f.Kind, f)
+	}
+	if v.Service.IsZero() {
+		why := "service port unknown: no comment"
+		if e.chain != "" {
+			why += ", chain " + e.chain + " matches no known service port"
+		}
+		v.Evidence = append(v.Evidence, why)
+		w.warnf("%s %s: %s", f.Kind, f, why)
+	}
+	return v
 }

@@ -122,7 +122,15 @@ func (w *walker) serviceOf(f model.Frontend, r *ipRule, res *chainResult) model.
 
 // isChain reports whether a jump target is a chain of the nat table.
 func (w *walker) isChain(name string) bool {
+	w.dep(name)
 	return w.nat.chain(name) != nil
+}
+
+// dep records a nat chain the walk looked at (tracking only).
+func (w *walker) dep(name string) {
+	if w.track {
+		w.deps = append(w.deps, name)
+	}
 }
 
 // isMarkChain reports KUBE-MARK-MASQ and KUBE-MARK-DROP: bookkeeping jumps
@@ -143,13 +151,23 @@ func isServiceChainTarget(t string) bool {
 // drop. The result is kept on the chain.
 func (w *walker) resolve(c *ipChain, depth int) *chainResult {
 	if c.done {
+		w.warnings = append(w.warnings, c.res.warns...)
+		if w.track {
+			w.deps = append(w.deps, c.res.chains...)
+		}
+		if depth+c.res.height >= maxChainDepth {
+			w.odd = true
+		}
 		return &c.res
 	}
 	if c.busy || depth > maxChainDepth {
+		w.odd = true
 		w.warnf("nat chain %s: jump loop or nesting deeper than %d chains", c.name, maxChainDepth)
 		return &chainResult{}
 	}
 	c.busy = true
+	warns0, deps0 := len(w.warnings), len(w.deps)
+	w.dep(c.name)
 	res := &c.res
 	ext := strings.HasPrefix(c.name, chainPrefixEXT) || strings.HasPrefix(c.name, chainPrefixXLB)
 	for _, r := range c.rules {
@@ -162,6 +180,15 @@ func (w *walker) resolve(c *ipChain, depth int) *chainResult {
 			break
 		}
 		w.resolveRule(r, res, depth)
+	}
+	if len(w.warnings) > warns0 {
+		res.warns = append([]string(nil), w.warnings[warns0:]...)
+	}
+	if w.track {
+		res.chains = dedupe(append([]string(nil), w.deps[deps0:]...))
+	}
+	if depth+res.height >= maxChainDepth {
+		w.odd = true
 	}
 	c.busy, c.done = false, true
 	return res
@@ -194,12 +221,14 @@ func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
 	case targetSEP, targetChain:
 		target := w.nat.chain(r.target)
 		if target == nil {
+			w.dep(r.target)
 			if r.target == "REJECT" || r.target == "DROP" {
 				w.warnf("nat %s: %s in the nat table ignored: %s", r.chain, r.target, r.text)
 			}
 			return
 		}
 		sub := w.resolve(target, depth+1)
+		res.height = max(res.height, sub.height+1)
 		if r.tkind != targetSEP {
 			res.evidence = append(res.evidence, w.ev("nat", r))
 		}

@@ -27,8 +27,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mdlayher/netlink"
@@ -57,6 +61,9 @@ type NFTStats struct {
 	LastChains  int           // chains re-read by the last ApplyChanges
 	Rules       int           // rules kept by the last full read (KUBE-MARK-MASQ jumps are not)
 	LastReadDur time.Duration // wall time of the last full read
+	Walks       int           // full walks of the cached tables (every frontend resolved)
+	LastGroups  int           // frontend groups the last ApplyChanges re-resolved (view.go)
+	LastChanged int           // frontends the last ApplyChanges named changed
 }
 
 // NFTReader is the in-process iptables-nft reader.
@@ -68,6 +75,10 @@ type NFTReader struct {
 	fams  []*nlFamily // nil: nothing cached
 	gen   uint32      // nf_tables generation the cache reflects
 	stats NFTStats
+
+	hints   model.Hints    // the walk's
+	obs     model.Observed // the walk of the cached tables; Version 0: none
+	lastOut uint64         // the Version Snapshot returned last
 }
 
 // nlFamily holds one family's nat and filter tables.
@@ -78,6 +89,7 @@ type nlFamily struct {
 	tables ipDump
 	// opaque: chains (not KUBE-*) holding rules that were not decoded, and why.
 	opaque map[string]map[string]string // table -> chain -> reason
+	view   *ipView                      // the walk, per frontend; nil: walk again
 }
 
 var nlTables = []string{"nat", "filter"}
@@ -93,12 +105,19 @@ func (n *NFTReader) Stats() NFTStats {
 func (n *NFTReader) Drop() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.fams = nil
+	n.fams, n.obs = nil, model.Observed{}
 }
 
 // Snapshot returns the observed state. It reads everything when nothing is
 // cached or the nf_tables generation moved past what the cache reflects
-// (a change not delivered through ApplyChanges), else walks the cache.
+// (a change not delivered through ApplyChanges), else returns the walk of
+// the cache, which ApplyChanges keeps current.
+//
+// The result is shared and never modified (copy before changing it). Its
+// Version changes only when its content may; after change events it names,
+// in Since and Changed, the only frontends that differ from the state the
+// previous Snapshot returned. Hints are compared by identity: pass a new
+// Hints value when they change (the whole table is walked again).
 func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Observed, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -115,18 +134,35 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 		return n.fullRead(ctx, c)
 	})
 	if err != nil {
-		n.fams = nil
+		n.fams, n.obs = nil, model.Observed{}
 		return model.Observed{}, err
 	}
-	obs, err := n.walk(hints)
-	if err != nil {
-		n.fams = nil
+	if n.obs.Version == 0 || !sameHints(hints, n.hints) {
+		n.hints = hints
+		if err := n.walkAll(); err != nil {
+			return model.Observed{}, err
+		}
 	}
-	return obs, err
+	n.lastOut = n.obs.Version
+	return n.obs, nil
+}
+
+// sameHints reports whether two Hints are the same value (same slice and
+// map), not a deep comparison.
+func sameHints(a, b model.Hints) bool {
+	if len(a.ServicePorts) != len(b.ServicePorts) || len(a.Frontends) != len(b.Frontends) {
+		return false
+	}
+	if len(a.ServicePorts) > 0 && &a.ServicePorts[0] != &b.ServicePorts[0] {
+		return false
+	}
+	return reflect.ValueOf(a.Frontends).UnsafePointer() == reflect.ValueOf(b.Frontends).UnsafePointer()
 }
 
 // ApplyChanges re-reads the chains a committed transaction (generation gen)
-// changed in the tables this reader keeps. lost: events were dropped, so
+// changed in the tables this reader keeps, and resolves again only the
+// frontends whose verdict depends on them (view.go); the next Snapshot
+// returns the result. lost: events were dropped, so
 // the cache is dropped. An error drops the cache too.
 func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, changes []NFTChange) error {
 	n.mu.Lock()
@@ -136,7 +172,7 @@ func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, cha
 		return nil // the next Snapshot reads everything
 	}
 	if lost {
-		n.fams = nil
+		n.fams, n.obs = nil, model.Observed{}
 		return nil
 	}
 	type key struct {
@@ -170,6 +206,7 @@ func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, cha
 			if err := n.readTable(ctx, c, k.fam, k.table); err != nil {
 				return err
 			}
+			k.fam.view = nil
 			delete(chains, k)
 		}
 		for k, names := range chains {
@@ -184,13 +221,143 @@ func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, cha
 		return nil
 	})
 	if err != nil {
-		n.fams = nil
+		n.fams, n.obs = nil, model.Observed{}
 		return err
 	}
 	if int32(gen-n.gen) > 0 {
 		n.gen = gen
 	}
+	if n.obs.Version == 0 {
+		return nil // not walked yet: the next Snapshot walks
+	}
+	names := func(f *nlFamily, table string) []string {
+		var out []string
+		for name := range chains[key{f, table}] {
+			out = append(out, name)
+		}
+		return out
+	}
+	if err := n.rewalk(func(f *nlFamily) ([]string, []string) { return names(f, "nat"), names(f, "filter") }); err != nil {
+		n.fams, n.obs = nil, model.Observed{}
+		return err
+	}
 	return nil
+}
+
+// rewalk brings the walk up to date after chains were re-read: per family,
+// the nat and filter chains that changed. Only the frontends that depend on
+// them are resolved again (ipView.update), unless a family needs a full walk.
+func (n *NFTReader) rewalk(changed func(*nlFamily) (nat, filter []string)) error {
+	n.stats.LastGroups, n.stats.LastChanged = 0, 0
+	var deltas []ipDelta
+	for _, f := range n.fams {
+		if f.view == nil {
+			return n.walkAll()
+		}
+		nat, filter := changed(f)
+		if len(nat)+len(filter) == 0 {
+			continue
+		}
+		if len(f.opaque["nat"]) > 0 {
+			return n.walkAll() // the walk must tell whether it reaches them
+		}
+		e0 := f.view.evals
+		d, ok := f.view.update(nat, filter)
+		n.stats.LastGroups += f.view.evals - e0
+		if !ok {
+			f.view = nil
+			return n.walkAll()
+		}
+		deltas = append(deltas, d)
+	}
+	changedFronts := map[model.Frontend]bool{}
+	warnings := false
+	for _, d := range deltas {
+		for _, f := range d.gone {
+			changedFronts[f] = true
+		}
+		for _, fv := range d.set {
+			changedFronts[fv.f] = true
+		}
+		warnings = warnings || d.warnings
+	}
+	if len(changedFronts) == 0 && !warnings {
+		return nil // same state, same version
+	}
+	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: maps.Clone(n.obs.Frontends), Warnings: n.obs.Warnings}
+	for _, d := range deltas {
+		for _, f := range d.gone {
+			delete(obs.Frontends, f)
+		}
+		for _, fv := range d.set {
+			obs.Frontends[fv.f] = fv.v
+		}
+	}
+	if warnings {
+		obs.Warnings = nil
+		for _, f := range n.fams {
+			obs.Warnings = append(obs.Warnings, f.view.warnings...)
+		}
+		obs.Warnings = slices.Clip(obs.Warnings)
+	}
+	n.stats.LastChanged = len(changedFronts)
+	n.stamp(obs, changedFronts)
+	return nil
+}
+
+// walkAll walks every family's cached tables.
+func (n *NFTReader) walkAll() error {
+	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: map[model.Frontend]model.Verdict{}}
+	idx := newParseIndex(n.hints)
+	n.stats.Walks++
+	for _, f := range n.fams {
+		f.view = newIPView(f.fam, f.tag, f.tables, idx, nil)
+		for chain, why := range f.opaque["nat"] {
+			if c := f.view.nat.chains[chain]; c != nil && c.done {
+				n.fams, n.obs = nil, model.Observed{}
+				return fmt.Errorf("%w: %s nat chain %s, reached from kube-proxy's chains: %s", ErrUndecodable, f.fam, chain, why)
+			}
+		}
+		f.view.frontends(obs.Frontends)
+		obs.Warnings = append(obs.Warnings, f.view.warnings...)
+	}
+	obs.Warnings = slices.Clip(obs.Warnings)
+	n.stamp(obs, nil)
+	return nil
+}
+
+// stamp makes obs the current walk with a new version. changed, when not
+// nil, names the only frontends that differ from the current walk; Since
+// and Changed then relate obs to the state Snapshot returned last (changes
+// of walks Snapshot never returned are merged in).
+func (n *NFTReader) stamp(obs model.Observed, changed map[model.Frontend]bool) {
+	prev := n.obs
+	obs.Version = NextVersion()
+	if changed != nil && prev.Version != 0 {
+		switch {
+		case prev.Version == n.lastOut:
+			obs.Since, obs.Changed = prev.Version, changed
+		case prev.Changed != nil:
+			merged := maps.Clone(prev.Changed)
+			for f := range changed {
+				merged[f] = true
+			}
+			obs.Since, obs.Changed = prev.Since, merged
+		}
+	}
+	n.obs = obs
+}
+
+// versions is the source of every Observed.Version this package's readers
+// give (distinct from other readers': it starts at the clock).
+var versions atomic.Uint64
+
+// NextVersion returns a new version for an Observed of the iptables mode:
+// the netlink reader and the iptables-save path share one sequence, so a
+// version never names two states.
+func NextVersion() uint64 {
+	versions.CompareAndSwap(0, uint64(time.Now().UnixNano()))
+	return versions.Add(1)
 }
 
 func (n *NFTReader) family(name string) *nlFamily {
@@ -250,7 +417,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *netlink.Conn) error {
 		if after, err = getGen(c); err != nil {
 			return err
 		}
-		n.fams, n.gen = fams, before
+		n.fams, n.gen, n.obs = fams, before, model.Observed{}
 		n.stats.FullReads++
 		n.stats.Rules = rules
 		n.stats.LastReadDur = time.Since(start)
@@ -395,32 +562,6 @@ func (t *ipTable) addNLRule(c *ipChain, r nlRule, slab bool) error {
 func isMarkMasqLine(line string) bool {
 	return strings.HasPrefix(line, "-A ") && strings.HasSuffix(line, " -j KUBE-MARK-MASQ") &&
 		strings.IndexByte(line, '\\') < 0 && strings.Count(line, `"`)%2 == 0
-}
-
-// walk maps the cached tables to the observed state (what Parse does after
-// parsing the text).
-func (n *NFTReader) walk(hints model.Hints) (model.Observed, error) {
-	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: map[model.Frontend]model.Verdict{}}
-	idx := newParseIndex(hints)
-	for _, f := range n.fams {
-		for _, t := range f.tables {
-			for _, c := range t.chains {
-				c.res, c.done, c.busy = chainResult{}, false, false
-			}
-		}
-		w := newWalker(f.fam, f.tag, f.tables, idx)
-		w.run()
-		for chain, why := range f.opaque["nat"] {
-			if c := w.nat.chains[chain]; c != nil && c.done {
-				return model.Observed{}, fmt.Errorf("%w: %s nat chain %s, reached from kube-proxy's chains: %s", ErrUndecodable, f.fam, chain, why)
-			}
-		}
-		for fe, v := range w.verdicts() {
-			obs.Frontends[fe] = v
-		}
-		obs.Warnings = append(obs.Warnings, w.warnings...)
-	}
-	return obs, nil
 }
 
 // --- netlink requests (reads only) ---

@@ -32,6 +32,14 @@ type walker struct {
 	// inProgress marks a chain being resolved in cache (loop detection).
 	inProgress chainResult
 	warnings   []string
+	// track: record in deps every nat chain the walk looks at (the view's
+	// per-frontend dependencies, view.go).
+	track bool
+	deps  []string
+	// odd: a jump loop, or nesting that comes near maxChainDepth: chain
+	// results then depend on the order chains are first reached, so only a
+	// full walk in rule order gives the full walk's answer.
+	odd bool
 }
 
 // entry accumulates what the rules say about one frontend.
@@ -52,6 +60,15 @@ type chainResult struct {
 	drop     bool // KUBE-MARK-DROP reached before any DNAT
 	evidence []string
 	svc      model.ServicePort // from the chain's own comments, if any
+	// warns: the warnings resolving the chain gave, its sub-chains'
+	// included; a walk that reaches the chain again gives them again (the
+	// final dedupe keeps the first), so a frontend's warnings do not depend
+	// on which frontend reached a shared chain first.
+	warns []string
+	// chains: with tracking, the nat chains the result depends on (itself,
+	// its sub-chains, missing jump targets).
+	chains []string
+	height int // nesting below the chain (0: it resolves no sub-chain)
 }
 
 func newWalker(fam model.IPFamily, tag string, d ipDump, idx *parseIndex) *walker {
@@ -117,7 +134,10 @@ func (w *walker) run() {
 }
 
 // ruleKey builds the address/port/protocol a rule matches, if it names one.
-func (w *walker) ruleKey(r *ipRule, needIP bool) (frontKey, bool) {
+func (w *walker) ruleKey(r *ipRule, needIP bool) (frontKey, bool) { return ruleKey(r, needIP) }
+
+// ruleKey reads the address (when needIP), port and protocol of a rule.
+func ruleKey(r *ipRule, needIP bool) (frontKey, bool) {
 	proto, err := model.ParseProtocol(r.proto)
 	if err != nil {
 		return frontKey{}, false
