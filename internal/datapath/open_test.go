@@ -134,6 +134,13 @@ COMMIT
 			t.Fatalf("flushed chain still has backends: %s %+v", fe, v)
 		}
 	}
+	// The event re-resolved the one frontend that reaches the chain, and the
+	// new state says so (Since the first read, Changed: that frontend).
+	if st := src.nl.Stats(); st.Walks != 1 || st.LastGroups != 1 || st.LastChanged != 1 ||
+		after.Since != first.Version || len(after.Changed) != 1 || after.Version == first.Version {
+		t.Fatalf("change event: nl stats %+v, version %d since %d (first %d), changed %v: want one frontend re-resolved",
+			st, after.Version, after.Since, first.Version, after.Changed)
+	}
 	// A rule the decoder does not know, in a KUBE-* chain: fall back.
 	netnstest.Run(t, ns, "iptables-nft", "-t", "nat", "-A", "KUBE-SERVICES", "-m", "u32", "--u32", "0>>22&0x3C@4=0x29", "-j", "RETURN")
 	if err := src.ApplyChange(ctx, event("KUBE-SERVICES")); err == nil {

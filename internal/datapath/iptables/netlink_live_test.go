@@ -268,6 +268,11 @@ func TestNFTReaderChangeRereadsNamedChains(t *testing.T) {
 			{"ip", "nat", "rule", "KUBE-SEP-NDTESTNDTESTNDTE"},
 			{"ip", "nat", "rule", svc}}},
 	}
+	prev, err := nr.Snapshot(ctx, model.Hints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walks := nr.Stats().Walks
 	for _, st := range steps {
 		if st.argv != nil {
 			netnstest.Run(t, ns, st.argv...)
@@ -283,6 +288,12 @@ func TestNFTReaderChangeRereadsNamedChains(t *testing.T) {
 		if got, want := nr.Stats().LastChains, distinctChains(st.change); got != want {
 			t.Errorf("%s: re-read %d chains, want %d (the ones the event names)", st.name, got, want)
 		}
+		stats := nr.Stats()
+		// Only the frontends that reach the chain are resolved again: the
+		// service's cluster IP and node port groups, not the table.
+		if stats.Walks != walks || stats.LastGroups == 0 || stats.LastGroups > 3 {
+			t.Errorf("%s: %d full walks (want %d), %d frontend groups re-resolved (want 1-3)", st.name, stats.Walks, walks, stats.LastGroups)
+		}
 		got, err := nr.Snapshot(ctx, model.Hints{})
 		if err != nil {
 			t.Fatal(err)
@@ -290,6 +301,21 @@ func TestNFTReaderChangeRereadsNamedChains(t *testing.T) {
 		if nr.Stats().FullReads != full {
 			t.Fatalf("%s: a full read ran (generation %d not reflected)", st.name, gen)
 		}
+		if stats.LastChanged == 0 { // re-resolved, nothing differs: the same state, the same version
+			if got.Version != prev.Version {
+				t.Errorf("%s: nothing changed but the version moved", st.name)
+			}
+		} else if got.Version == prev.Version || got.Since != prev.Version || got.Changed == nil || len(got.Changed) != stats.LastChanged {
+			t.Errorf("%s: version %d since %d (previous %d), %d changed (stats %d)", st.name, got.Version, got.Since, prev.Version, len(got.Changed), stats.LastChanged)
+		}
+		for f := range diffVerdicts(prev.Frontends, got.Frontends) {
+			if !got.Changed[f] {
+				t.Errorf("%s: %s %s differs but is not in Changed", st.name, f.Kind, f)
+			}
+		}
+		t.Logf("%s: %d chains re-read, %d of %d frontends' groups re-resolved, %d frontends changed",
+			st.name, stats.LastChains, stats.LastGroups, len(got.Frontends), stats.LastChanged)
+		prev = got
 		want, err := Parse(Dumps{IPv4: nftSave(t, ns, false)}, model.Hints{})
 		if err != nil {
 			t.Fatal(err)
@@ -315,6 +341,22 @@ func TestNFTReaderChangeRereadsNamedChains(t *testing.T) {
 	if _, err := nr.Snapshot(ctx, model.Hints{}); err != nil || nr.Stats().FullReads != full+2 {
 		t.Errorf("lost events: err %v, %d full reads, want %d", err, nr.Stats().FullReads, full+2)
 	}
+}
+
+// diffVerdicts names the frontends whose verdict differs between a and b.
+func diffVerdicts(a, b map[model.Frontend]model.Verdict) map[model.Frontend]bool {
+	out := map[model.Frontend]bool{}
+	for f, v := range a {
+		if w, ok := b[f]; !ok || !reflect.DeepEqual(v, w) {
+			out[f] = true
+		}
+	}
+	for f := range b {
+		if _, ok := a[f]; !ok {
+			out[f] = true
+		}
+	}
+	return out
 }
 
 func distinctChains(cs []NFTChange) int {
