@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/netdrift/netdrift/bench"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -23,10 +26,16 @@ import (
 // BenchmarkNFTReader: iptables-nft-save -t nat + -t filter (the reference:
 // what the iptables-save path forks on every read) vs the in-process
 // netlink reader on the same table in the same iteration: a full read
-// (fresh reader: chains + every rule, decoded), a change-event update
-// re-reading one service chain and one endpoint chain, and the walk of the
-// cached tables into model.Observed (whole-table work the update does not
-// remove). CPU time per op from rusage; ratios are netlink / reference.
+// (fresh reader: chains + every rule, decoded); update: a change event
+// re-reading one service chain and one endpoint chain that did not change;
+// change: one endpoint moved (its KUBE-SEP chain rewritten), the event's
+// chains re-read, the frontends that reach them re-resolved (view.go) and
+// the new state returned; sync: the same change with the entry chains a
+// kube-proxy sync rewrites named too (re-read and diffed rule by rule);
+// walk: the whole-table walk of the cached tables every event needed
+// before (forced by new hints). CPU time per op from rusage, the
+// iptables-nft-restore that makes the change not counted; ratios are
+// netlink / reference.
 //
 // The reference runs with a deadline (-nftsave-timeout): iptables-nft-save
 // 1.8.9 is pathologically slow on restored copies at 100k endpoints
@@ -42,6 +51,9 @@ func BenchmarkNFTReader(b *testing.B) {
 }
 
 const nftSaveTimeout = 120 * time.Second
+
+// perChange endpoint changes are measured per iteration (and per kind).
+const perChange = 10
 
 func benchNFTReader(b *testing.B, s bench.Spec) {
 	netnstest.RequireRoot(b, "loads generated tables into a fresh network namespace")
@@ -59,9 +71,29 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 	hints := model.HintsFor(watch.Expected(bench.NodeName, s.ClusterState()))
 	svc, sep := oneServiceChains(b, s)
 	changes := []iptables.NFTChange{{Family: "ip", Table: "nat", Object: "rule", Name: svc}, {Family: "ip", Table: "nat", Object: "rule", Name: sep}}
-	var ref, full, update, walk time.Duration
+	// A kube-proxy sync names its entry chains too: it rewrites them every time.
+	syncChanges := append(slices.Clone(changes),
+		iptables.NFTChange{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-SERVICES"},
+		iptables.NFTChange{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-NODEPORTS"},
+		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-SERVICES"},
+		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-EXTERNAL-SERVICES"},
+		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-NODEPORTS"})
+	var ref, full, update, change, sync, walk time.Duration
+	groups, changed, frontends := 0, 0, 0
+	var alloc uint64
 	timedOut := false
 	n := 0
+	backend := 0
+	moveEndpoint := func() uint32 { // the endpoint's DNAT target changes: one verdict differs
+		backend++
+		netnstest.RunInput(b, ns, fmt.Sprintf("*nat\n:%s - [0:0]\n-A %s -p tcp -m tcp -j DNAT --to-destination 10.255.%d.%d:8080\nCOMMIT\n",
+			sep, sep, backend/250%250, backend%250), "iptables-nft-restore", "--noflush")
+		gen, err := nftables.Generation(ns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return gen
+	}
 	for b.Loop() {
 		for _, t := range []string{"nat", "filter"} {
 			cpu, err := nftSave(ns, t)
@@ -80,13 +112,56 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 		if err != nil || len(obs.Frontends) < s.Services {
 			b.Fatalf("full read: %v, %d frontends", err, len(obs.Frontends))
 		}
+		frontends = len(obs.Frontends)
+		// The chains re-read, the verdicts not changed (the reader's share
+		// of an event that changes nothing it observes).
 		update += cpuOf(func() { err = nr.ApplyChanges(context.Background(), 0, false, changes) })
 		if err != nil || nr.Stats().LastChains != 2 {
 			b.Fatalf("update: %v, %d chains", err, nr.Stats().LastChains)
 		}
-		walk += cpuOf(func() { obs, err = nr.Snapshot(context.Background(), hints) })
-		if err != nil || nr.Stats().FullReads != 1 {
-			b.Fatalf("walk: %v, %d full reads", err, nr.Stats().FullReads)
+		// One endpoint change: re-read the two chains, re-resolve the
+		// frontends that reach them, the new state (Snapshot: no walk).
+		// One forced GC per perChange changes: the GC of what they allocated,
+		// amortized (a forced GC per change would charge each change a mark
+		// of the whole live heap).
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		for range perChange {
+			gen := moveEndpoint()
+			change += cpuNoGC(func() {
+				if err = nr.ApplyChanges(context.Background(), gen, false, changes); err == nil {
+					obs, err = nr.Snapshot(context.Background(), hints)
+				}
+			})
+			st := nr.Stats()
+			if err != nil || st.Walks != 1 || st.LastChanged == 0 || obs.Changed == nil {
+				b.Fatalf("change: %v, stats %+v, changed %v", err, st, obs.Changed)
+			}
+			groups, changed = st.LastGroups, st.LastChanged
+		}
+		change += cpuOf(func() {})
+		runtime.ReadMemStats(&m1)
+		alloc += m1.TotalAlloc - m0.TotalAlloc
+		// The same as kube-proxy's sync delivers it: the entry chains
+		// (KUBE-SERVICES, ...) named too, re-read and diffed rule by rule.
+		for range perChange {
+			gen := moveEndpoint()
+			sync += cpuNoGC(func() {
+				if err = nr.ApplyChanges(context.Background(), gen, false, syncChanges); err == nil {
+					obs, err = nr.Snapshot(context.Background(), hints)
+				}
+			})
+			if st := nr.Stats(); err != nil || st.Walks != 1 || st.LastChanged == 0 {
+				b.Fatalf("sync: %v, stats %+v", err, st)
+			}
+		}
+		sync += cpuOf(func() {})
+		// The whole-table walk an event needed before (new hints force it).
+		h2 := model.Hints{ServicePorts: slices.Clone(hints.ServicePorts), Frontends: hints.Frontends}
+		walk += cpuOf(func() { obs, err = nr.Snapshot(context.Background(), h2) })
+		if err != nil || nr.Stats().FullReads != 1 || nr.Stats().Walks != 2 {
+			b.Fatalf("walk: %v, stats %+v", err, nr.Stats())
 		}
 		n++
 	}
@@ -94,9 +169,16 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 	b.ReportMetric(ms(ref), "nftsave-ms")
 	b.ReportMetric(ms(full), "full-ms")
 	b.ReportMetric(ms(update), "update-ms")
+	b.ReportMetric(ms(change)/perChange, "change-ms")
+	b.ReportMetric(ms(sync)/perChange, "sync-ms")
+	b.ReportMetric(float64(alloc)/float64(n*perChange)/1024, "change-alloc-kB")
 	b.ReportMetric(ms(walk), "walk-ms")
 	b.ReportMetric(float64(full)/float64(ref), "full/nftsave")
-	b.ReportMetric(float64(update)/float64(ref), "update/nftsave")
+	b.ReportMetric(float64(change)/perChange/float64(ref), "change/nftsave")
+	b.ReportMetric(float64(sync)/perChange/float64(ref), "sync/nftsave")
+	b.ReportMetric(float64(groups), "groups")
+	b.ReportMetric(float64(changed), "changed")
+	b.ReportMetric(float64(frontends), "frontends")
 	if timedOut {
 		b.ReportMetric(1, "ref-timed-out")
 	}
@@ -141,6 +223,13 @@ func cpuOf(fn func()) time.Duration {
 	t0 := rusageSelf()
 	fn()
 	runtime.GC()
+	return rusageSelf() - t0
+}
+
+// cpuNoGC is this process's CPU time spent in fn, no GC forced.
+func cpuNoGC(fn func()) time.Duration {
+	t0 := rusageSelf()
+	fn()
 	return rusageSelf() - t0
 }
 
