@@ -313,7 +313,7 @@ func TestNFTReaderChangeRereadsNamedChains(t *testing.T) {
 				t.Errorf("%s: %s %s differs but is not in Changed", st.name, f.Kind, f)
 			}
 		}
-		t.Logf("%s: %d chains re-read, %d of %d frontends' groups re-resolved, %d frontends changed",
+		t.Logf("%s: %d chains re-read, %d frontend groups re-resolved (table: %d frontends), %d frontends changed",
 			st.name, stats.LastChains, stats.LastGroups, len(got.Frontends), stats.LastChanged)
 		prev = got
 		want, err := Parse(Dumps{IPv4: nftSave(t, ns, false)}, model.Hints{})
