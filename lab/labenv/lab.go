@@ -138,7 +138,7 @@ func (l *Lab) up(ctx context.Context) error {
 	}
 	// Agents start once kube-proxy has written its rules, so they find
 	// its datapath mode at startup.
-	for i := 1; i <= o.Nodes; i++ {
+	for i := 1; i <= o.Nodes && !o.DeferAgents; i++ {
 		if err := l.startAgent(i); err != nil {
 			return err
 		}
@@ -170,8 +170,13 @@ func (l *Lab) setupClient() error {
 
 // start launches a process, records it in the state file and returns it.
 func (l *Lab) start(name, ns string, args []string) (*Proc, error) {
+	return l.startEnv(name, ns, nil, args)
+}
+
+// startEnv is start with extra environment variables.
+func (l *Lab) startEnv(name, ns string, env, args []string) (*Proc, error) {
 	log := filepath.Join(l.opts.Dir, "logs", sanitize(name)+".log")
-	p, err := startProc(name, ns, log, args...)
+	p, err := startProcEnv(name, ns, log, env, args...)
 	if err != nil {
 		return nil, err
 	}
