@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -238,7 +239,22 @@ func (l *Lab) Stop() error {
 	for i := len(procs) - 1; i >= 0; i-- { // reverse start order
 		procs[i].stop(5 * time.Second)
 	}
+	keepLogs(l.opts.Name, l.opts.Dir)
 	return cleanupLab(l.opts.Name, l.opts.Dir)
+}
+
+// keepLogs copies the lab's logs to $NETDRIFT_LAB_KEEP_LOGS/<name> when
+// that is set (a debugging aid: Stop removes the lab directory, also when
+// Start fails).
+func keepLogs(name, dir string) {
+	keep := os.Getenv("NETDRIFT_LAB_KEEP_LOGS")
+	if keep == "" || dir == "" {
+		return
+	}
+	dst := filepath.Join(keep, name)
+	_ = os.RemoveAll(dst)
+	_ = os.MkdirAll(keep, 0o755)
+	_ = exec.Command("cp", "-r", filepath.Join(dir, "logs"), dst).Run()
 }
 
 // cleanupLab deletes every namespace of the lab and its directory.
