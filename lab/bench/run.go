@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -404,13 +405,13 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		w.SamplesMetric = int(c1 - c0)
 	}
 	if pm1, err := proxy.get(ctx); err == nil {
-		s0, _ := pm0.Sum("kubeproxy_sync_proxy_rules_duration_seconds_count", nil)
-		s1, _ := pm1.Sum("kubeproxy_sync_proxy_rules_duration_seconds_count", nil)
+		s0, _ := pm0.Sum("kubeproxy_sync_proxy_rules_duration_seconds_count", v4)
+		s1, _ := pm1.Sum("kubeproxy_sync_proxy_rules_duration_seconds_count", v4)
 		w.ProxySyncs = int(s1 - s0)
-		c0, _ := pm0.Sum("kubeproxy_network_programming_duration_seconds_count", nil)
-		c1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_count", nil)
-		v0, _ := pm0.Sum("kubeproxy_network_programming_duration_seconds_sum", nil)
-		v1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_sum", nil)
+		c0, _ := pm0.Sum("kubeproxy_network_programming_duration_seconds_count", v4)
+		c1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_count", v4)
+		v0, _ := pm0.Sum("kubeproxy_network_programming_duration_seconds_sum", v4)
+		v1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_sum", v4)
 		if w.ProxyNetProgN = int(c1 - c0); w.ProxyNetProgN > 0 {
 			w.ProxyNetProg = time.Duration((v1 - v0) / (c1 - c0) * float64(time.Second))
 		}
@@ -462,7 +463,20 @@ func readSyncs(l *labenv.Lab, since time.Time) ([]scenarios.Sync, error) {
 		return nil, err
 	}
 	defer f.Close()
-	all, err := scenarios.ParseSyncs(f, since.Year(), time.Local)
+	// kube-proxy syncs each IP family on its own; every change here is IPv4.
+	var v4 bytes.Buffer
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), `ipFamily="IPv6"`) {
+			v4.Write(sc.Bytes())
+			v4.WriteByte('\n')
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	all, err := scenarios.ParseSyncs(&v4, since.Year(), time.Local)
 	if err != nil {
 		return nil, fmt.Errorf("kube-proxy log: %w", err)
 	}
@@ -483,6 +497,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 type proxyMetrics struct{ http *http.Client }
+
+// v4 selects kube-proxy's IPv4 series: it runs one proxier per family and
+// every figure here is about the IPv4 one.
+var v4 = map[string]string{"ip_family": "IPv4"}
 
 func (p *proxyMetrics) get(ctx context.Context) (scenarios.Samples, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:10249/metrics", nil)
@@ -512,7 +530,7 @@ func waitProxySynced(ctx context.Context, l *labenv.Lab, p *proxyMetrics, lastIP
 		if err == nil {
 			ep, _ := ms.Sum("kubeproxy_sync_proxy_rules_endpoint_changes_pending", nil)
 			sv, _ := ms.Sum("kubeproxy_sync_proxy_rules_service_changes_pending", nil)
-			ts, _ := ms.Sum("kubeproxy_sync_proxy_rules_last_timestamp_seconds", nil)
+			ts, _ := ms.Sum("kubeproxy_sync_proxy_rules_last_timestamp_seconds", v4)
 			last = fmt.Sprintf("pending endpoint changes %.0f, service changes %.0f, last sync %s", ep, sv,
 				time.Unix(int64(ts), 0).Format(time.TimeOnly))
 			if ep == 0 && sv == 0 && ts > float64(createdAt.Unix()) {
