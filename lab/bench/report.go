@@ -129,6 +129,11 @@ func (r *Result) Write(w io.Writer) {
 				ms(x.AgentT2T0Mean), fmt.Sprintf("%s (%d)", ms(x.ProxyNetProg), x.ProxyNetProgN), sec(x.DrainTook))
 		}
 		tw.Flush()
+		for _, x := range r.Churn {
+			for _, c := range x.MissingChanges {
+				fmt.Fprintf(w, "%s: no sample, no counted reason: %s changed at %s\n", x.Name, c.Service, c.At.Format("15:04:05.000"))
+			}
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)

@@ -99,6 +99,7 @@ type Window struct {
 	AgentT2T0Mean   time.Duration
 	ProxyNetProg    time.Duration // mean of kubeproxy_network_programming_duration_seconds in the window
 	ProxyNetProgN   int
+	MissingChanges  []Change // changes of services with fewer samples + supersessions than changes (first 10)
 }
 
 // Missing is the changes with neither a sample, a counted supersession nor
@@ -412,6 +413,20 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	}
 	if n0 > 0 {
 		w.AgentT2T0Mean = t2t0 / time.Duration(n0)
+	}
+	accounted := map[string]int{}
+	for _, s := range samples {
+		accounted[s.Service] += 1 + s.Superseded
+	}
+	for _, c := range changes {
+		if c.Err != nil {
+			continue
+		}
+		if accounted[c.Service] > 0 {
+			accounted[c.Service]--
+		} else if len(w.MissingChanges) < 10 {
+			w.MissingChanges = append(w.MissingChanges, c)
+		}
 	}
 	if am1, err := a.Metrics(ctx); err == nil {
 		c0, _ := am0.Sum("netdrift_node_programming_lag_seconds_count", nil)
