@@ -130,6 +130,9 @@ func (r *Result) Write(w io.Writer) {
 		}
 		tw.Flush()
 		for _, x := range r.Churn {
+			for _, e := range x.LagPollErrors {
+				fmt.Fprintf(w, "%s: /v1/lag poll failed: %s\n", x.Name, e)
+			}
 			for _, c := range x.MissingChanges {
 				fmt.Fprintf(w, "%s: no sample, no counted reason: %s changed at %s\n", x.Name, c.Service, c.At.Format("15:04:05.000"))
 			}

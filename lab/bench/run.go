@@ -99,6 +99,7 @@ type Window struct {
 	AgentT2T0Mean   time.Duration
 	ProxyNetProg    time.Duration // mean of kubeproxy_network_programming_duration_seconds in the window
 	ProxyNetProgN   int
+	LagPollErrors   []string // failed /v1/lag polls (samples may be missing from the listing)
 	MissingChanges  []Change // changes of services with fewer samples + supersessions than changes (first 10)
 }
 
@@ -354,6 +355,7 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	}
 	collected := map[string]scenarios.LagSample{}
 	var changes []Change
+	var lagErrs []string
 	start := time.Now()
 	w, err := measure(ctx, p, fmt.Sprintf("churn %g/s", rate), cfg.Window, func(ctx context.Context) {
 		done := make(chan struct{})
@@ -369,7 +371,9 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 			case <-done:
 				return
 			case <-t.C:
-				collectLag(ctx, a, start, collected)
+				if err := collectLag(ctx, a, start, collected); err != nil {
+					lagErrs = append(lagErrs, err.Error())
+				}
 			}
 		}
 	})
@@ -394,7 +398,10 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	}
 	w.DrainTook = time.Since(d0)
 	w.PendingAtEnd = st.PendingChanges
-	collectLag(ctx, a, start, collected)
+	if err := collectLag(ctx, a, start, collected); err != nil {
+		lagErrs = append(lagErrs, "after the drain: "+err.Error())
+	}
+	w.LagPollErrors = lagErrs
 
 	var samples []scenarios.LagSample
 	for _, s := range collected {
@@ -472,11 +479,18 @@ func absDur(d time.Duration) time.Duration {
 	return d
 }
 
-// collectLag adds /v1/lag samples of changes delivered since start.
-func collectLag(ctx context.Context, a *scenarios.Agent, since time.Time, into map[string]scenarios.LagSample) {
+// collectLag adds /v1/lag samples of changes delivered since start. A busy
+// agent may answer slowly: three attempts.
+func collectLag(ctx context.Context, a *scenarios.Agent, since time.Time, into map[string]scenarios.LagSample) error {
 	var lag scenarios.Lag
-	if err := a.Get(ctx, "/v1/lag", &lag); err != nil {
-		return
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = a.Get(ctx, "/v1/lag", &lag); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return err
 	}
 	for _, s := range lag.Samples {
 		if s.T1.Before(since) || !strings.HasPrefix(s.Service, Namespace+"/") {
@@ -484,6 +498,7 @@ func collectLag(ctx context.Context, a *scenarios.Agent, since time.Time, into m
 		}
 		into[s.Service+"@"+s.T1.Format(time.RFC3339Nano)] = s
 	}
+	return nil
 }
 
 func readSyncs(l *labenv.Lab, since time.Time) ([]scenarios.Sync, error) {
