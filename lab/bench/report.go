@@ -106,7 +106,7 @@ func (r *Result) Write(w io.Writer) {
 		tw.Flush()
 		for _, x := range ws {
 			if x.AgentLiveKids+x.ProxyLiveKids > 0 {
-				fmt.Fprintf(w, "%s: children still running at the window's end (their CPU is not counted): agent %d, kube-proxy %d\n",
+				fmt.Fprintf(w, "%s: children still running at the window's end (counted up to it from their /proc/PID/stat): agent %d, kube-proxy %d\n",
 					x.Name, x.AgentLiveKids, x.ProxyLiveKids)
 			}
 		}
@@ -122,7 +122,7 @@ func (r *Result) Write(w io.Writer) {
 		for _, x := range r.Churn {
 			row(x.Name, fmt.Sprint(x.Changes), fmt.Sprint(x.ChangeErrors), fmt.Sprint(x.Samples), fmt.Sprint(x.SamplesMetric),
 				fmt.Sprint(x.Superseded), fmt.Sprint(x.PendingAtEnd), fmt.Sprint(x.Missing()),
-				ratio(float64(x.Samples), float64(x.Changes-x.ChangeErrors)), fmt.Sprint(x.ProxySyncs),
+				ratio(float64(max(x.Samples, x.SamplesMetric)), float64(x.Changes-x.ChangeErrors)), fmt.Sprint(x.ProxySyncs),
 				ms(scenarios.Quantile(x.Precision, .5)), ms(scenarios.Quantile(x.Precision, .9)),
 				ms(scenarios.Quantile(x.Precision, .99)), ms(scenarios.Quantile(x.Precision, 1)),
 				fmt.Sprintf("%d/%d", x.OutsideSync, len(x.Precision)), fmt.Sprint(x.PrecisionNoSync),
@@ -130,6 +130,10 @@ func (r *Result) Write(w io.Writer) {
 		}
 		tw.Flush()
 		for _, x := range r.Churn {
+			if x.SamplesMetric > x.Samples {
+				fmt.Fprintf(w, "%s: /v1/lag listed %d samples, the metric counted %d (the listing keeps the newest 1,000): precision is over the listed ones\n",
+					x.Name, x.Samples, x.SamplesMetric)
+			}
 			for _, e := range x.LagPollErrors {
 				fmt.Fprintf(w, "%s: /v1/lag poll failed: %s\n", x.Name, e)
 			}

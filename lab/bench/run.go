@@ -83,7 +83,7 @@ type Window struct {
 	LoadStart       string // /proc/loadavg
 	LoadEnd         string
 	Agent, Proxy    CPU
-	AgentLiveKids   int // children still running at the window's end (their CPU is missing)
+	AgentLiveKids   int // children still running at the window's end (their CPU so far is counted)
 	ProxyLiveKids   int
 	Changes         int
 	ChangeErrors    int
@@ -105,8 +105,10 @@ type Window struct {
 
 // Missing is the changes with neither a sample, a counted supersession nor
 // still pending.
+// /v1/lag keeps the newest 1,000 samples: when one read converges more
+// than that, the listing falls short and the metric is the count.
 func (w Window) Missing() int {
-	return w.Changes - w.ChangeErrors - w.Samples - w.Superseded - w.PendingAtEnd
+	return w.Changes - w.ChangeErrors - max(w.Samples, w.SamplesMetric) - w.Superseded - w.PendingAtEnd
 }
 
 // RefDump is one reference read of the table in the node's namespace.
@@ -249,7 +251,7 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		return fmt.Errorf("kube-proxy's first sync of %d endpoints: %w", cfg.Endpoints, err)
 	}
 	res.ProxySyncedAfter = time.Since(t0)
-	res.ProxySyncCPU, _ = ReadCPU(proxyPID)
+	res.ProxySyncCPU, _, _ = ReadTreeCPU(proxyPID)
 	logf("kube-proxy started and holds every service after %s (CPU %s)", res.ProxySyncedAfter.Round(time.Millisecond), res.ProxySyncCPU.Total())
 
 	// The reference read, twice, before the agent runs.
@@ -273,7 +275,7 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		return fmt.Errorf("agent start-up at %d endpoints (log %s): %w", cfg.Endpoints, l.LogPath("agent/"+node), err)
 	}
 	res.StartupTook = time.Since(t1)
-	res.StartupCPU, _ = ReadCPU(agentPID)
+	res.StartupCPU, _, _ = ReadTreeCPU(agentPID)
 	if mem, err := ReadMem(agentPID); err == nil {
 		res.StartupRSS = mem.RSS
 	}
@@ -318,26 +320,26 @@ type pids struct{ agent, proxy int }
 // measure runs fn as a window and reads both processes' CPU at its ends.
 func measure(ctx context.Context, p pids, name string, d time.Duration, fn func(context.Context)) (Window, error) {
 	w := Window{Name: name, LoadStart: loadavg()}
-	a0, err := ReadCPU(p.agent)
+	a0, _, err := ReadTreeCPU(p.agent)
 	if err != nil {
 		return w, fmt.Errorf("agent: %w", err)
 	}
-	k0, err := ReadCPU(p.proxy)
+	k0, _, err := ReadTreeCPU(p.proxy)
 	if err != nil {
 		return w, fmt.Errorf("kube-proxy: %w", err)
 	}
 	start := time.Now()
 	fn(ctx)
-	a1, err := ReadCPU(p.agent)
+	a1, ak, err := ReadTreeCPU(p.agent)
 	if err != nil {
 		return w, fmt.Errorf("agent (died in the window?): %w", err)
 	}
-	k1, err := ReadCPU(p.proxy)
+	k1, kk, err := ReadTreeCPU(p.proxy)
 	if err != nil {
 		return w, fmt.Errorf("kube-proxy (died in the window?): %w", err)
 	}
 	w.Took = time.Since(start)
-	w.AgentLiveKids, w.ProxyLiveKids = len(LiveChildren(p.agent)), len(LiveChildren(p.proxy))
+	w.AgentLiveKids, w.ProxyLiveKids = ak, kk
 	w.Agent, w.Proxy = a1.Sub(a0), k1.Sub(k0)
 	w.LoadEnd = loadavg()
 	return w, nil
@@ -390,9 +392,14 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	// Drain: the last changes converge after the window.
 	d0 := time.Now()
 	var st scenarios.Status
+	lastPoll := time.Now()
 	for time.Since(d0) < cfg.Drain {
 		if err := a.Get(ctx, "/v1/status", &st); err == nil && st.PendingChanges == 0 {
 			break
+		}
+		if time.Since(lastPoll) > time.Second {
+			_ = collectLag(ctx, a, start, collected) // the listing keeps 1,000
+			lastPoll = time.Now()
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -421,20 +428,6 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	if n0 > 0 {
 		w.AgentT2T0Mean = t2t0 / time.Duration(n0)
 	}
-	accounted := map[string]int{}
-	for _, s := range samples {
-		accounted[s.Service] += 1 + s.Superseded
-	}
-	for _, c := range changes {
-		if c.Err != nil {
-			continue
-		}
-		if accounted[c.Service] > 0 {
-			accounted[c.Service]--
-		} else if len(w.MissingChanges) < 10 {
-			w.MissingChanges = append(w.MissingChanges, c)
-		}
-	}
 	if am1, err := a.Metrics(ctx); err == nil {
 		c0, _ := am0.Sum("netdrift_node_programming_lag_seconds_count", nil)
 		c1, _ := am1.Sum("netdrift_node_programming_lag_seconds_count", nil)
@@ -450,6 +443,21 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		v1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_sum", v4)
 		if w.ProxyNetProgN = int(c1 - c0); w.ProxyNetProgN > 0 {
 			w.ProxyNetProg = time.Duration((v1 - v0) / (c1 - c0) * float64(time.Second))
+		}
+	}
+	// Which changes: only when the listing is complete.
+	accounted := map[string]int{}
+	for _, s := range samples {
+		accounted[s.Service] += 1 + s.Superseded
+	}
+	for _, c := range changes {
+		if c.Err != nil {
+			continue
+		}
+		if accounted[c.Service] > 0 {
+			accounted[c.Service]--
+		} else if len(w.MissingChanges) < 10 && w.Samples >= w.SamplesMetric {
+			w.MissingChanges = append(w.MissingChanges, c)
 		}
 	}
 	// Lag precision against kube-proxy's logged syncs.
