@@ -67,14 +67,21 @@ func (r *Result) Write(w io.Writer) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
-	fmt.Fprintf(w, "\nset-up: lab up %s; objects created in %s (kube-proxy stopped meanwhile)\n", sec(r.LabUp), sec(r.CreateTook))
+	if c.ProxyStart == "running" {
+		fmt.Fprintf(w, "\nset-up: lab up %s; objects created in %s with kube-proxy running; it held every service %s after the last create, using %s CPU over both (%s own + %s children)\n",
+			sec(r.LabUp), sec(r.CreateTook), sec(r.ProxyCaughtUp), sec(r.ProxyCreateCPU.Total()), sec(r.ProxyCreateCPU.Self()), sec(r.ProxyCreateCPU.Children()))
+	} else {
+		fmt.Fprintf(w, "\nset-up: lab up %s; objects created in %s (kube-proxy stopped meanwhile)\n", sec(r.LabUp), sec(r.CreateTook))
+	}
 
 	if r.StartupTook > 0 {
 		fmt.Fprintln(w, "\nstart-up (agent start -> ready: first full comparison, nothing pending, no finding):")
 		row("", "wall", "CPU", "agent/this CPU")
 		row("agent", sec(r.StartupTook), sec(r.StartupCPU.Total()), "")
-		row("kube-proxy (start -> first full sync)", sec(r.ProxySyncedAfter), sec(r.ProxySyncCPU.Total()),
-			ratio(r.StartupCPU.Total().Seconds(), r.ProxySyncCPU.Total().Seconds()))
+		if r.ProxySyncedAfter > 0 {
+			row("kube-proxy (start -> first full sync)", sec(r.ProxySyncedAfter), sec(r.ProxySyncCPU.Total()),
+				ratio(r.StartupCPU.Total().Seconds(), r.ProxySyncCPU.Total().Seconds()))
+		}
 		for _, ref := range r.Refs {
 			row(ref.Cmd, sec(ref.Wall), sec(ref.CPU), ratio(r.StartupCPU.Total().Seconds(), ref.CPU.Seconds()))
 		}

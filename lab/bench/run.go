@@ -38,10 +38,17 @@ type Config struct {
 	Idle                time.Duration // the quiet window
 	SyncTimeout         time.Duration // bound on kube-proxy's first sync and the agent's start-up
 	Drain               time.Duration // after a window: wait this long at most for pending changes
-	Agent               string        // the netdrift binary
-	AgentArgs           []string
-	LabName             string
-	Logf                func(format string, args ...any)
+	// ProxyDuringCreate keeps kube-proxy running while the objects are
+	// created (it then builds its table in many partial syncs). Otherwise
+	// it is stopped meanwhile and started afterwards, and its start-up to
+	// the first full sync is measured. Default (ProxyStart ""): running for
+	// iptables-nft, whose one-transaction restore of a whole 100k-endpoint
+	// table ran for more than 6 minutes of CPU here; stopped otherwise.
+	ProxyStart string // "", "running" or "stopped"
+	Agent      string // the netdrift binary
+	AgentArgs  []string
+	LabName    string
+	Logf       func(format string, args ...any)
 }
 
 func (c *Config) defaults() error {
@@ -62,6 +69,16 @@ func (c *Config) defaults() error {
 	}
 	if c.SyncTimeout == 0 {
 		c.SyncTimeout = 30 * time.Minute
+	}
+	switch c.ProxyStart {
+	case "":
+		c.ProxyStart = "stopped"
+		if c.Mode == "iptables-nft" {
+			c.ProxyStart = "running"
+		}
+	case "running", "stopped":
+	default:
+		return fmt.Errorf("proxy start %q: want running or stopped", c.ProxyStart)
 	}
 	if c.Drain == 0 {
 		c.Drain = 2 * time.Minute
@@ -129,8 +146,10 @@ type Result struct {
 	LoadEnd            string
 	LabUp              time.Duration
 	CreateTook         time.Duration
-	ProxySyncedAfter   time.Duration // from the first create to kube-proxy holding everything
-	ProxySyncCPU       CPU           // kube-proxy over creation + first sync
+	ProxySyncedAfter   time.Duration // ProxyStart stopped: kube-proxy's start -> holding every service (its first full sync)
+	ProxySyncCPU       CPU           // ProxyStart stopped: kube-proxy's CPU by then
+	ProxyCaughtUp      time.Duration // ProxyStart running: last create -> kube-proxy holding every service
+	ProxyCreateCPU     CPU           // ProxyStart running: kube-proxy's CPU over creation and catching up
 	Refs               []RefDump
 	StartupTook        time.Duration // agent start -> ready, zero pending, zero findings
 	StartupCPU         CPU
@@ -219,40 +238,61 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	}
 	hc.Timeout = 30 * time.Second
 	proxy := &proxyMetrics{http: hc}
+	var cl *Cluster
 
 	// Objects, created while kube-proxy is stopped (it would re-sync its
 	// growing table all along, slowing the API server on a small machine);
 	// then kube-proxy's start-up to its first full sync of them, the
 	// reference for the agent's start-up.
 	res.Services = cfg.Endpoints / cfg.EndpointsPerService
-	if err := l.StopKubeProxy(node); err != nil {
-		return err
-	}
-	t0 := time.Now()
-	logf("creating %d services x %d endpoints (kube-proxy stopped)", res.Services, cfg.Endpoints/res.Services)
-	cl, err := CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
-	if err != nil {
-		return fmt.Errorf("creating objects: %w", err)
-	}
-	res.CreateTook = time.Since(t0)
-	logf("created in %s; starting kube-proxy", res.CreateTook.Round(time.Millisecond))
-	t0 = time.Now()
-	sctx, cancel := context.WithTimeout(ctx, cfg.SyncTimeout)
-	err = l.StartKubeProxy(sctx, node)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("kube-proxy's start-up at %d endpoints: %w", cfg.Endpoints, err)
-	}
-	if proxyPID, err = l.KubeProxyPID(node); err != nil {
-		return err
-	}
 	last := res.Services - 1
-	if err := waitProxySynced(ctx, l, proxy, cl.ClusterIPs[last], cfg.EndpointsPerService, t0, time.Until(t0.Add(cfg.SyncTimeout))); err != nil {
-		return fmt.Errorf("kube-proxy's first sync of %d endpoints: %w", cfg.Endpoints, err)
+	if cfg.ProxyStart == "running" {
+		cpu0, _, _ := ReadTreeCPU(proxyPID)
+		t0 := time.Now()
+		logf("creating %d services x %d endpoints (kube-proxy running)", res.Services, cfg.EndpointsPerService)
+		cl, err = CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
+		if err != nil {
+			return fmt.Errorf("creating objects: %w", err)
+		}
+		res.CreateTook = time.Since(t0)
+		logf("created in %s; waiting for kube-proxy's sync", res.CreateTook.Round(time.Millisecond))
+		t1 := time.Now()
+		if err := waitProxySynced(ctx, l, proxy, cl.ClusterIPs[last], cfg.EndpointsPerService, t1, cfg.SyncTimeout); err != nil {
+			return fmt.Errorf("kube-proxy's sync of %d endpoints: %w", cfg.Endpoints, err)
+		}
+		res.ProxyCaughtUp = time.Since(t1)
+		cpu1, _, _ := ReadTreeCPU(proxyPID)
+		res.ProxyCreateCPU = cpu1.Sub(cpu0)
+		logf("kube-proxy holds every service %s after the last create (CPU over creation %s)", res.ProxyCaughtUp.Round(time.Millisecond), res.ProxyCreateCPU.Total())
+	} else {
+		if err := l.StopKubeProxy(node); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		logf("creating %d services x %d endpoints (kube-proxy stopped)", res.Services, cfg.EndpointsPerService)
+		cl, err = CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
+		if err != nil {
+			return fmt.Errorf("creating objects: %w", err)
+		}
+		res.CreateTook = time.Since(t0)
+		logf("created in %s; starting kube-proxy", res.CreateTook.Round(time.Millisecond))
+		t0 = time.Now()
+		sctx, cancel := context.WithTimeout(ctx, cfg.SyncTimeout)
+		err = l.StartKubeProxy(sctx, node)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("kube-proxy's start-up at %d endpoints: %w", cfg.Endpoints, err)
+		}
+		if proxyPID, err = l.KubeProxyPID(node); err != nil {
+			return err
+		}
+		if err := waitProxySynced(ctx, l, proxy, cl.ClusterIPs[last], cfg.EndpointsPerService, t0, time.Until(t0.Add(cfg.SyncTimeout))); err != nil {
+			return fmt.Errorf("kube-proxy's first sync of %d endpoints: %w", cfg.Endpoints, err)
+		}
+		res.ProxySyncedAfter = time.Since(t0)
+		res.ProxySyncCPU, _, _ = ReadTreeCPU(proxyPID)
+		logf("kube-proxy started and holds every service after %s (CPU %s)", res.ProxySyncedAfter.Round(time.Millisecond), res.ProxySyncCPU.Total())
 	}
-	res.ProxySyncedAfter = time.Since(t0)
-	res.ProxySyncCPU, _, _ = ReadTreeCPU(proxyPID)
-	logf("kube-proxy started and holds every service after %s (CPU %s)", res.ProxySyncedAfter.Round(time.Millisecond), res.ProxySyncCPU.Total())
 
 	// The reference read, twice, before the agent runs.
 	for k := 0; k < 2; k++ {
