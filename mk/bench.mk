@@ -33,3 +33,42 @@ bench: bench-deps
 	  { uptime; ../$(BENCH_OUT)/bench.test -test.run '^$$' -test.bench "/$$s" -test.skip "$${skip:-^$$}" \
 	      -test.benchtime $$count -test.timeout 90m; uptime; } | tee ../$(BENCH_OUT)/reading-$$s.txt || exit 1; \
 	done
+
+# make bench-live (root): the live cost benchmark of BENCHMARKS.md ("Live: the
+# agent beside kube-proxy"). Per mode and scale, a one-node lab (real control
+# plane, real kube-proxy, bin/netdrift as a process), BENCH_LIVE_SCALES total
+# endpoints (10 per service) written straight to the API server, an idle window
+# and one churn window per rate; CPU (with reaped children), peak RSS, start-up
+# beside the reference dump, samples per change and lag precision. Tables in
+# $(BENCH_LIVE_OUT)/<mode>-<scale>.txt, the whole log in bench-live.log.
+BENCH_LIVE_OUT ?= bin/bench-live
+BENCH_LIVE_MODES ?= nftables iptables-nft iptables-legacy
+BENCH_LIVE_SCALES ?= 10k 100k
+BENCH_LIVE_RATES ?= 1 20
+BENCH_LIVE_SECONDS ?= 60
+BENCH_LIVE_IDLE_SECONDS ?= 30
+BENCH_LIVE_SYNC_TIMEOUT ?= 30m
+BENCH_LIVE_AGENT_ARGS ?=
+# running or stopped: kube-proxy while the objects are created (default: running for iptables-nft only)
+BENCH_LIVE_PROXY_START ?=
+BENCH_LIVE_ENV = NETDRIFT_BENCH_LIVE=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift BENCH_LIVE_OUT=$(CURDIR)/$(BENCH_LIVE_OUT) \
+	BENCH_LIVE_MODES='$(BENCH_LIVE_MODES)' BENCH_LIVE_SCALES='$(BENCH_LIVE_SCALES)' BENCH_LIVE_RATES='$(BENCH_LIVE_RATES)' \
+	BENCH_LIVE_SECONDS=$(BENCH_LIVE_SECONDS) BENCH_LIVE_IDLE_SECONDS=$(BENCH_LIVE_IDLE_SECONDS) \
+	BENCH_LIVE_SYNC_TIMEOUT=$(BENCH_LIVE_SYNC_TIMEOUT) BENCH_LIVE_AGENT_ARGS='$(BENCH_LIVE_AGENT_ARGS)' BENCH_LIVE_PROXY_START=$(BENCH_LIVE_PROXY_START)
+
+.PHONY: bench-live test-bench-live-quick
+
+bench-live: bench-deps build lab-bins
+	@test "$$(id -u)" = 0 || { echo "make bench-live needs root (the lab: network namespaces, kube-proxy)"; exit 1; }
+	mkdir -p $(BENCH_LIVE_OUT)
+	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -c -o $(CURDIR)/$(BENCH_LIVE_OUT)/benchlive.test ./bench
+	set -o pipefail; cd $(LAB_DIR)/bench && { uptime; $(BENCH_LIVE_ENV) $(CURDIR)/$(BENCH_LIVE_OUT)/benchlive.test \
+	  -test.run '^TestBenchLive$$' -test.v -test.timeout 12h; rc=$$?; uptime; exit $$rc; } 2>&1 | tee $(CURDIR)/$(BENCH_LIVE_OUT)/bench-live.log
+
+# The CI variant (root, ~50 s per mode): 1,000 endpoints, one 30 s window at
+# 5 changes/s in nftables and iptables-nft mode; asserts that every change
+# yields a lag sample or a counted reason and that both processes' CPU was
+# measured, never a time.
+test-bench-live-quick: build lab-bins
+	cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 10m -v \
+	  -run '^TestBenchLiveQuick$$|^TestParse|^TestReadSelf' ./bench

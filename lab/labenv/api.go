@@ -158,7 +158,8 @@ func (l *Lab) StopKubeProxy(node string) error {
 	return nil
 }
 
-// StartKubeProxy starts node's kube-proxy if it is not running.
+// StartKubeProxy starts node's kube-proxy if it is not running and waits
+// for its first sync: up to ctx's deadline, or 60 s without one.
 func (l *Lab) StartKubeProxy(ctx context.Context, node string) error {
 	i, err := l.index(node)
 	if err != nil {
@@ -170,7 +171,11 @@ func (l *Lab) StartKubeProxy(ctx context.Context, node string) error {
 	if err := l.startKubeProxy(i); err != nil {
 		return err
 	}
-	return l.waitKubeProxy(ctx, i, 60*time.Second)
+	timeout := 60 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	return l.waitKubeProxy(ctx, i, timeout)
 }
 
 func (l *Lab) signalProc(name string, sig syscall.Signal) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -138,7 +139,7 @@ func (l *Lab) up(ctx context.Context) error {
 	}
 	// Agents start once kube-proxy has written its rules, so they find
 	// its datapath mode at startup.
-	for i := 1; i <= o.Nodes; i++ {
+	for i := 1; i <= o.Nodes && !o.DeferAgents; i++ {
 		if err := l.startAgent(i); err != nil {
 			return err
 		}
@@ -170,8 +171,13 @@ func (l *Lab) setupClient() error {
 
 // start launches a process, records it in the state file and returns it.
 func (l *Lab) start(name, ns string, args []string) (*Proc, error) {
+	return l.startEnv(name, ns, nil, args)
+}
+
+// startEnv is start with extra environment variables.
+func (l *Lab) startEnv(name, ns string, env, args []string) (*Proc, error) {
 	log := filepath.Join(l.opts.Dir, "logs", sanitize(name)+".log")
-	p, err := startProc(name, ns, log, args...)
+	p, err := startProcEnv(name, ns, log, env, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +239,22 @@ func (l *Lab) Stop() error {
 	for i := len(procs) - 1; i >= 0; i-- { // reverse start order
 		procs[i].stop(5 * time.Second)
 	}
+	keepLogs(l.opts.Name, l.opts.Dir)
 	return cleanupLab(l.opts.Name, l.opts.Dir)
+}
+
+// keepLogs copies the lab's logs to $NETDRIFT_LAB_KEEP_LOGS/<name> when
+// that is set (a debugging aid: Stop removes the lab directory, also when
+// Start fails).
+func keepLogs(name, dir string) {
+	keep := os.Getenv("NETDRIFT_LAB_KEEP_LOGS")
+	if keep == "" || dir == "" {
+		return
+	}
+	dst := filepath.Join(keep, name)
+	_ = os.RemoveAll(dst)
+	_ = os.MkdirAll(keep, 0o755)
+	_ = exec.Command("cp", "-r", filepath.Join(dir, "logs"), dst).Run()
 }
 
 // cleanupLab deletes every namespace of the lab and its directory.

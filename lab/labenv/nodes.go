@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -142,8 +144,74 @@ func (l *Lab) kubeProxyArgs(i int) []string {
 }
 
 func (l *Lab) startKubeProxy(i int) error {
-	_, err := l.start(kubeProxyName(i), nodeNS(l.opts.Name, i), l.kubeProxyArgs(i))
+	env, err := l.kubeProxyEnv()
+	if err != nil {
+		return err
+	}
+	_, err = l.startEnv(kubeProxyName(i), nodeNS(l.opts.Name, i), env, l.kubeProxyArgs(i))
 	return err
+}
+
+// kubeProxyEnv returns the PATH that makes kube-proxy run the iptables
+// backend of Options.IPTablesBackend (nil: the host's default).
+func (l *Lab) kubeProxyEnv() ([]string, error) {
+	b := l.opts.IPTablesBackend
+	if b == "" || l.opts.ProxyMode != "iptables" {
+		return nil, nil
+	}
+	dir := filepath.Join(l.opts.Dir, "iptables-"+b)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for _, fam := range []string{"iptables", "ip6tables"} {
+		for _, suffix := range []string{"", "-save", "-restore"} {
+			target, err := exec.LookPath(fam + "-" + b + suffix)
+			if err != nil {
+				return nil, fmt.Errorf("iptables backend %s: %w (install the iptables package)", b, err)
+			}
+			link := filepath.Join(dir, fam+suffix)
+			if _, err := os.Lstat(link); err == nil {
+				continue
+			}
+			if err := os.Symlink(target, link); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}, nil
+}
+
+// StartAgent starts node's netdrift agent (Options.Agent) if it is not
+// running; with Options.DeferAgents this is how agents start. It returns
+// the agent's PID. The lab stops it like its other processes.
+func (l *Lab) StartAgent(node string) (int, error) {
+	i, err := l.index(node)
+	if err != nil {
+		return 0, err
+	}
+	if l.opts.Agent == "" {
+		return 0, fmt.Errorf("lab started without Options.Agent")
+	}
+	if p := l.proc(agentName(i)); p != nil && p.Alive() {
+		return p.PID, nil
+	}
+	if err := l.startAgent(i); err != nil {
+		return 0, err
+	}
+	return l.AgentPID(node)
+}
+
+// AgentPID returns the PID of node's netdrift agent.
+func (l *Lab) AgentPID(node string) (int, error) {
+	i, err := l.index(node)
+	if err != nil {
+		return 0, err
+	}
+	p := l.proc(agentName(i))
+	if p == nil || !p.Alive() {
+		return 0, fmt.Errorf("no running agent on %q", node)
+	}
+	return p.PID, nil
 }
 
 // startAgent is the hook for the netdrift agent: when Options.Agent is set

@@ -40,11 +40,22 @@ type Options struct {
 	// plus AgentArgs inside every node namespace.
 	Agent     string
 	AgentArgs []string
+	// DeferAgents: with Agent set, Start does not start the agents; the
+	// caller starts each with StartAgent (e.g. to time the agent's start-up
+	// against a table kube-proxy already holds).
+	DeferAgents bool
 	// ProxyArgs are extra kube-proxy flags (e.g. "--iptables-min-sync-period=0").
 	ProxyArgs []string
 	// ServiceAccountAdmission enables the API server's ServiceAccount admission plugin
 	// (off by default: the stand-in's pods mount nothing), for pods a real kubelet runs.
 	ServiceAccountAdmission bool
+	// IPTablesBackend picks the iptables kube-proxy runs in iptables mode:
+	// "" (the host's `iptables`, on Debian the nft backend), "nft" or
+	// "legacy". kube-proxy execs iptables, iptables-save and
+	// iptables-restore (and the ip6tables ones) from PATH; for "nft" and
+	// "legacy" its PATH starts with a directory of links to the
+	// iptables-<backend> commands.
+	IPTablesBackend string
 	// LeasePeriod is how often the kubelet stand-in renews node Leases.
 	// Default 10s.
 	LeasePeriod time.Duration
@@ -86,6 +97,11 @@ func (o *Options) setDefaults() error {
 	case "iptables", "nftables":
 	default:
 		return fmt.Errorf("proxy mode %q: want iptables or nftables", o.ProxyMode)
+	}
+	switch o.IPTablesBackend {
+	case "", "nft", "legacy":
+	default:
+		return fmt.Errorf("iptables backend %q: want nft or legacy", o.IPTablesBackend)
 	}
 	if o.Dir == "" {
 		o.Dir = DefaultDir(o.Name)

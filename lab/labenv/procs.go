@@ -103,6 +103,12 @@ func (p *Proc) Alive() bool {
 // startProc starts binary args inside namespace ns ("" = the caller's),
 // logging stdout and stderr to logPath. It runs in its own process group.
 func startProc(name, ns, logPath string, args ...string) (*Proc, error) {
+	return startProcEnv(name, ns, logPath, nil, args...)
+}
+
+// startProcEnv is startProc with extra environment variables (appended to
+// this process's environment; a later entry wins).
+func startProcEnv(name, ns, logPath string, env []string, args ...string) (*Proc, error) {
 	full := args
 	bin := args[0]
 	if ns != "" {
@@ -116,6 +122,9 @@ func startProc(name, ns, logPath string, args ...string) (*Proc, error) {
 	defer lf.Close()
 	cmd := exec.Command(bin, full[1:]...)
 	cmd.Stdout, cmd.Stderr = lf, lf
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)

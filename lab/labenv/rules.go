@@ -18,17 +18,26 @@ func (l *Lab) ProgrammedBackends(node, ip string, port int) ([]string, error) {
 		}
 		return parseNFTBackends(string(out), ip, port)
 	}
-	out, err := l.Exec(node, "iptables-save", "-t", "nat")
+	save := "iptables-save"
+	if b := l.opts.IPTablesBackend; b != "" {
+		save = "iptables-" + b + "-save"
+	}
+	out, err := l.Exec(node, save, "-t", "nat")
 	if err != nil {
 		return nil, err
 	}
 	return parseIPTablesBackends(string(out), ip, port)
 }
 
-var arrowRE = regexp.MustCompile(`-> ([0-9.]+:[0-9]+)"`)
+var (
+	arrowRE = regexp.MustCompile(`-> ([0-9.]+:[0-9]+)"`)
+	dnatRE  = regexp.MustCompile(`^-A (KUBE-SEP-[A-Z0-9]+) .*-j DNAT .*--to-destination ([0-9.]+:[0-9]+)`)
+)
 
 // parseIPTablesBackends finds the KUBE-SVC chain KUBE-SERVICES sends
-// ip:port to and returns the "-> IP:PORT" backends its KUBE-SEP jumps name.
+// ip:port to and returns the "-> IP:PORT" backends its KUBE-SEP jumps name,
+// or, without comments (kube-proxy drops them above 1,000 endpoints), the
+// DNAT targets of the KUBE-SEP chains it jumps to.
 func parseIPTablesBackends(save, ip string, port int) ([]string, error) {
 	lines := strings.Split(save, "\n")
 	dst, dport := "-d "+ip+"/32 ", fmt.Sprintf("--dport %d ", port)
@@ -43,16 +52,28 @@ func parseIPTablesBackends(save, ip string, port int) ([]string, error) {
 	if chain == "" {
 		return nil, nil
 	}
+	dnat := map[string]string{}
+	for _, ln := range lines {
+		if m := dnatRE.FindStringSubmatch(ln); m != nil {
+			dnat[m[1]] = m[2]
+		}
+	}
 	var out []string
 	for n, ln := range lines {
-		if !strings.HasPrefix(ln, "-A "+chain+" ") || !strings.Contains(ln, "-j KUBE-SEP-") {
+		i := strings.Index(ln, "-j KUBE-SEP-")
+		if !strings.HasPrefix(ln, "-A "+chain+" ") || i < 0 {
 			continue
 		}
-		m := arrowRE.FindStringSubmatch(ln)
-		if m == nil {
-			return nil, fmt.Errorf("line %d: endpoint jump without a \"-> IP:PORT\" comment: %s", n+1, ln)
+		if m := arrowRE.FindStringSubmatch(ln); m != nil {
+			out = append(out, m[1])
+			continue
 		}
-		out = append(out, m[1])
+		sep := strings.TrimSpace(ln[i+3:])
+		if to, ok := dnat[sep]; ok {
+			out = append(out, to)
+			continue
+		}
+		return nil, fmt.Errorf("line %d: endpoint jump to %s: no \"-> IP:PORT\" comment and no DNAT in that chain: %s", n+1, sep, ln)
 	}
 	sort.Strings(out)
 	return out, nil

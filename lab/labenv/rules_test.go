@@ -44,6 +44,22 @@ func TestParseBackends(t *testing.T) {
 	}
 }
 
+// Above 1,000 endpoints kube-proxy writes no comments: the backends come
+// from the DNAT rules of the KUBE-SEP chains.
+func TestParseIPTablesLargeCluster(t *testing.T) {
+	in := `-A KUBE-SERVICES -d 10.96.0.9/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-X
+-A KUBE-SVC-X -m statistic --mode random --probability 0.50000000000 -j KUBE-SEP-A
+-A KUBE-SVC-X -j KUBE-SEP-B
+-A KUBE-SEP-A -s 10.128.0.1/32 -j KUBE-MARK-MASQ
+-A KUBE-SEP-A -p tcp -m tcp -j DNAT --to-destination 10.128.0.1:8080
+-A KUBE-SEP-B -p tcp -m tcp -j DNAT --to-destination 10.128.0.2:8080
+`
+	got, err := parseIPTablesBackends(in, "10.96.0.9", 80)
+	if err != nil || !reflect.DeepEqual(got, []string{"10.128.0.1:8080", "10.128.0.2:8080"}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}
+
 func TestParseIPTablesBadLine(t *testing.T) {
 	in := "-A KUBE-SERVICES -d 10.0.0.1/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-X\n-A KUBE-SVC-X -j KUBE-SEP-Y\n"
 	if _, err := parseIPTablesBackends(in, "10.0.0.1", 80); err == nil {

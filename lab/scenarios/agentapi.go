@@ -68,6 +68,9 @@ type LagSample struct {
 	T2                    time.Time `json:"t2"`
 	NodeLagSeconds        float64   `json:"node_lag_seconds"`
 	NetworkLatencySeconds *float64  `json:"network_latency_seconds"`
+	// Superseded: how many older changes of the service this one replaced
+	// before converging (they have no sample of their own).
+	Superseded int `json:"superseded"`
 }
 
 // Lag is /v1/lag (subset).

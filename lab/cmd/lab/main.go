@@ -59,6 +59,7 @@ func usage() {
 
 type flags struct {
 	name, mode, agent, dir string
+	iptablesBackend        string
 	nodes                  int
 	agentArgs              string
 }
@@ -70,6 +71,7 @@ func parse(cmd string, args []string) flags {
 	fs.StringVar(&f.dir, "dir", "", "lab directory (default $TMPDIR/netdrift-lab-<name>)")
 	fs.IntVar(&f.nodes, "nodes", 3, "number of nodes")
 	fs.StringVar(&f.mode, "mode", "iptables", "kube-proxy mode: iptables or nftables")
+	fs.StringVar(&f.iptablesBackend, "iptables-backend", "", "iptables mode: nft or legacy (default: the host's iptables)")
 	fs.StringVar(&f.agent, "agent", "", "netdrift binary to run as an agent in every node (optional)")
 	fs.StringVar(&f.agentArgs, "agent-args", "", "extra agent flags, space separated")
 	_ = fs.Parse(args)
@@ -135,8 +137,8 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	opts := labenv.Options{Name: f.name, Dir: f.dir, Nodes: f.nodes, ProxyMode: f.mode, Agent: f.agent,
-		AgentArgs: strings.Fields(f.agentArgs),
-		Logf:      func(format string, a ...any) { fmt.Printf(time.Now().Format("15:04:05.000 ")+format+"\n", a...) }}
+		IPTablesBackend: f.iptablesBackend, AgentArgs: strings.Fields(f.agentArgs),
+		Logf: func(format string, a ...any) { fmt.Printf(time.Now().Format("15:04:05.000 ")+format+"\n", a...) }}
 	l, err := labenv.Start(ctx, opts)
 	if err != nil {
 		return err

@@ -1,0 +1,713 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/netdrift/netdrift/lab/labenv"
+	"github.com/netdrift/netdrift/lab/scenarios"
+)
+
+// Modes are the datapath modes a run can measure.
+var Modes = map[string]struct{ ProxyMode, Backend, AgentDatapath, Short string }{
+	"nftables":        {"nftables", "", "nftables", "nft"},
+	"iptables-nft":    {"iptables", "nft", "iptables", "iptnft"},
+	"iptables-legacy": {"iptables", "legacy", "iptables", "iptleg"},
+}
+
+// Config is one run: a mode at a scale, with churn windows at Rates.
+type Config struct {
+	Mode                string // a key of Modes
+	Endpoints           int    // total endpoints (Services = Endpoints / EndpointsPerService)
+	EndpointsPerService int    // default 10
+	Rates               []float64
+	Window              time.Duration // each churn window
+	Idle                time.Duration // the quiet window
+	SyncTimeout         time.Duration // bound on kube-proxy's first sync and the agent's start-up
+	Drain               time.Duration // after a window: wait this long at most for pending changes
+	// ProxyDuringCreate keeps kube-proxy running while the objects are
+	// created (it then builds its table in many partial syncs). Otherwise
+	// it is stopped meanwhile and started afterwards, and its start-up to
+	// the first full sync is measured. Default (ProxyStart ""): running for
+	// iptables-nft, whose one-transaction restore of a whole 100k-endpoint
+	// table ran for more than 6 minutes of CPU here; stopped otherwise.
+	ProxyStart string // "", "running" or "stopped"
+	Agent      string // the netdrift binary
+	AgentArgs  []string
+	LabName    string
+	Logf       func(format string, args ...any)
+}
+
+func (c *Config) defaults() error {
+	if _, ok := Modes[c.Mode]; !ok {
+		return fmt.Errorf("mode %q: want nftables, iptables-nft or iptables-legacy", c.Mode)
+	}
+	if c.EndpointsPerService == 0 {
+		c.EndpointsPerService = 10
+	}
+	if c.Endpoints < c.EndpointsPerService {
+		return fmt.Errorf("endpoints %d: want at least %d", c.Endpoints, c.EndpointsPerService)
+	}
+	if c.Window == 0 {
+		c.Window = 60 * time.Second
+	}
+	if c.Idle == 0 {
+		c.Idle = 30 * time.Second
+	}
+	if c.SyncTimeout == 0 {
+		c.SyncTimeout = 30 * time.Minute
+	}
+	switch c.ProxyStart {
+	case "":
+		c.ProxyStart = "stopped"
+		if c.Mode == "iptables-nft" {
+			c.ProxyStart = "running"
+		}
+	case "running", "stopped":
+	default:
+		return fmt.Errorf("proxy start %q: want running or stopped", c.ProxyStart)
+	}
+	if c.Drain == 0 {
+		c.Drain = 2 * time.Minute
+	}
+	if c.LabName == "" {
+		c.LabName = "bl" + Modes[c.Mode].Short
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return nil
+}
+
+// Window is one measured window.
+type Window struct {
+	Name            string
+	Rate            float64 // changes per second asked (0: idle)
+	Took            time.Duration
+	LoadStart       string // /proc/loadavg
+	LoadEnd         string
+	Agent, Proxy    CPU
+	AgentLiveKids   int // children still running at the window's end (their CPU so far is counted)
+	ProxyLiveKids   int
+	Changes         int
+	ChangeErrors    int
+	Samples         int // lag samples listed by /v1/lag for changes delivered in the window
+	SamplesMetric   int // increase of netdrift_node_programming_lag_seconds_count
+	Superseded      int // changes the samples say they replaced (the agent's counted reason)
+	PendingAtEnd    int // the agent's pending changes after the drain
+	DrainTook       time.Duration
+	ProxySyncs      int // increase of kubeproxy_sync_proxy_rules_duration_seconds_count
+	Precision       []time.Duration
+	PrecisionNoSync int // samples with no kube-proxy sync to match
+	OutsideSync     int // samples whose T2 is outside the sync that programmed them
+	AgentT2T0Mean   time.Duration
+	ProxyNetProg    time.Duration // mean of kubeproxy_network_programming_duration_seconds in the window
+	ProxyNetProgN   int
+	LagPollErrors   []string // failed /v1/lag polls (samples may be missing from the listing)
+	MissingChanges  []Change // changes of services with fewer samples + supersessions than changes (first 10)
+}
+
+// Missing is the changes with neither a sample, a counted supersession nor
+// still pending.
+// /v1/lag keeps the newest 1,000 samples: when one read converges more
+// than that, the listing falls short and the metric is the count.
+func (w Window) Missing() int {
+	return w.Changes - w.ChangeErrors - max(w.Samples, w.SamplesMetric) - w.Superseded - w.PendingAtEnd
+}
+
+// RefDump is one reference read of the table in the node's namespace.
+type RefDump struct {
+	Cmd   string
+	CPU   time.Duration // rusage of the child(ren)
+	Wall  time.Duration
+	Bytes int
+}
+
+// Result is one run.
+type Result struct {
+	Config             Config
+	Services           int
+	Host               string
+	Started            time.Time
+	LoadStart          string
+	LoadEnd            string
+	LabUp              time.Duration
+	CreateTook         time.Duration
+	ProxySyncedAfter   time.Duration // ProxyStart stopped: kube-proxy's start -> holding every service (its first full sync)
+	ProxySyncCPU       CPU           // ProxyStart stopped: kube-proxy's CPU by then
+	ProxyCaughtUp      time.Duration // ProxyStart running: last create -> kube-proxy holding every service
+	ProxyCreateCPU     CPU           // ProxyStart running: kube-proxy's CPU over creation and catching up
+	Refs               []RefDump
+	StartupTook        time.Duration // agent start -> ready, zero pending, zero findings
+	StartupCPU         CPU
+	StartupRSS         int64
+	Frontends          float64 // netdrift_frontends{state="observed"} at ready
+	Idle               *Window
+	Churn              []Window
+	AgentMem, ProxyMem Mem
+	Notes              []string
+	Err                error
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// Run measures one configuration. The lab is removed on return, success or
+// not; what was measured before an error is in the result.
+func Run(ctx context.Context, cfg Config) (res *Result) {
+	res = &Result{Config: cfg, Started: time.Now(), LoadStart: loadavg()}
+	res.Host, _ = os.Hostname()
+	if err := cfg.defaults(); err != nil {
+		res.Err = err
+		return res
+	}
+	res.Config = cfg
+	logf := cfg.Logf
+	m := Modes[cfg.Mode]
+	dir := labenv.DefaultDir(cfg.LabName)
+	if left := labenv.Leftovers(cfg.LabName, dir); len(left) > 0 {
+		logf("removing what a previous run left of lab %s: %v", cfg.LabName, left)
+		if err := labenv.Down(cfg.LabName, dir); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+	l, err := labenv.Start(ctx, labenv.Options{
+		Name: cfg.LabName, Dir: dir, Nodes: 1, ProxyMode: m.ProxyMode, IPTablesBackend: m.Backend,
+		Agent: cfg.Agent, DeferAgents: true,
+		AgentArgs: append([]string{"--datapath=" + m.AgentDatapath}, cfg.AgentArgs...),
+		Logf:      logf,
+	})
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer func() {
+		res.LoadEnd = loadavg()
+		if err := l.Stop(); err != nil {
+			res.Err = errors.Join(res.Err, fmt.Errorf("lab stop: %w", err))
+		}
+		if left := labenv.Leftovers(cfg.LabName, dir); len(left) > 0 {
+			res.Err = errors.Join(res.Err, fmt.Errorf("left over after stop: %v", left))
+		}
+	}()
+	res.LabUp = l.UpTook()
+	res.Err = run(ctx, l, cfg, res)
+	return res
+}
+
+const node = "node-1"
+
+func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
+	logf := cfg.Logf
+	proxyPID, err := l.KubeProxyPID(node)
+	if err != nil {
+		return err
+	}
+	if c := Comm(proxyPID); c != "kube-proxy" {
+		return fmt.Errorf("kube-proxy PID %d runs %q", proxyPID, c)
+	}
+	rc := l.RESTConfig()
+	rc.QPS, rc.Burst = 5000, 10000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	hc, err := l.HTTPClient(node)
+	if err != nil {
+		return err
+	}
+	hc.Timeout = 30 * time.Second
+	proxy := &proxyMetrics{http: hc}
+	var cl *Cluster
+
+	// Objects, created while kube-proxy is stopped (it would re-sync its
+	// growing table all along, slowing the API server on a small machine);
+	// then kube-proxy's start-up to its first full sync of them, the
+	// reference for the agent's start-up.
+	res.Services = cfg.Endpoints / cfg.EndpointsPerService
+	last := res.Services - 1
+	if cfg.ProxyStart == "running" {
+		cpu0, _, _ := ReadTreeCPU(proxyPID)
+		t0 := time.Now()
+		logf("creating %d services x %d endpoints (kube-proxy running)", res.Services, cfg.EndpointsPerService)
+		cl, err = CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
+		if err != nil {
+			return fmt.Errorf("creating objects: %w", err)
+		}
+		res.CreateTook = time.Since(t0)
+		logf("created in %s; waiting for kube-proxy's sync", res.CreateTook.Round(time.Millisecond))
+		t1 := time.Now()
+		if err := waitProxySynced(ctx, l, proxy, cl.ClusterIPs[last], cfg.EndpointsPerService, t1, cfg.SyncTimeout); err != nil {
+			return fmt.Errorf("kube-proxy's sync of %d endpoints: %w", cfg.Endpoints, err)
+		}
+		res.ProxyCaughtUp = time.Since(t1)
+		cpu1, _, _ := ReadTreeCPU(proxyPID)
+		res.ProxyCreateCPU = cpu1.Sub(cpu0)
+		logf("kube-proxy holds every service %s after the last create (CPU over creation %s)", res.ProxyCaughtUp.Round(time.Millisecond), res.ProxyCreateCPU.Total())
+	} else {
+		if err := l.StopKubeProxy(node); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		logf("creating %d services x %d endpoints (kube-proxy stopped)", res.Services, cfg.EndpointsPerService)
+		cl, err = CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
+		if err != nil {
+			return fmt.Errorf("creating objects: %w", err)
+		}
+		res.CreateTook = time.Since(t0)
+		logf("created in %s; starting kube-proxy", res.CreateTook.Round(time.Millisecond))
+		t0 = time.Now()
+		sctx, cancel := context.WithTimeout(ctx, cfg.SyncTimeout)
+		err = l.StartKubeProxy(sctx, node)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("kube-proxy's start-up at %d endpoints: %w", cfg.Endpoints, err)
+		}
+		if proxyPID, err = l.KubeProxyPID(node); err != nil {
+			return err
+		}
+		if err := waitProxySynced(ctx, l, proxy, cl.ClusterIPs[last], cfg.EndpointsPerService, t0, time.Until(t0.Add(cfg.SyncTimeout))); err != nil {
+			return fmt.Errorf("kube-proxy's first sync of %d endpoints: %w", cfg.Endpoints, err)
+		}
+		res.ProxySyncedAfter = time.Since(t0)
+		res.ProxySyncCPU, _, _ = ReadTreeCPU(proxyPID)
+		logf("kube-proxy started and holds every service after %s (CPU %s)", res.ProxySyncedAfter.Round(time.Millisecond), res.ProxySyncCPU.Total())
+	}
+
+	// The reference read, twice, before the agent runs.
+	for k := 0; k < 2; k++ {
+		r, err := refDump(ctx, l, cfg.Mode)
+		if err != nil {
+			return err
+		}
+		res.Refs = append(res.Refs, r)
+		logf("reference %s: CPU %s wall %s (%d bytes)", r.Cmd, r.CPU, r.Wall.Round(time.Millisecond), r.Bytes)
+	}
+
+	// Agent start-up.
+	t1 := time.Now()
+	agentPID, err := l.StartAgent(node)
+	if err != nil {
+		return err
+	}
+	a := &scenarios.Agent{Node: node, Base: "http://" + l.AgentAddr(node), HTTP: hc}
+	if err := waitAgentClean(ctx, a, cfg.SyncTimeout, 100*time.Millisecond); err != nil {
+		return fmt.Errorf("agent start-up at %d endpoints (log %s): %w", cfg.Endpoints, l.LogPath("agent/"+node), err)
+	}
+	res.StartupTook = time.Since(t1)
+	res.StartupCPU, _, _ = ReadTreeCPU(agentPID)
+	if mem, err := ReadMem(agentPID); err == nil {
+		res.StartupRSS = mem.RSS
+	}
+	if ms, err := a.Metrics(ctx); err == nil {
+		res.Frontends, _ = ms.Sum("netdrift_frontends", map[string]string{"state": "observed"})
+	}
+	logf("agent ready in %s (CPU %s), %.0f frontends observed", res.StartupTook.Round(time.Millisecond), res.StartupCPU.Total(), res.Frontends)
+	if want := float64(res.Services); res.Frontends < want {
+		res.Notes = append(res.Notes, fmt.Sprintf("agent observed %.0f frontends, fewer than the %d services", res.Frontends, res.Services))
+	}
+
+	procs := pids{agent: agentPID, proxy: proxyPID}
+	// Idle.
+	time.Sleep(3 * time.Second)
+	idle, err := measure(ctx, procs, "idle", cfg.Idle, func(ctx context.Context) { sleepCtx(ctx, cfg.Idle) })
+	if err != nil {
+		return err
+	}
+	res.Idle = &idle
+	logf("idle %s: agent %s, kube-proxy %s", cfg.Idle, idle.Agent.Total(), idle.Proxy.Total())
+
+	cursor := 0
+	for _, rate := range cfg.Rates {
+		if err := waitAgentClean(ctx, a, cfg.Drain, 500*time.Millisecond); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("before the %g/s window the agent was not converged: %v", rate, err))
+		}
+		w, err := churnWindow(ctx, cfg, procs, a, proxy, l, cs, cl, rate, &cursor)
+		res.Churn = append(res.Churn, w)
+		if err != nil {
+			return err
+		}
+		logf("churn %g/s: %d changes, agent %s, kube-proxy %s, %d samples, %d superseded, %d pending, %d missing",
+			rate, w.Changes, w.Agent.Total(), w.Proxy.Total(), w.Samples, w.Superseded, w.PendingAtEnd, w.Missing())
+	}
+	res.AgentMem, _ = ReadMem(agentPID)
+	res.ProxyMem, _ = ReadMem(proxyPID)
+	return nil
+}
+
+type pids struct{ agent, proxy int }
+
+// measure runs fn as a window and reads both processes' CPU at its ends.
+func measure(ctx context.Context, p pids, name string, d time.Duration, fn func(context.Context)) (Window, error) {
+	w := Window{Name: name, LoadStart: loadavg()}
+	a0, _, err := ReadTreeCPU(p.agent)
+	if err != nil {
+		return w, fmt.Errorf("agent: %w", err)
+	}
+	k0, _, err := ReadTreeCPU(p.proxy)
+	if err != nil {
+		return w, fmt.Errorf("kube-proxy: %w", err)
+	}
+	start := time.Now()
+	fn(ctx)
+	a1, ak, err := ReadTreeCPU(p.agent)
+	if err != nil {
+		return w, fmt.Errorf("agent (died in the window?): %w", err)
+	}
+	k1, kk, err := ReadTreeCPU(p.proxy)
+	if err != nil {
+		return w, fmt.Errorf("kube-proxy (died in the window?): %w", err)
+	}
+	w.Took = time.Since(start)
+	w.AgentLiveKids, w.ProxyLiveKids = ak, kk
+	w.Agent, w.Proxy = a1.Sub(a0), k1.Sub(k0)
+	w.LoadEnd = loadavg()
+	return w, nil
+}
+
+func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, proxy *proxyMetrics,
+	l *labenv.Lab, cs kubernetes.Interface, cl *Cluster, rate float64, cursor *int) (Window, error) {
+	am0, err := a.Metrics(ctx)
+	if err != nil {
+		return Window{}, err
+	}
+	pm0, err := proxy.get(ctx)
+	if err != nil {
+		return Window{}, err
+	}
+	collected := map[string]scenarios.LagSample{}
+	var changes []Change
+	var lagErrs []string
+	start := time.Now()
+	w, err := measure(ctx, p, fmt.Sprintf("churn %g/s", rate), cfg.Window, func(ctx context.Context) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			changes = cl.Churn(ctx, cs, rate, cfg.Window, cursor)
+		}()
+		// /v1/lag keeps the newest 1,000 samples: collect as the window runs.
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := collectLag(ctx, a, start, collected); err != nil {
+					lagErrs = append(lagErrs, err.Error())
+				}
+			}
+		}
+	})
+	w.Rate = rate
+	if err != nil {
+		return w, err
+	}
+	w.Changes = len(changes)
+	for _, c := range changes {
+		if c.Err != nil {
+			w.ChangeErrors++
+		}
+	}
+	// Drain: the last changes converge after the window.
+	d0 := time.Now()
+	var st scenarios.Status
+	lastPoll := time.Now()
+	for time.Since(d0) < cfg.Drain {
+		if err := a.Get(ctx, "/v1/status", &st); err == nil && st.PendingChanges == 0 {
+			break
+		}
+		if time.Since(lastPoll) > time.Second {
+			_ = collectLag(ctx, a, start, collected) // the listing keeps 1,000
+			lastPoll = time.Now()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	w.DrainTook = time.Since(d0)
+	w.PendingAtEnd = st.PendingChanges
+	if err := collectLag(ctx, a, start, collected); err != nil {
+		lagErrs = append(lagErrs, "after the drain: "+err.Error())
+	}
+	w.LagPollErrors = lagErrs
+
+	var samples []scenarios.LagSample
+	for _, s := range collected {
+		samples = append(samples, s)
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i].T1.Before(samples[j].T1) })
+	w.Samples = len(samples)
+	var t2t0 time.Duration
+	n0 := 0
+	for _, s := range samples {
+		w.Superseded += s.Superseded
+		if !s.T0.IsZero() {
+			t2t0 += s.T2.Sub(s.T0)
+			n0++
+		}
+	}
+	if n0 > 0 {
+		w.AgentT2T0Mean = t2t0 / time.Duration(n0)
+	}
+	if am1, err := a.Metrics(ctx); err == nil {
+		c0, _ := am0.Sum("netdrift_node_programming_lag_seconds_count", nil)
+		c1, _ := am1.Sum("netdrift_node_programming_lag_seconds_count", nil)
+		w.SamplesMetric = int(c1 - c0)
+	}
+	if pm1, err := proxy.get(ctx); err == nil {
+		s0, _ := pm0.Sum("kubeproxy_sync_proxy_rules_duration_seconds_count", v4)
+		s1, _ := pm1.Sum("kubeproxy_sync_proxy_rules_duration_seconds_count", v4)
+		w.ProxySyncs = int(s1 - s0)
+		c0, _ := pm0.Sum("kubeproxy_network_programming_duration_seconds_count", v4)
+		c1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_count", v4)
+		v0, _ := pm0.Sum("kubeproxy_network_programming_duration_seconds_sum", v4)
+		v1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_sum", v4)
+		if w.ProxyNetProgN = int(c1 - c0); w.ProxyNetProgN > 0 {
+			w.ProxyNetProg = time.Duration((v1 - v0) / (c1 - c0) * float64(time.Second))
+		}
+	}
+	// Which changes: only when the listing is complete.
+	accounted := map[string]int{}
+	for _, s := range samples {
+		accounted[s.Service] += 1 + s.Superseded
+	}
+	for _, c := range changes {
+		if c.Err != nil {
+			continue
+		}
+		if accounted[c.Service] > 0 {
+			accounted[c.Service]--
+		} else if len(w.MissingChanges) < 10 && w.Samples >= w.SamplesMetric {
+			w.MissingChanges = append(w.MissingChanges, c)
+		}
+	}
+	// Lag precision against kube-proxy's logged syncs.
+	syncs, err := readSyncs(l, start)
+	if err != nil {
+		return w, err
+	}
+	for _, s := range samples {
+		sy, ok := scenarios.MatchSync(syncs, s.T2, 50*time.Millisecond)
+		if !ok {
+			w.PrecisionNoSync++
+			continue
+		}
+		d := s.T2.Sub(sy.Complete)
+		if s.T2.Before(sy.Start.Add(-10*time.Millisecond)) || d > 100*time.Millisecond {
+			w.OutsideSync++
+		}
+		w.Precision = append(w.Precision, absDur(d))
+	}
+	return w, nil
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// collectLag adds /v1/lag samples of changes delivered since start. A busy
+// agent may answer slowly: three attempts.
+func collectLag(ctx context.Context, a *scenarios.Agent, since time.Time, into map[string]scenarios.LagSample) error {
+	var lag scenarios.Lag
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = a.Get(ctx, "/v1/lag", &lag); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, s := range lag.Samples {
+		if s.T1.Before(since) || !strings.HasPrefix(s.Service, Namespace+"/") {
+			continue
+		}
+		into[s.Service+"@"+s.T1.Format(time.RFC3339Nano)] = s
+	}
+	return nil
+}
+
+func readSyncs(l *labenv.Lab, since time.Time) ([]scenarios.Sync, error) {
+	f, err := os.Open(l.LogPath("kube-proxy/" + node))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// kube-proxy syncs each IP family on its own; every change here is IPv4.
+	var v4 bytes.Buffer
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), `ipFamily="IPv6"`) {
+			v4.Write(sc.Bytes())
+			v4.WriteByte('\n')
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	all, err := scenarios.ParseSyncs(&v4, since.Year(), time.Local)
+	if err != nil {
+		return nil, fmt.Errorf("kube-proxy log: %w", err)
+	}
+	var out []scenarios.Sync
+	for _, s := range all {
+		if s.Complete.After(since.Add(-time.Minute)) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+type proxyMetrics struct{ http *http.Client }
+
+// v4 selects kube-proxy's IPv4 series: it runs one proxier per family and
+// every figure here is about the IPv4 one.
+var v4 = map[string]string{"ip_family": "IPv4"}
+
+func (p *proxyMetrics) get(ctx context.Context) (scenarios.Samples, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:10249/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("kube-proxy metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return scenarios.ParseMetrics(string(b))
+}
+
+// waitProxySynced waits until kube-proxy has no pending service or
+// endpoint change, has completed a sync after createdAt, and programs the
+// last created service with all its endpoints.
+func waitProxySynced(ctx context.Context, l *labenv.Lab, p *proxyMetrics, lastIP string, eps int, createdAt time.Time, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		ms, err := p.get(ctx)
+		if err == nil {
+			ep, _ := ms.Sum("kubeproxy_sync_proxy_rules_endpoint_changes_pending", nil)
+			sv, _ := ms.Sum("kubeproxy_sync_proxy_rules_service_changes_pending", nil)
+			ts, _ := ms.Sum("kubeproxy_sync_proxy_rules_last_timestamp_seconds", v4)
+			last = fmt.Sprintf("pending endpoint changes %.0f, service changes %.0f, last sync %s", ep, sv,
+				time.Unix(int64(ts), 0).Format(time.TimeOnly))
+			if ep == 0 && sv == 0 && ts > float64(createdAt.Unix()) {
+				b, err := l.ProgrammedBackends(node, lastIP, 80)
+				if err == nil && len(b) == eps {
+					return nil
+				}
+				last += fmt.Sprintf("; %s:80 programs %d backends (%v)", lastIP, len(b), err)
+			}
+		} else {
+			last = err.Error()
+		}
+		sleepCtx(ctx, 2*time.Second)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("not within %s: %s", timeout, last)
+}
+
+// waitAgentClean waits until the agent is ready with a synced, healthy
+// watch, no pending change, no pending mismatch and no finding.
+func waitAgentClean(ctx context.Context, a *scenarios.Agent, timeout, every time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		var st struct {
+			scenarios.Status
+			PendingMismatches int `json:"pending_mismatches"`
+		}
+		err := a.Get(ctx, "/v1/status", &st)
+		if err == nil && st.Ready && st.Watch.Synced && st.Watch.Healthy && st.PendingChanges == 0 &&
+			st.PendingMismatches == 0 && st.Findings == 0 {
+			return nil
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = fmt.Sprintf("ready %v (%s), watch synced %v healthy %v, pending changes %d, pending mismatches %d, findings %d",
+				st.Ready, st.ReadyReason, st.Watch.Synced, st.Watch.Healthy, st.PendingChanges, st.PendingMismatches, st.Findings)
+		}
+		sleepCtx(ctx, every)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("not within %s: %s", timeout, last)
+}
+
+// refDump reads the table kube-proxy wrote the way any reader must
+// (`nft -j list table ip kube-proxy`, or iptables-save of nat and filter
+// with the mode's backend), in the node's namespace, and reports the
+// child's CPU from its rusage.
+func refDump(ctx context.Context, l *labenv.Lab, mode string) (RefDump, error) {
+	ns, err := l.NodeNetNS(node)
+	if err != nil {
+		return RefDump{}, err
+	}
+	var cmds [][]string
+	switch mode {
+	case "nftables":
+		cmds = [][]string{{"nft", "-j", "list", "table", "ip", "kube-proxy"}}
+	default:
+		save := "iptables-" + Modes[mode].Backend + "-save"
+		cmds = [][]string{{save, "-t", "nat"}, {save, "-t", "filter"}}
+	}
+	var r RefDump
+	var names []string
+	for _, c := range cmds {
+		names = append(names, strings.Join(c, " "))
+		var out bytes.Buffer
+		cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, c...)...)
+		cmd.Stdout = &out
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			return r, fmt.Errorf("%s: %v: %s", strings.Join(c, " "), err, stderr.String())
+		}
+		r.Wall += time.Since(start)
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.CPU += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+		r.Bytes += out.Len()
+	}
+	r.Cmd = strings.Join(names, " + ")
+	return r, nil
+}
