@@ -43,5 +43,5 @@ test-lab-race: lab-bins
 	cd $(LAB_DIR) && CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m -v ./labenv
 
 lab-lint:
-	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) vet ./labenv ./cmd/lab
+	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) vet ./labenv ./cmd/lab ./bench ./scenarios
 	@test -z "$$(gofmt -l $(LAB_DIR))" || { gofmt -l $(LAB_DIR); echo "gofmt needed"; exit 1; }
