@@ -79,6 +79,15 @@ type NFTReader struct {
 	hints   model.Hints    // the walk's
 	obs     model.Observed // the walk of the cached tables; Version 0: none
 	lastOut uint64         // the Version Snapshot returned last
+	// behind is when a Snapshot first found the kernel's generation ahead of
+	// the cache (zero: not behind). kube-proxy commits a sync as several
+	// transactions (per family, per table): a read between two of them
+	// must wait for the next event, not re-read the whole table. Past
+	// BehindLimit the cache is taken as lost and read again.
+	behind time.Time
+	// BehindLimit bounds how long the cache may trail the kernel's generation
+	// (default 2 s): events that never arrive cost at most that.
+	BehindLimit time.Duration
 }
 
 // nlFamily holds one family's nat and filter tables.
@@ -128,9 +137,14 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 				return err
 			}
 			if gen == n.gen {
+				n.behind = time.Time{}
 				return nil
 			}
+			if n.awaitEvents() {
+				return nil // the change events of this generation are on their way
+			}
 		}
+		n.behind = time.Time{}
 		return n.fullRead(ctx, c)
 	})
 	if err != nil {
@@ -145,6 +159,20 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 	}
 	n.lastOut = n.obs.Version
 	return n.obs, nil
+}
+
+// awaitEvents reports whether a cache that trails the kernel's generation
+// may still wait for the events that bring it up to date.
+func (n *NFTReader) awaitEvents() bool {
+	limit := n.BehindLimit
+	if limit <= 0 {
+		limit = 2 * time.Second
+	}
+	now := time.Now()
+	if n.behind.IsZero() {
+		n.behind = now
+	}
+	return now.Sub(n.behind) < limit
 }
 
 // sameHints reports whether two Hints are the same value (same slice and
@@ -225,7 +253,7 @@ func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, cha
 		return err
 	}
 	if int32(gen-n.gen) > 0 {
-		n.gen = gen
+		n.gen, n.behind = gen, time.Time{}
 	}
 	if n.obs.Version == 0 {
 		return nil // not walked yet: the next Snapshot walks
