@@ -98,31 +98,7 @@ func legacyCrossCheck(t *testing.T, ns string, v6 bool, hints model.Hints) *Lega
 	if v6 {
 		d.IPv6 = legacySave(t, ns, true)
 	}
-	for _, fam := range []bool{false, true} {
-		if fam && !v6 {
-			continue
-		}
-		text := d.IPv4
-		if fam {
-			text = d.IPv6
-		}
-		want, got := savedRules(text), legacyRendered(t, ns, fam)
-		for _, table := range nlTables {
-			w, g := want[table], got[table]
-			for i := 0; i < max(len(w), len(g)); i++ {
-				var wl, gl string
-				if i < len(w) {
-					wl = w[i]
-				}
-				if i < len(g) {
-					gl = g[i]
-				}
-				if wl != gl {
-					t.Fatalf("v6=%v %s rule %d:\niptables-legacy-save: %s\nin-process decoder:  %s", fam, table, i, wl, gl)
-				}
-			}
-		}
-	}
+	sameRuleText(t, d, v6, "iptables-legacy-save", "in-process decoder", func(fam bool) map[string][]string { return legacyRendered(t, ns, fam) })
 	want, err := Parse(d, hints)
 	if err != nil {
 		t.Fatal(err)

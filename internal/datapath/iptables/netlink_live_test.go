@@ -125,31 +125,7 @@ func crossCheck(t *testing.T, ns string, v6 bool, hints model.Hints) *NFTReader 
 		d.IPv6 = nftSave(t, ns, true)
 	}
 	// The rule text first: a mismatch here names the rule.
-	for _, fam := range []bool{false, true} {
-		if fam && !v6 {
-			continue
-		}
-		text := d.IPv4
-		if fam {
-			text = d.IPv6
-		}
-		want, got := savedRules(text), renderedRules(t, ns, fam)
-		for _, table := range nlTables {
-			w, g := want[table], got[table]
-			for i := 0; i < max(len(w), len(g)); i++ {
-				var wl, gl string
-				if i < len(w) {
-					wl = w[i]
-				}
-				if i < len(g) {
-					gl = g[i]
-				}
-				if wl != gl {
-					t.Fatalf("v6=%v %s rule %d:\niptables-nft-save: %s\nnetlink decoder:   %s", fam, table, i, wl, gl)
-				}
-			}
-		}
-	}
+	sameRuleText(t, d, v6, "iptables-nft-save", "netlink decoder", func(fam bool) map[string][]string { return renderedRules(t, ns, fam) })
 	want, err := Parse(d, hints)
 	if err != nil {
 		t.Fatal(err)
@@ -450,5 +426,38 @@ func TestNFTReaderUndecodableFallsBack(t *testing.T) {
 				t.Errorf("reason does not say what was not decoded: %v", err)
 			}
 		})
+	}
+}
+
+// sameRuleText compares, family by family and table by table, the rules a
+// save tool printed (d) with the rules a decoder rendered (rendered), and
+// fails naming the first rule that differs. saver and decoder name the two
+// sides in the message.
+func sameRuleText(t *testing.T, d Dumps, v6 bool, saver, decoder string, rendered func(v6 bool) map[string][]string) {
+	t.Helper()
+	for _, fam := range []bool{false, true} {
+		if fam && !v6 {
+			continue
+		}
+		text := d.IPv4
+		if fam {
+			text = d.IPv6
+		}
+		want, got := savedRules(text), rendered(fam)
+		for _, table := range nlTables {
+			w, g := want[table], got[table]
+			for i := 0; i < max(len(w), len(g)); i++ {
+				var wl, gl string
+				if i < len(w) {
+					wl = w[i]
+				}
+				if i < len(g) {
+					gl = g[i]
+				}
+				if wl != gl {
+					t.Fatalf("v6=%v %s rule %d:\n%-20s %s\n%-20s %s", fam, table, i, saver+":", wl, decoder+":", gl)
+				}
+			}
+		}
 	}
 }
