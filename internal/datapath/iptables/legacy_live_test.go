@@ -115,44 +115,17 @@ func legacyCrossCheck(t *testing.T, ns string, v6 bool, hints model.Hints) *Lega
 	return lr
 }
 
-func restoreLegacyFixture(t *testing.T, v4name, v6name string) string {
-	t.Helper()
-	ns := newTestNetns(t)
-	for _, f := range []struct {
-		name string
-		v6   bool
-	}{{v4name, false}, {v6name, true}} {
-		if f.name == "" {
-			continue
-		}
-		rules := readTestdata(t, f.name)
-		addNFAcct(t, ns, rules)
-		if err := restoreInto(ns, BackendLegacy, f.v6, rules); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return ns
-}
-
 // TestLegacyReaderCrossCheckFixtures: every iptables fixture, restored with
 // iptables-legacy-restore, reads the same in process as through
 // iptables-legacy-save + Parse (rule text, verdicts, evidence, warnings).
 func TestLegacyReaderCrossCheckFixtures(t *testing.T) {
 	requireLegacy(t, false)
-	for _, fx := range []struct{ v4, v6 string }{
-		{"worker-a.iptables-save", ""},
-		{"stale.worker-a.iptables-save", ""},
-		{"large-cluster.iptables-save", ""},
-		{"stale-chains.iptables-save", ""},
-		{"restore-input.iptables", ""},
-		{"restore-input.roundtrip.iptables-save", ""},
-		{"dualstack.v4.iptables-save", "dualstack.v6.iptables-save"},
-	} {
+	for _, fx := range crossCheckFixtures {
 		t.Run(fx.v4, func(t *testing.T) {
 			if fx.v6 != "" {
 				requireLegacy(t, true)
 			}
-			ns := restoreLegacyFixture(t, fx.v4, fx.v6)
+			ns := restoreFixtureWith(t, BackendLegacy, fx.v4, fx.v6)
 			legacyCrossCheck(t, ns, fx.v6 != "", model.Hints{})
 			if fx.v4 == "large-cluster.iptables-save" {
 				legacyCrossCheck(t, ns, false, largeClusterOptions())
@@ -207,7 +180,7 @@ func TestLegacyReaderHeaderForms(t *testing.T) {
 // is seen; counters moving is not a change.
 func TestLegacyReaderUnchangedAndChanged(t *testing.T) {
 	requireLegacy(t, false)
-	ns := restoreLegacyFixture(t, "worker-a.iptables-save", "")
+	ns := restoreFixtureWith(t, BackendLegacy, "worker-a.iptables-save", "")
 	lr := legacyCrossCheck(t, ns, false, model.Hints{})
 	ctx := context.Background()
 	st := lr.Stats()

@@ -164,8 +164,27 @@ func assertSameObserved(t *testing.T, got, want model.Observed) {
 	}
 }
 
-// restoreFixture loads a fixture (nfacct objects first) into a fresh netns.
+// crossCheckFixtures are the iptables fixtures every in-process reader is
+// cross-checked on (v6 "" for IPv4 only).
+var crossCheckFixtures = []struct{ v4, v6 string }{
+	{"worker-a.iptables-save", ""},
+	{"stale.worker-a.iptables-save", ""},
+	{"large-cluster.iptables-save", ""},
+	{"stale-chains.iptables-save", ""},
+	{"restore-input.iptables", ""},
+	{"restore-input.roundtrip.iptables-save", ""},
+	{"dualstack.v4.iptables-save", "dualstack.v6.iptables-save"},
+}
+
+// restoreFixture loads a fixture (nfacct objects first) into a fresh netns
+// with the nft backend.
 func restoreFixture(t *testing.T, v4name, v6name string) string {
+	t.Helper()
+	return restoreFixtureWith(t, BackendNFT, v4name, v6name)
+}
+
+// restoreFixtureWith loads a fixture with the given backend's restore tool.
+func restoreFixtureWith(t *testing.T, backend, v4name, v6name string) string {
 	t.Helper()
 	ns := newTestNetns(t)
 	for _, f := range []struct {
@@ -177,7 +196,7 @@ func restoreFixture(t *testing.T, v4name, v6name string) string {
 		}
 		rules := readTestdata(t, f.name)
 		addNFAcct(t, ns, rules)
-		if err := restoreInto(ns, BackendNFT, f.v6, rules); err != nil {
+		if err := restoreInto(ns, backend, f.v6, rules); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,15 +208,7 @@ func restoreFixture(t *testing.T, v4name, v6name string) string {
 // through iptables-nft-save + Parse (rule text, verdicts, evidence, warnings).
 func TestNFTReaderCrossCheckFixtures(t *testing.T) {
 	requireNFT(t, false)
-	for _, fx := range []struct{ v4, v6 string }{
-		{"worker-a.iptables-save", ""},
-		{"stale.worker-a.iptables-save", ""},
-		{"large-cluster.iptables-save", ""},
-		{"stale-chains.iptables-save", ""},
-		{"restore-input.iptables", ""},
-		{"restore-input.roundtrip.iptables-save", ""},
-		{"dualstack.v4.iptables-save", "dualstack.v6.iptables-save"},
-	} {
+	for _, fx := range crossCheckFixtures {
 		t.Run(fx.v4, func(t *testing.T) {
 			if fx.v6 != "" {
 				requireNFT(t, true)
