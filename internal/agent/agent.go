@@ -102,6 +102,10 @@ func (a *Agent) State() State {
 	defer a.mu.Unlock()
 	s := a.state
 	s.Now = a.clock.Now()
+	if !s.LastAudit.IsZero() { // published at least once
+		s.Desired = a.tracker.merged.snapshot(a.cfg.NodeName)
+		s.Recent = a.recentLocked()
+	}
 	s.Watch = a.watchStatusLocked(s.Now)
 	if a.tracker.initialized {
 		// Changes are recorded as the watch delivers them, not at the next

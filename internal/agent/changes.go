@@ -18,8 +18,8 @@ type changeTracker struct {
 	dirty      map[string]dirtyService // delivered, not yet applied
 	changed    map[string]bool         // services changed since the last audit
 	desired    map[string]map[model.Frontend]model.Verdict
-	merged     map[model.Frontend]model.Verdict // cache of the merged desired state; nil = stale
-	hintsStale bool                             // the frontends or their service ports changed: hand new hints
+	merged     mergedDesired // the node's whole desired state, kept up to date per service
+	hintsStale bool          // the frontends or their service ports changed: hand new hints
 	// frontends whose desired verdict may have changed since the last compare
 	changedFrontends map[model.Frontend]bool
 	initialized      bool
@@ -55,7 +55,7 @@ func (t *changeTracker) initialize(c Cluster, node *corev1.Node, nodeName string
 		t.desired[k] = watch.ExpectedService(node, nodeName, c.Service(k), c.SlicesFor(k))
 	}
 	t.dirty = map[string]dirtyService{}
-	t.merged = nil
+	t.merged.rebuild(t.desired)
 	t.initialized, t.hintsStale = true, true
 }
 
@@ -63,9 +63,6 @@ func (t *changeTracker) initialize(c Cluster, node *corev1.Node, nodeName string
 // changes for lag measurement. It reports whether any desired state changed.
 func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) bool {
 	any := false
-	if len(t.dirty) > 0 {
-		t.merged = nil
-	}
 	for svc, d := range t.dirty {
 		next := watch.ExpectedService(node, nodeName, c.Service(svc), c.SlicesFor(svc))
 		prev := t.desired[svc]
@@ -75,6 +72,7 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 			t.desired[svc] = next
 		}
 		t.noteFrontends(prev, next)
+		t.merged.replace(svc, prev, next)
 		kind, changed := drift.ClassifyChange(prev, next)
 		if !changed {
 			continue
@@ -84,22 +82,6 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 	}
 	t.dirty = map[string]dirtyService{}
 	return any
-}
-
-// mergedDesired is the node's whole desired state, rebuilt only after a
-// service's desired state changed (not on every fast poll).
-func (t *changeTracker) mergedDesired(nodeName string) model.Desired {
-	if t.merged != nil {
-		return model.Desired{Node: nodeName, Frontends: t.merged}
-	}
-	m := map[model.Frontend]model.Verdict{}
-	for _, fs := range t.desired {
-		for fe, v := range fs {
-			m[fe] = v
-		}
-	}
-	t.merged = m // never mutated after this: published states share it
-	return model.Desired{Node: nodeName, Frontends: m}
 }
 
 // noteFrontends records the frontends of a service whose desired state was

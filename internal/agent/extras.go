@@ -20,13 +20,13 @@ type nodeRuns struct {
 // in the background when their slow cadence is due. They are full audits
 // (a conntrack dump can take hundreds of milliseconds): run inline they
 // would hold up the datapath reads that time kube-proxy's changes.
-func (a *Agent) startExtrasLocked(ctx context.Context, now time.Time, desired model.Desired) {
+func (a *Agent) startExtrasLocked(ctx context.Context, now time.Time) {
 	due := a.nodeRuns.soon || a.nodeRuns.last.IsZero() || now.Sub(a.nodeRuns.last) >= a.cfg.AuditInterval
 	if len(a.extra) == 0 || a.nodeRuns.running || !due {
 		return
 	}
 	a.nodeRuns.running, a.nodeRuns.soon, a.nodeRuns.last = true, false, now
-	go a.runExtras(ctx, desired)
+	go a.runExtras(ctx, a.tracker.merged.snapshot(a.cfg.NodeName))
 }
 
 // runExtras runs every node-level source once and publishes the result; the

@@ -8,14 +8,15 @@ import (
 	"github.com/netdrift/netdrift/internal/model"
 )
 
-func (a *Agent) publishLocked(now time.Time, desired model.Desired, obs model.Observed, readOK bool) {
+// publishLocked keeps what the last audit found for State. The desired state
+// and the lag samples are not copied here but in State, when asked: an audit
+// runs many times a second under churn, a query far less often.
+func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	s := State{
 		Node: a.cfg.NodeName, Datapath: a.mode, DatapathReason: a.reason,
 		Ready: true, Now: now, LastAudit: now,
 		Stale: a.findings.Stale(), Pending: a.findings.Pending(),
 		PendingChanges: a.tracker.lag.Pending(),
-		Recent:         append([]drift.LagSample(nil), a.recent...),
-		Desired:        desired,
 		Observed:       a.state.Observed,
 	}
 	if readOK {
@@ -32,4 +33,22 @@ func (a *Agent) publishLocked(now time.Time, desired model.Desired, obs model.Ob
 	}
 	sort.Slice(s.Sources, func(i, j int) bool { return s.Sources[i].Name < s.Sources[j].Name })
 	a.state = s
+}
+
+// trimRecentLocked bounds the kept lag samples to the newest RecentSamples,
+// compacting only when twice that many piled up (not on every sample).
+func (a *Agent) trimRecentLocked() {
+	keep := a.cfg.RecentSamples
+	if keep > 0 && len(a.recent) >= 2*keep {
+		a.recent = append([]drift.LagSample(nil), a.recent[len(a.recent)-keep:]...)
+	}
+}
+
+// recentLocked is a copy of the newest RecentSamples lag samples.
+func (a *Agent) recentLocked() []drift.LagSample {
+	r := a.recent
+	if keep := a.cfg.RecentSamples; keep > 0 && len(r) > keep {
+		r = r[len(r)-keep:]
+	}
+	return append([]drift.LagSample(nil), r...)
 }

@@ -44,7 +44,7 @@ func (a *Agent) applyChanges() {
 }
 
 func (a *Agent) busyLocked() bool {
-	return len(a.tracker.lag.Pending()) > 0 || len(a.findings.Pending()) > 0
+	return a.tracker.lag.Len() > 0 || a.findings.HasPending()
 }
 
 func (a *Agent) readDue(now time.Time) bool {
@@ -83,7 +83,7 @@ func (a *Agent) audit(ctx context.Context) {
 	defer a.mu.Unlock()
 	now := a.clock.Now()
 	a.sched.lastRead = now
-	desired := a.tracker.mergedDesired(a.cfg.NodeName)
+	desired := a.tracker.merged.current(a.cfg.NodeName) // live: used under a.mu only
 	var mismatches []model.Finding
 	if ok && obs.Datapath == model.ModeNone {
 		// kube-proxy's state is absent (not synced yet, or replaced): nothing
@@ -101,19 +101,17 @@ func (a *Agent) audit(ctx context.Context) {
 			a.recorder.ObserveLag(s)
 			a.recent = append(a.recent, s)
 		}
-		if n := len(a.recent) - a.cfg.RecentSamples; n > 0 && a.cfg.RecentSamples > 0 {
-			a.recent = append([]drift.LagSample(nil), a.recent[n:]...)
-		}
+		a.trimRecentLocked()
 		mismatches = append(mismatches, a.comparer.Update(desired, a.tracker.takeChangedFrontends(), false, obs)...)
 	}
-	a.startExtrasLocked(ctx, now, desired)
+	a.startExtrasLocked(ctx, now)
 	mismatches = append(mismatches, a.nodeRuns.found...)
 	if ok || a.src == nil || a.mode == model.ModeNone {
 		ws := a.watchStatusLocked(now)
 		a.findings.Update(mismatches, now, drift.Proof{WatchHealthy: ws.Healthy, LastDelivery: a.health.lastDelivery, Changed: a.tracker.changed})
 		a.tracker.changed = map[string]bool{}
 	}
-	a.publishLocked(now, desired, obs, ok)
+	a.publishLocked(now, obs, ok)
 }
 
 // handHints gives the reader what the API knows, only when the frontends or
@@ -127,10 +125,10 @@ func (a *Agent) handHints() {
 		a.mu.Unlock()
 		return
 	}
-	desired := a.tracker.mergedDesired(a.cfg.NodeName)
+	hints := model.HintsFor(a.tracker.merged.current(a.cfg.NodeName))
 	a.tracker.hintsStale = false
 	a.mu.Unlock()
-	a.src.SetHints(model.HintsFor(desired))
+	a.src.SetHints(hints)
 }
 
 func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {

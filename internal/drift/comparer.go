@@ -25,7 +25,9 @@ func NewComparer() *Comparer { return &Comparer{found: map[model.Frontend][]mode
 // Update returns the findings for desired and observed. desiredChanged names
 // the frontends whose desired verdict may have changed since the last Update
 // (nil with fullDesired = true means "any"); an observed state with the same
-// non-zero Version as the last one is taken as unchanged.
+// non-zero Version as the last one is taken as unchanged. desired may be the
+// same map as last time, updated in place: desiredChanged then names every
+// frontend that changed in it (a diff of the map against itself finds none).
 func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Frontend]bool, fullDesired bool,
 	obs model.Observed) []model.Finding {
 	obsSame := obs.Version != 0 && obs.Version == c.obsVersion && obs.Datapath == c.mode && c.observed != nil
@@ -41,15 +43,13 @@ func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Fronte
 		c.diffKeys(desired.Frontends, obs.Frontends, touched)
 	case !obsSame && (obs.Changed == nil || obs.Since != c.obsVersion || c.obsVersion == 0):
 		c.diffKeys(desired.Frontends, obs.Frontends, touched)
-	default: // the observed state is the same, or the reader names what moved
-		for fe := range desiredChanged {
+	case !obsSame: // the reader names what moved
+		for fe := range obs.Changed {
 			touched[fe] = true
 		}
-		if !obsSame {
-			for fe := range obs.Changed {
-				touched[fe] = true
-			}
-		}
+	}
+	for fe := range desiredChanged {
+		touched[fe] = true
 	}
 	c.desired, c.observed, c.obsVersion, c.mode = desired.Frontends, obs.Frontends, obs.Version, obs.Datapath
 	c.Compared = len(touched)

@@ -90,3 +90,35 @@ func TestComparerEqualsCompare(t *testing.T) {
 		t.Fatalf("an unversioned but identical observed state compared %d frontends (the diff pass must find no change)", c.Compared)
 	}
 }
+
+// TestComparerDesiredInPlace: the agent updates one desired map in place and
+// names what changed; the result is still Compare's, whether the observed
+// state names its changes or is a new unversioned map that must be diffed.
+func TestComparerDesiredInPlace(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	c := NewComparer()
+	desired, observed := map[model.Frontend]model.Verdict{}, map[model.Frontend]model.Verdict{}
+	for step := 0; step < 2000; step++ {
+		changed := map[model.Frontend]bool{}
+		if r.Intn(2) == 0 {
+			for fe, v := range mutate(r, desired, changed) {
+				desired[fe] = v
+			}
+			for fe := range changed {
+				if v, ok := mutate(r, desired, nil)[fe]; ok && r.Intn(3) == 0 {
+					desired[fe] = v
+				} else if r.Intn(3) == 0 {
+					delete(desired, fe)
+				}
+			}
+		} else {
+			observed = mutate(r, observed, nil)
+		}
+		d := model.Desired{Frontends: desired}
+		o := model.Observed{Datapath: model.ModeNFTables, Frontends: observed} // unversioned: diffed
+		got, want := c.Update(d, changed, false, o), Compare(d, o)
+		if (len(got) > 0 || len(want) > 0) && !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: incremental\n%v\nfull\n%v", step, got, want)
+		}
+	}
+}

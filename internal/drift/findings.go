@@ -1,7 +1,6 @@
 package drift
 
 import (
-	"sort"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -69,6 +68,16 @@ func (t *FindingTracker) Update(current []model.Finding, now time.Time, p Proof)
 	t.seen = next
 }
 
+// HasPending reports whether any mismatch is not (yet) promoted.
+func (t *FindingTracker) HasPending() bool {
+	for _, tr := range t.seen {
+		if !tr.Stale {
+			return true
+		}
+	}
+	return false
+}
+
 // Stale returns promoted findings, sorted.
 func (t *FindingTracker) Stale() []Tracked { return t.list(true) }
 
@@ -84,6 +93,6 @@ func (t *FindingTracker) list(stale bool) []Tracked {
 			out = append(out, c)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	model.SortByKey(out, func(t Tracked) string { return t.Key() })
 	return out
 }

@@ -218,6 +218,9 @@ func sameVerdictIn(a, b model.Verdict, mode string) bool {
 	return a.Action != model.Forward || slices.Equal(a.Backends, b.Backends)
 }
 
+// Len is the number of pending changes.
+func (t *LagTracker) Len() int { return len(t.pending) }
+
 // Pending lists pending changes, oldest first.
 func (t *LagTracker) Pending() []PendingChange {
 	out := make([]PendingChange, 0, len(t.pending))

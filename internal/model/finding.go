@@ -65,6 +65,21 @@ func (f Finding) Key() string {
 }
 
 // SortFindings orders findings by kind, service, frontend, backend, subject.
-func SortFindings(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Key() < fs[j].Key() })
+func SortFindings(fs []Finding) { SortByKey(fs, Finding.Key) }
+
+// SortByKey sorts xs by key, stable, computing each key once (a key is built
+// from strings: computing it in every comparison dominated the sort).
+func SortByKey[T any](xs []T, key func(T) string) {
+	type keyed struct {
+		k string
+		x T
+	}
+	ks := make([]keyed, len(xs))
+	for i, x := range xs {
+		ks[i] = keyed{key(x), x}
+	}
+	sort.SliceStable(ks, func(i, j int) bool { return ks[i].k < ks[j].k })
+	for i := range ks {
+		xs[i] = ks[i].x
+	}
 }
