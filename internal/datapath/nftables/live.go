@@ -33,6 +33,12 @@ type Config struct {
 	// Retries bounds re-reads when the ruleset changed during a read
 	// (default 3); the last read is used, with a warning, if none was stable.
 	Retries int
+	// BehindLimit bounds how long, once change events have been applied,
+	// a Snapshot may return the cache while the kernel's generation is
+	// ahead of it (the events of that generation are on their way: the
+	// agent reads on a timer as well as on events) instead of reading both
+	// tables again; past it the cache is taken as lost. Default 2 s.
+	BehindLimit time.Duration
 }
 
 // Reader reads kube-proxy's nftables tables (ip and ip6 kube-proxy) over
@@ -47,9 +53,11 @@ type Reader struct {
 
 	mu        sync.Mutex
 	cache     *nftCache
-	rehint    bool   // hints changed since the cache was evaluated
-	version   uint64 // of the last evaluation (model.Observed.Version)
-	fullReads int    // for tests: how many full reads ran
+	rehint    bool      // hints changed since the cache was evaluated
+	version   uint64    // of the last evaluation (model.Observed.Version)
+	fullReads int       // for tests: how many full reads ran
+	evented   bool      // change events were applied: a generation ahead of the cache has events coming
+	behind    time.Time // since when the cache trails the kernel's generation (zero: it does not)
 }
 
 // SetHints hands the reader what the API knows. The cached tables are
@@ -124,10 +132,33 @@ func (n *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 			return model.Observed{}, err
 		}
 		if g == n.cache.gen {
+			n.behind = time.Time{}
+			return n.cachedLocked(), nil
+		}
+		if n.awaitEvents() {
 			return n.cachedLocked(), nil
 		}
 	}
 	return n.fullLocked(ctx)
+}
+
+// awaitEvents reports whether a cache that trails the kernel's generation
+// may wait for the change events that bring it up to date, rather than be
+// read again whole: only when events have been arriving, and not for longer
+// than BehindLimit.
+func (n *Reader) awaitEvents() bool {
+	if !n.evented {
+		return false
+	}
+	limit := n.Config.BehindLimit
+	if limit <= 0 {
+		limit = 2 * time.Second
+	}
+	now := time.Now()
+	if n.behind.IsZero() {
+		n.behind = now
+	}
+	return now.Sub(n.behind) < limit
 }
 
 // Update applies one change event: it re-reads what the event names in the
@@ -136,6 +167,7 @@ func (n *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.evented, n.behind = true, time.Time{}
 	if n.cache == nil || ev.Lost || nftTableLevelChange(ev) {
 		return n.fullLocked(ctx)
 	}
@@ -224,7 +256,7 @@ func nftTableFamily(fam model.IPFamily) nftables.TableFamily {
 }
 
 func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
-	n.cache = nil
+	n.cache, n.behind = nil, time.Time{}
 	n.fullReads++
 	tables, gen, stable, err := n.fetch(ctx)
 	if err != nil {

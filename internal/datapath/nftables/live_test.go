@@ -297,3 +297,53 @@ func TestChangeWatcherOverrun(t *testing.T) {
 		t.Errorf("lost event generation %d, watcher %d, kernel %d", ev.Generation, w.Generation(), g)
 	}
 }
+
+// TestNFTLiveSnapshotAwaitsEvents: once change events are applied, a
+// Snapshot taken after kube-proxy committed but before the event came
+// returns the cache (the event brings the change at the cost of the chains
+// it names) instead of reading both tables again; past BehindLimit the
+// cache is read again whole.
+func TestNFTLiveSnapshotAwaitsEvents(t *testing.T) {
+	ns, _, src, first := nftLiveWorkerB(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := WatchChanges(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	chain := "service-EEISWTY7-shop/legacy/tcp/tcp"
+	rewrite := func(backend string) ChangeEvent {
+		script := "flush chain ip kube-proxy " + chain + "\nadd rule ip kube-proxy " + chain + " meta l4proto tcp dnat to " + backend + "\n"
+		netnstest.RunInput(t, ns, script, "nft", "-f", "-")
+		return nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+	}
+	if _, err := src.Update(ctx, rewrite("10.214.1.72:2525")); err != nil {
+		t.Fatal(err)
+	}
+	ev := rewrite("10.214.1.73:2525") // delivered, not applied yet
+	before, err := src.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.fullReads != 1 {
+		t.Fatalf("%d full reads: a Snapshot trailing the generation by one event read everything", src.fullReads)
+	}
+	after, err := src.Update(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Version == before.Version || after.Version == first.Version {
+		t.Fatal("the applied event did not produce a new version")
+	}
+	src.Config.BehindLimit = time.Nanosecond
+	rewrite("10.214.1.74:2525")
+	src.Snapshot(ctx) // starts the trailing clock
+	time.Sleep(time.Millisecond)
+	if _, err := src.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if src.fullReads != 2 {
+		t.Errorf("%d full reads: past BehindLimit the trailing cache must be read again", src.fullReads)
+	}
+}
