@@ -26,6 +26,11 @@ type Config struct {
 	// MinPollCostFactor keeps polling cheap: the fast-poll interval is at
 	// least this many times the last datapath read's duration.
 	MinPollCostFactor int
+	// NodeRunCostFactor bounds the node-level audit (routes, links,
+	// conntrack, cluster-scope checks): it runs at most every this many
+	// times its last duration (100: about 1 % of a core), and never more
+	// often than AuditInterval.
+	NodeRunCostFactor int
 	// RecentSamples bounds the lag samples kept for /v1/lag.
 	RecentSamples int
 	// APIUnreachable, when set, reports since when the API server refuses
@@ -41,6 +46,7 @@ func DefaultConfig() Config {
 		AuditInterval:       10 * time.Second,
 		WatchUnhealthyAfter: 25 * time.Second,
 		MinPollCostFactor:   20,
+		NodeRunCostFactor:   100,
 		RecentSamples:       1000,
 	}
 }

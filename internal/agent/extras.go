@@ -12,8 +12,20 @@ type nodeRuns struct {
 	last    time.Time       // when the last run started
 	found   []model.Finding // its findings
 	running bool
-	done    bool // a run finished since the last read
-	soon    bool // a Node was deleted: run at the next step
+	done    bool          // a run finished since the last read
+	soon    bool          // a Node was deleted: run at the next step
+	cost    time.Duration // how long the last run took
+}
+
+// interval is the runs' cadence: the audit interval, or longer when a run
+// costs more than the budget allows (NodeRunCostFactor times its duration),
+// so a node-level audit of a large cluster stays a small share of a core.
+func (r *nodeRuns) interval(cfg Config) time.Duration {
+	iv := cfg.AuditInterval
+	if min := time.Duration(cfg.NodeRunCostFactor) * r.cost; min > iv {
+		iv = min
+	}
+	return iv
 }
 
 // startExtrasLocked starts the node-level sources (routes, links, conntrack)
@@ -21,7 +33,7 @@ type nodeRuns struct {
 // (a conntrack dump can take hundreds of milliseconds): run inline they
 // would hold up the datapath reads that time kube-proxy's changes.
 func (a *Agent) startExtrasLocked(ctx context.Context, now time.Time) {
-	due := a.nodeRuns.soon || a.nodeRuns.last.IsZero() || now.Sub(a.nodeRuns.last) >= a.cfg.AuditInterval
+	due := a.nodeRuns.soon || a.nodeRuns.last.IsZero() || now.Sub(a.nodeRuns.last) >= a.nodeRuns.interval(a.cfg)
 	if len(a.extra) == 0 || a.nodeRuns.running || !due {
 		return
 	}
@@ -32,6 +44,7 @@ func (a *Agent) startExtrasLocked(ctx context.Context, now time.Time) {
 // runExtras runs every node-level source once and publishes the result; the
 // next loop step folds the findings in.
 func (a *Agent) runExtras(ctx context.Context, desired model.Desired) {
+	began := a.clock.Now()
 	cs := a.cluster.State()
 	var found []model.Finding
 	statuses := make([]SourceStatus, 0, len(a.extra))
@@ -55,6 +68,7 @@ func (a *Agent) runExtras(ctx context.Context, desired model.Desired) {
 		a.sources[st.Name] = st
 	}
 	a.nodeRuns.found, a.nodeRuns.running, a.nodeRuns.done = found, false, true
+	a.nodeRuns.cost = a.clock.Since(began)
 	a.mu.Unlock()
 	a.Kick()
 }

@@ -89,3 +89,17 @@ func TestNodeDeletionRunsExtrasNow(t *testing.T) {
 		t.Fatal("a Node deletion did not start a node-level run")
 	}
 }
+
+// TestNodeRunsIntervalFollowsCost: a cheap run keeps the audit cadence; an
+// expensive one (a large cluster) spaces the runs so they stay within budget.
+func TestNodeRunsIntervalFollowsCost(t *testing.T) {
+	cfg := DefaultConfig()
+	r := nodeRuns{cost: 20 * time.Millisecond}
+	if got := r.interval(cfg); got != cfg.AuditInterval {
+		t.Errorf("20 ms run: interval %v, want the audit interval %v", got, cfg.AuditInterval)
+	}
+	r.cost = 400 * time.Millisecond
+	if got := r.interval(cfg); got != 40*time.Second {
+		t.Errorf("400 ms run: interval %v, want 40s (100 x its cost)", got)
+	}
+}
