@@ -92,6 +92,7 @@ func New(o Options) *Agent {
 	if a.mode == "" {
 		a.mode = model.ModeNone
 	}
+	a.sched.events = o.Changes != nil
 	a.state = State{Node: a.cfg.NodeName, Datapath: a.mode, DatapathReason: a.reason, ReadyReason: "starting"}
 	return a
 }
@@ -185,6 +186,9 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 	if !ok {
 		a.log.Warn("nftables change events ended: polling only")
 		a.changes = nil
+		a.mu.Lock()
+		a.sched.events = false
+		a.mu.Unlock()
 		return
 	}
 	if a.log.Enabled(ctx, slog.LevelDebug) {

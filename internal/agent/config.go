@@ -16,9 +16,12 @@ import (
 
 // Config holds every setting of the audit loop (no package globals).
 type Config struct {
-	NodeName      string
-	StaleAfter    time.Duration // a mismatch older than this becomes a finding
-	FastPoll      time.Duration // re-read interval while changes are pending
+	NodeName   string
+	StaleAfter time.Duration // a mismatch older than this becomes a finding
+	FastPoll   time.Duration // re-read interval while changes are pending
+	// EventPoll replaces FastPoll while nf_tables change events flow (each
+	// kube-proxy commit triggers a read by itself).
+	EventPoll     time.Duration
 	AuditInterval time.Duration // full audit interval when nothing is pending
 	// WatchUnhealthyAfter: no Lease renewal delivered for this long means the
 	// watch lags (kubelet renews every 10 s).
@@ -43,6 +46,7 @@ func DefaultConfig() Config {
 	return Config{
 		StaleAfter:          5 * time.Second,
 		FastPoll:            100 * time.Millisecond,
+		EventPoll:           time.Second,
 		AuditInterval:       10 * time.Second,
 		WatchUnhealthyAfter: 25 * time.Second,
 		MinPollCostFactor:   20,

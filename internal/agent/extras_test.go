@@ -51,7 +51,13 @@ func TestExtrasRunBesideDatapathReads(t *testing.T) {
 	if len(st.Pending)+len(st.Stale) != 1 || !sourceUp(st, "node") {
 		t.Fatalf("after the run: pending %v stale %v sources %+v", st.Pending, st.Stale, st.Sources)
 	}
-	h.advance(10 * time.Second) // due again: a second run, which fails
+	h.a.mu.Lock()
+	next := h.a.nodeRuns.interval(h.a.cfg) // the blocked run took 30 s: the cadence stretched
+	h.a.mu.Unlock()
+	if next <= h.a.cfg.AuditInterval {
+		t.Fatalf("a 30 s run left the node-level cadence at %v", next)
+	}
+	h.advance(next) // due again: a second run, which fails
 	<-src.calls
 	src.release <- errors.New("netlink: operation not permitted")
 	wait.For(t, 5*time.Second, "the condition", func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.nodeRuns.done })
@@ -101,5 +107,9 @@ func TestNodeRunsIntervalFollowsCost(t *testing.T) {
 	r.cost = 400 * time.Millisecond
 	if got := r.interval(cfg); got != 40*time.Second {
 		t.Errorf("400 ms run: interval %v, want 40s (100 x its cost)", got)
+	}
+	r.cost = time.Minute
+	if got := r.interval(cfg); got != 30*cfg.AuditInterval {
+		t.Errorf("1 min run: interval %v, want the cap %v", got, 30*cfg.AuditInterval)
 	}
 }

@@ -10,11 +10,18 @@ type scheduler struct {
 	lastReadCost time.Duration // CPU of the last read (wall time when unknown)
 	hinted       time.Time     // earliest change event since the last read
 	freshChange  bool          // a change was recorded since the last read
+	events       bool          // nf_tables change events flow: they, not polls, date the reads
 }
 
 // pollInterval is the fast-poll interval, never cheaper than the read cost allows.
 func (s *scheduler) pollInterval(cfg Config) time.Duration {
 	iv := cfg.FastPoll
+	if s.events && cfg.EventPoll > iv {
+		// Each commit of kube-proxy arrives as an event that triggers a
+		// read at once; polling while something is pending is the safety
+		// net for a lost event, and may be slow.
+		iv = cfg.EventPoll
+	}
 	if min := time.Duration(cfg.MinPollCostFactor) * s.lastReadCost; min > iv {
 		iv = min
 	}

@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nsutil"
 )
 
 // Why netlink (github.com/google/nftables) and not sigs.k8s.io/knftables:
@@ -53,11 +56,51 @@ type Reader struct {
 
 	mu        sync.Mutex
 	cache     *nftCache
-	rehint    bool      // hints changed since the cache was evaluated
-	version   uint64    // of the last evaluation (model.Observed.Version)
-	fullReads int       // for tests: how many full reads ran
-	evented   bool      // change events were applied: a generation ahead of the cache has events coming
-	behind    time.Time // since when the cache trails the kernel's generation (zero: it does not)
+	rehint    bool          // hints changed since the cache was evaluated
+	version   uint64        // of the last evaluation (model.Observed.Version)
+	fullReads int           // for tests: how many full reads ran
+	evented   bool          // change events were applied: a generation ahead of the cache has events coming
+	behind    time.Time     // since when the cache trails the kernel's generation (zero: it does not)
+	gconn     *netlink.Conn // kept open for generation queries (one per poll)
+}
+
+// generationLocked asks the kernel for the nf_tables generation over a
+// socket kept open (a poll costs one request, not a socket's creation and
+// teardown); a failed request is retried once on a new socket.
+func (n *Reader) generationLocked() (uint32, error) {
+	for attempt := 0; ; attempt++ {
+		if n.gconn == nil {
+			err := nsutil.WithFd(n.Config.NetNS, func(fd int) error {
+				c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
+				if err != nil {
+					return nftDialError(err)
+				}
+				n.gconn = c
+				return nil
+			})
+			if err != nil {
+				return 0, err
+			}
+		}
+		g, err := nftGenerationOn(n.gconn)
+		if err == nil || attempt > 0 {
+			return g, err
+		}
+		_ = n.gconn.Close()
+		n.gconn = nil
+	}
+}
+
+// Close releases the socket kept for generation queries.
+func (n *Reader) Close() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.gconn == nil {
+		return nil
+	}
+	err := n.gconn.Close()
+	n.gconn = nil
+	return err
 }
 
 // SetHints hands the reader what the API knows. The cached tables are
@@ -127,7 +170,7 @@ func (n *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cache != nil {
-		g, err := Generation(n.Config.NetNS)
+		g, err := n.generationLocked()
 		if err != nil {
 			return model.Observed{}, err
 		}
@@ -282,7 +325,7 @@ func (n *Reader) fetch(ctx context.Context) ([]*nftTable, uint32, bool, error) {
 	}
 	var tables []*nftTable
 	for attempt := 0; attempt <= retries; attempt++ {
-		before, err := Generation(n.Config.NetNS)
+		before, err := n.generationLocked()
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -290,7 +333,7 @@ func (n *Reader) fetch(ctx context.Context) ([]*nftTable, uint32, bool, error) {
 		if err != nil && !nftIsNotFound(err) {
 			return nil, 0, false, err
 		}
-		after, gerr := Generation(n.Config.NetNS)
+		after, gerr := n.generationLocked()
 		if gerr != nil {
 			return nil, 0, false, gerr
 		}

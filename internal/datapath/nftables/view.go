@@ -17,6 +17,10 @@ type nftView struct {
 	hints  model.Hints
 	tables []*nftTableView // parallel to the tables; nil for an absent one
 	obs    model.Observed
+	// derived from hints once per view (each costs a pass over every
+	// service port), not once per change
+	names     *nftNameIndex
+	hintIndex map[nftHintKey]model.FrontendKind
 }
 
 type nftTableView struct {
@@ -36,7 +40,10 @@ type nftKeyView struct {
 }
 
 func (n *nftView) builder(t *nftTable, sink *[]string) *nftBuilder {
-	return &nftBuilder{sink: sink, names: newNFTNameIndex(n.hints.ServicePorts), hints: nftHints(n.hints.Frontends),
+	if n.names == nil {
+		n.names, n.hintIndex = newNFTNameIndex(n.hints.ServicePorts), nftHints(n.hints.Frontends)
+	}
+	return &nftBuilder{sink: sink, names: n.names, hints: n.hintIndex,
 		haveHints: len(n.hints.Frontends) > 0, t: t, ev: newNFTEvaluator(t)}
 }
 
