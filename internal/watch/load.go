@@ -39,10 +39,10 @@ func LoadClusterFiles(paths ...string) (*ClusterState, error) {
 // more documents). Services, EndpointSlices, Nodes and Pods are kept; other
 // kinds are ignored. Errors name the file, the document's line and the item.
 //
-// It decodes with the faster decoding (load_fast.go) and, when that fails,
+// It decodes with the fast decoding (load_fast.go) and, when that fails,
 // again with encoding/json, whose errors (and so messages) it returns.
 func LoadCluster(data []byte, name string) (*ClusterState, error) {
-	if cs, err := load(data, name, fastDecoding); err == nil {
+	if cs, err := loadFast(data); err == nil {
 		return cs, nil
 	}
 	return load(data, name, stdDecoding)

@@ -10,40 +10,78 @@ import (
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
-// fastDecoding uses the reference implementation of encoding/json/v2 in its
-// v1 mode (DefaultOptionsV1: encoding/json's semantics, case-insensitive
-// names, duplicate names and invalid UTF-8 allowed) and its streaming
-// jsontext.Decoder, and decodes a List's items as they are read instead of
-// copying each first: a large cluster file in about a third of
-// encoding/json's CPU. Its error messages are not encoding/json's, so
-// LoadCluster never returns them: on any error it decodes again with
-// stdDecoding. FuzzLoadFastMatchesStd checks that the two agree.
-var fastDecoding = decoding{splitJSON: splitJSONFast, addDocument: addDocumentFast}
+// The fast decoding: the reference implementation of encoding/json/v2 in
+// its v1 mode (DefaultOptionsV1: encoding/json's semantics, case-insensitive
+// names, duplicate names and invalid UTF-8 allowed) over a streaming
+// jsontext.Decoder. A List's items are decoded as they are read, each in
+// one pass as the kind of the item before it (load_guess.go), where
+// encoding/json scans the file seven times. Its error messages are not
+// encoding/json's, so LoadCluster never returns them: on any error it
+// decodes again with stdDecoding. FuzzLoadFastMatchesStd checks that the
+// two agree.
 
 var v1Options = jsonv1.DefaultOptionsV1()
 
 func unmarshalV1(data []byte, v any) error { return jsonv2.Unmarshal(data, v, v1Options) }
 
-// splitJSONFast is splitJSON with jsontext's decoder. Document lines are
-// counted as splitJSON counts them.
-func splitJSONFast(data []byte) ([]document, error) {
+// fastYAML decodes the documents of a YAML file with the fast decoding.
+var fastYAML = decoding{splitJSON: splitJSON, addDocument: addDocumentFast}
+
+// loadFast is load with the fast decoding.
+func loadFast(data []byte) (*ClusterState, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' && trimmed[0] != '[' {
+		return load(data, "", fastYAML)
+	}
+	cs, err := loadJSONStream(data)
+	if err != nil {
+		return nil, err
+	}
+	return mergeStates([]*ClusterState{cs}), nil
+}
+
+var (
+	errNotObject     = errors.New("not an object")
+	errNoObjects     = errors.New("no objects")
+	errItemsNotArray = errors.New("items is not an array")
+)
+
+// loadJSONStream decodes each JSON value of data straight from the stream
+// (no copy first); one that is no List is decoded again as one object.
+func loadJSONStream(data []byte) (*ClusterState, error) {
 	dec := jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	var docs []document
-	for {
-		start := dec.InputOffset()
-		raw, err := dec.ReadValue()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
+	cs := &ClusterState{}
+	for n := 0; ; n++ {
+		switch dec.PeekKind() {
+		case '{':
+		case 0: // the end, or an error
+			if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			if n == 0 {
+				return nil, errNoObjects
+			}
+			return cs, nil
+		default:
+			return nil, errNotObject
 		}
-		if err != nil {
+		start := dec.InputOffset()
+		var l fastList
+		if err := jsonv2.UnmarshalDecode(dec, &l, v1Options); err != nil {
 			return nil, err
 		}
-		line := lineAt(data, start+int64(countLeadingSpace(data[start:])))
-		docs = append(docs, document{json: bytes.Clone(raw), line: line})
+		if !isList(l.Kind) {
+			if err := addObject(cs, data[start:dec.InputOffset()], unmarshalV1); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		l.Items.appendTo(cs)
 	}
 }
 
-// fastList is typeMeta with the items decoded (addObject) as they are read.
+// fastList is typeMeta with the items decoded as they are read.
 type fastList struct {
 	APIVersion string    `json:"apiVersion"`
 	Kind       string    `json:"kind"`
@@ -51,14 +89,15 @@ type fastList struct {
 }
 
 // fastItems holds the objects of a List's items, in the order read.
-type fastItems struct{ cs ClusterState }
-
-var errItemsNotArray = errors.New("items is not an array")
+type fastItems struct {
+	cs   ClusterState
+	last string // the kind of the item before
+}
 
 // UnmarshalJSONFrom takes an array (or null) as []json.RawMessage does; a
 // repeated "items" name replaces the earlier items, as it does there.
 func (it *fastItems) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	it.cs = ClusterState{}
+	*it = fastItems{}
 	switch dec.PeekKind() {
 	case 'n':
 		_, err := dec.ReadToken()
@@ -75,7 +114,7 @@ func (it *fastItems) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if err != nil {
 			return err
 		}
-		if err := addObject(&it.cs, bytes.Clone(raw), unmarshalV1); err != nil {
+		if err := it.add(raw); err != nil {
 			return err
 		}
 	}
@@ -83,11 +122,34 @@ func (it *fastItems) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return err
 }
 
-// addDocumentFast is addDocument; a document that is no List is decoded
-// again as one object (its "items", if any, were decoded for nothing).
+// add decodes one item as addObject does: in one pass when it is of the
+// kind of the item before.
+func (it *fastItems) add(raw []byte) error {
+	if addGuessed(&it.cs, it.last, raw) {
+		return nil
+	}
+	if !isJSONObject(raw) {
+		return errNotObject
+	}
+	var tm typeMeta
+	if err := unmarshalV1(raw, &tm); err != nil {
+		return err
+	}
+	it.last = tm.Kind
+	return addObject(&it.cs, raw, unmarshalV1)
+}
+
+func (it *fastItems) appendTo(cs *ClusterState) {
+	cs.Services = append(cs.Services, it.cs.Services...)
+	cs.EndpointSlices = append(cs.EndpointSlices, it.cs.EndpointSlices...)
+	cs.Nodes = append(cs.Nodes, it.cs.Nodes...)
+	cs.Pods = append(cs.Pods, it.cs.Pods...)
+}
+
+// addDocumentFast is addDocument with the fast decoding (YAML documents).
 func addDocumentFast(cs *ClusterState, raw []byte) error {
 	if !isJSONObject(raw) {
-		return errors.New("expected a Kubernetes object")
+		return errNotObject
 	}
 	var l fastList
 	if err := unmarshalV1(raw, &l); err != nil {
@@ -96,9 +158,6 @@ func addDocumentFast(cs *ClusterState, raw []byte) error {
 	if !isList(l.Kind) {
 		return addObject(cs, raw, unmarshalV1)
 	}
-	cs.Services = append(cs.Services, l.Items.cs.Services...)
-	cs.EndpointSlices = append(cs.EndpointSlices, l.Items.cs.EndpointSlices...)
-	cs.Nodes = append(cs.Nodes, l.Items.cs.Nodes...)
-	cs.Pods = append(cs.Pods, l.Items.cs.Pods...)
+	l.Items.appendTo(cs)
 	return nil
 }

@@ -50,7 +50,7 @@ func FuzzLoadFastMatchesStd(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fast, err := load(data, "fuzz", fastDecoding)
+		fast, err := loadFast(data)
 		if err != nil {
 			return
 		}

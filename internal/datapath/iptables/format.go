@@ -225,7 +225,7 @@ func HasTable(text []byte, name string) bool {
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(s, "\n") {
+	for line := range strings.SplitSeq(s, "\n") {
 		if strings.TrimSpace(line) == "*"+name {
 			return true
 		}
