@@ -25,7 +25,10 @@ import (
 // command runs on a thread switched into the namespace (no `ip netns exec`
 // wrapper on either side). The cluster file (kubectl-shaped, ClusterFile)
 // is written once; every diff must report no findings. The binary is
-// $NETDRIFT_BIN, or built from ./cmd/agent as `make build` builds it.
+// $NETDRIFT_BIN, or built from ./cmd/agent as `make build` builds it; with
+// $NETDRIFT_BIN_BASE set (an older build), every iteration runs that one
+// on the same files too (base-diff-ms, base-diff/dump), for before/after
+// figures from one run.
 func BenchmarkOfflineDiff(b *testing.B) {
 	for _, sc := range scales {
 		for _, mode := range []string{"iptables-nft", "iptables-legacy", "nftables"} {
@@ -42,13 +45,15 @@ func benchOfflineDiff(b *testing.B, s Spec, mode string) {
 	} else {
 		ns = loadIPTables(b, s, strings.TrimPrefix(mode, "iptables-"))
 	}
-	bin := netdriftBinary(b)
+	bin, base := netdriftBinary(b), os.Getenv("NETDRIFT_BIN_BASE")
 	dir := b.TempDir()
 	cluster, dumpFile := filepath.Join(dir, "cluster.json"), filepath.Join(dir, "dump")
-	if err := os.WriteFile(cluster, s.ClusterFile(), 0o600); err != nil {
+	clusterFile := s.ClusterFile()
+	if err := os.WriteFile(cluster, clusterFile, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	var dump, diff time.Duration
+	args := []string{"diff", "--node", NodeName, "--cluster", cluster, flag, dumpFile}
+	var dump, diff, baseDiff time.Duration
 	var dumpBytes int
 	var rss int64
 	n := 0
@@ -58,19 +63,35 @@ func benchOfflineDiff(b *testing.B, s Spec, mode string) {
 		if err := os.WriteFile(dumpFile, out, 0o600); err != nil {
 			b.Fatal(err)
 		}
-		report, c, maxrss := runDiff(b, bin, "diff", "--node", NodeName, "--cluster", cluster, flag, dumpFile)
-		if !strings.HasPrefix(report, "node "+NodeName+"  datapath ") || !strings.Contains(report, "findings 0\n") || strings.Contains(report, "warning:") {
-			b.Fatalf("netdrift diff on a drift-free dump:\n%.2000s", report)
-		}
+		c, maxrss := runCleanDiff(b, bin, args)
 		diff, rss = diff+c, max(rss, maxrss)
+		if base != "" {
+			c, _ = runCleanDiff(b, base, args)
+			baseDiff += c
+		}
 		n++
 	}
 	b.ReportMetric(ms(dump, n), "dump-ms")
 	b.ReportMetric(ms(diff, n), "diff-ms")
 	b.ReportMetric(float64(diff)/float64(dump), "diff/dump")
+	if base != "" {
+		b.ReportMetric(ms(baseDiff, n), "base-diff-ms")
+		b.ReportMetric(float64(baseDiff)/float64(dump), "base-diff/dump")
+	}
 	b.ReportMetric(float64(dumpBytes)/1e6, "dump-MB")
-	b.ReportMetric(float64(len(s.ClusterFile()))/1e6, "cluster-MB")
+	b.ReportMetric(float64(len(clusterFile))/1e6, "cluster-MB")
 	b.ReportMetric(float64(rss)/1024, "diff-maxrss-MB")
+}
+
+// runCleanDiff runs bin with args and fails unless it reports no findings
+// and no warnings; it returns the CPU time and peak RSS (kB).
+func runCleanDiff(b *testing.B, bin string, args []string) (time.Duration, int64) {
+	b.Helper()
+	report, cpu, rss := runDiff(b, bin, args...)
+	if !strings.HasPrefix(report, "node "+NodeName+"  datapath ") || !strings.Contains(report, "findings 0\n") || strings.Contains(report, "warning:") {
+		b.Fatalf("%s diff on a drift-free dump:\n%.2000s", bin, report)
+	}
+	return cpu, rss
 }
 
 // runInNetns runs argv on a thread switched into ns (the child inherits
