@@ -50,7 +50,7 @@ var (
 // loadJSONStream decodes each JSON value of data straight from the stream
 // (no copy first); one that is no List is decoded again as one object.
 func loadJSONStream(data []byte) (*ClusterState, error) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	dec := newStreamDecoder(data)
 	cs := &ClusterState{}
 	for n := 0; ; n++ {
 		switch dec.PeekKind() {
@@ -67,7 +67,7 @@ func loadJSONStream(data []byte) (*ClusterState, error) {
 			return nil, errNotObject
 		}
 		start := dec.InputOffset()
-		var l fastList
+		l := fastList{Items: fastItems{src: data}}
 		if err := jsonv2.UnmarshalDecode(dec, &l, v1Options); err != nil {
 			return nil, err
 		}
@@ -81,6 +81,12 @@ func loadJSONStream(data []byte) (*ClusterState, error) {
 	}
 }
 
+// newStreamDecoder reads src in place (a bytes.Buffer is not copied), so
+// its offsets index src.
+func newStreamDecoder(src []byte) *jsontext.Decoder {
+	return jsontext.NewDecoder(bytes.NewBuffer(src), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+}
+
 // fastList is typeMeta with the items decoded as they are read.
 type fastList struct {
 	APIVersion string    `json:"apiVersion"`
@@ -90,6 +96,7 @@ type fastList struct {
 
 // fastItems holds the objects of a List's items, in the order read.
 type fastItems struct {
+	src  []byte // what the decoder reads, from its first byte
 	cs   ClusterState
 	last string // the kind of the item before
 }
@@ -97,7 +104,7 @@ type fastItems struct {
 // UnmarshalJSONFrom takes an array (or null) as []json.RawMessage does; a
 // repeated "items" name replaces the earlier items, as it does there.
 func (it *fastItems) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*it = fastItems{}
+	*it = fastItems{src: it.src}
 	switch dec.PeekKind() {
 	case 'n':
 		_, err := dec.ReadToken()
@@ -110,11 +117,7 @@ func (it *fastItems) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return err
 	}
 	for dec.PeekKind() != ']' {
-		raw, err := dec.ReadValue()
-		if err != nil {
-			return err
-		}
-		if err := it.add(raw); err != nil {
+		if err := it.add(dec); err != nil {
 			return err
 		}
 	}
@@ -122,11 +125,22 @@ func (it *fastItems) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return err
 }
 
-// add decodes one item as addObject does: in one pass when it is of the
-// kind of the item before.
-func (it *fastItems) add(raw []byte) error {
-	if addGuessed(&it.cs, it.last, raw) {
-		return nil
+// add decodes the next item as addObject does: straight from the stream
+// when it is of the kind of the item before, else from its bytes (those
+// the guess consumed: an item that is not what it guessed is read whole).
+func (it *fastItems) add(dec *jsontext.Decoder) error {
+	var raw []byte
+	if start := dec.InputOffset(); it.last != "" && it.src != nil {
+		if addGuessed(&it.cs, it.last, func(g any) error { return jsonv2.UnmarshalDecode(dec, g, v1Options) }) {
+			return nil
+		}
+		raw = bytes.TrimLeft(it.src[start:dec.InputOffset()], " \t\r\n,")
+	} else {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		raw = v
 	}
 	if !isJSONObject(raw) {
 		return errNotObject
@@ -136,7 +150,7 @@ func (it *fastItems) add(raw []byte) error {
 		return err
 	}
 	it.last = tm.Kind
-	return addObject(&it.cs, raw, unmarshalV1)
+	return addObject(&it.cs, bytes.Clone(raw), unmarshalV1)
 }
 
 func (it *fastItems) appendTo(cs *ClusterState) {
@@ -151,8 +165,8 @@ func addDocumentFast(cs *ClusterState, raw []byte) error {
 	if !isJSONObject(raw) {
 		return errNotObject
 	}
-	var l fastList
-	if err := unmarshalV1(raw, &l); err != nil {
+	l := fastList{Items: fastItems{src: raw}}
+	if err := jsonv2.UnmarshalDecode(newStreamDecoder(raw), &l, v1Options); err != nil {
 		return err
 	}
 	if !isList(l.Kind) {

@@ -9,36 +9,36 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// addGuessed decodes raw in one pass as an object of kind (kubectl prints
-// a List's items grouped by kind) and adds it when it is one that addObject
-// would add, decoded the same; false (nothing added) when raw is anything
-// else, for addObject to decode.
-func addGuessed(cs *ClusterState, kind string, raw []byte) bool {
+// addGuessed decodes the next value (decode) as an object of kind (kubectl
+// prints a List's items grouped by kind) and adds it when it is one that
+// addObject would add, decoded the same; false (nothing added) when it is
+// anything else, for addObject to decode.
+func addGuessed(cs *ClusterState, kind string, decode func(any) error) bool {
 	switch kind {
 	case "Service":
 		g := &struct {
 			corev1.Service
 			itemsField
 		}{}
-		return guess(raw, g, &g.Service, &g.itemsField, kind) && appendTo(&cs.Services, &g.Service)
+		return guess(decode, g, &g.Service, &g.itemsField, kind) && appendTo(&cs.Services, &g.Service)
 	case "EndpointSlice":
 		g := &struct {
 			discoveryv1.EndpointSlice
 			itemsField
 		}{}
-		return guess(raw, g, &g.EndpointSlice, &g.itemsField, kind) && appendTo(&cs.EndpointSlices, &g.EndpointSlice)
+		return guess(decode, g, &g.EndpointSlice, &g.itemsField, kind) && appendTo(&cs.EndpointSlices, &g.EndpointSlice)
 	case "Node":
 		g := &struct {
 			corev1.Node
 			itemsField
 		}{}
-		return guess(raw, g, &g.Node, &g.itemsField, kind) && appendTo(&cs.Nodes, &g.Node)
+		return guess(decode, g, &g.Node, &g.itemsField, kind) && appendTo(&cs.Nodes, &g.Node)
 	case "Pod":
 		g := &struct {
 			corev1.Pod
 			itemsField
 		}{}
-		return guess(raw, g, &g.Pod, &g.itemsField, kind) && appendTo(&cs.Pods, &g.Pod)
+		return guess(decode, g, &g.Pod, &g.itemsField, kind) && appendTo(&cs.Pods, &g.Pod)
 	}
 	return false
 }
@@ -55,11 +55,11 @@ type kubeObject interface {
 	GetName() string
 }
 
-// guess decodes raw into g (o and items embedded in it) and reports
+// guess decodes the value into g (o and items embedded in it) and reports
 // whether it is what addObject adds: of kind, with the apiVersion it wants,
 // a name, and nothing that fails its typeMeta decoding.
-func guess(raw []byte, g any, o kubeObject, items *itemsField, kind string) bool {
-	if unmarshalV1(raw, g) != nil {
+func guess(decode func(any) error, g any, o kubeObject, items *itemsField, kind string) bool {
+	if decode(g) != nil {
 		return false
 	}
 	tm, ok := o.GetObjectKind().(*metav1.TypeMeta)
