@@ -48,19 +48,14 @@ func LoadCluster(data []byte, name string) (*ClusterState, error) {
 	return load(data, name, stdDecoding)
 }
 
-// decoding is how load splits a JSON file into documents and decodes them.
-type decoding struct {
-	splitJSON   func([]byte) ([]document, error)
-	addDocument func(cs *ClusterState, raw []byte) error
-}
+// decoding decodes one document (a JSON value) into cs.
+type decoding func(cs *ClusterState, raw []byte) error
 
 // stdDecoding is encoding/json: the reference, and the source of errors.
-var stdDecoding = decoding{splitJSON: splitJSON, addDocument: func(cs *ClusterState, raw []byte) error {
-	return addDocument(cs, raw, json.Unmarshal)
-}}
+func stdDecoding(cs *ClusterState, raw []byte) error { return addDocument(cs, raw, json.Unmarshal) }
 
-func load(data []byte, name string, dec decoding) (*ClusterState, error) {
-	docs, err := splitDocuments(data, dec.splitJSON)
+func load(data []byte, name string, decode decoding) (*ClusterState, error) {
+	docs, err := splitDocuments(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -69,7 +64,7 @@ func load(data []byte, name string, dec decoding) (*ClusterState, error) {
 	}
 	cs := &ClusterState{}
 	for i, d := range docs {
-		if err := dec.addDocument(cs, d.json); err != nil {
+		if err := decode(cs, d.json); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", name, d.where(i, len(docs)), err)
 		}
 	}

@@ -28,7 +28,7 @@ func (d document) where(i, n int) string {
 // splitDocuments turns a file into JSON documents: a JSON stream when the
 // file starts with '{' or '[', else YAML documents separated by "---".
 // Empty documents are skipped.
-func splitDocuments(data []byte, splitJSON func([]byte) ([]document, error)) ([]document, error) {
+func splitDocuments(data []byte) ([]document, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 {

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 
@@ -24,15 +25,12 @@ var v1Options = jsonv1.DefaultOptionsV1()
 
 func unmarshalV1(data []byte, v any) error { return jsonv2.Unmarshal(data, v, v1Options) }
 
-// fastYAML decodes the documents of a YAML file with the fast decoding.
-var fastYAML = decoding{splitJSON: splitJSON, addDocument: addDocumentFast}
-
 // loadFast is load with the fast decoding.
 func loadFast(data []byte) (*ClusterState, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' && trimmed[0] != '[' {
-		return load(data, "", fastYAML)
+		return load(data, "", addDocumentFast) // YAML documents
 	}
 	cs, err := loadJSONStream(data)
 	if err != nil {
@@ -57,7 +55,7 @@ func loadJSONStream(data []byte) (*ClusterState, error) {
 		case '{':
 		case 0: // the end, or an error
 			if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
-				return nil, err
+				return nil, cmp.Or(err, errNotObject)
 			}
 			if n == 0 {
 				return nil, errNoObjects
