@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
@@ -79,4 +80,17 @@ func loadNFT(tb testing.TB, s Spec) string {
 	ns := netns(tb)
 	run(tb, ns, s.NFTText(), "nft", "-f", "-")
 	return ns
+}
+
+// TestClusterFileMatchesClusterState: the kubectl-shaped cluster file the
+// offline benchmark writes loads to the same desired state as ClusterState.
+func TestClusterFileMatchesClusterState(t *testing.T) {
+	cs, err := watch.LoadCluster(small.ClusterFile(), "cluster.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := watch.Expected(NodeName, small.ClusterState()), watch.Expected(NodeName, cs)
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("desired state differs: %d frontends from the file, %d from ClusterState", len(got.Frontends), len(want.Frontends))
+	}
 }

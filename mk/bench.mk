@@ -13,7 +13,7 @@ BENCH_COUNT_100k ?= 1x
 # iptables-nft-save of a restored 100k-endpoint table runs for many minutes
 # (BENCHMARKS.md); skipped unless BENCH_SKIP_100k= is given empty.
 BENCH_SKIP_10k ?= ^$$
-BENCH_SKIP_100k ?= IPTables/100k/nft
+BENCH_SKIP_100k ?= IPTables/100k/nft|OfflineDiff/100k/iptables-nft
 BENCH_DEB_PKGS := iptables nftables iproute2
 
 .PHONY: bench bench-deps

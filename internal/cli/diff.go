@@ -34,6 +34,7 @@ func (d *dumpFlags) register(fs *flag.FlagSet) {
 }
 
 func RunDiff(args []string, stdout, stderr io.Writer) int {
+	defer offlineGC()()
 	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var clusters multiFlag

@@ -38,7 +38,23 @@ func LoadClusterFiles(paths ...string) (*ClusterState, error) {
 // single object, as JSON (one or more concatenated values) or YAML (one or
 // more documents). Services, EndpointSlices, Nodes and Pods are kept; other
 // kinds are ignored. Errors name the file, the document's line and the item.
+//
+// It decodes with the fast decoding (load_fast.go) and, when that fails,
+// again with encoding/json, whose errors (and so messages) it returns.
 func LoadCluster(data []byte, name string) (*ClusterState, error) {
+	if cs, err := loadFast(data); err == nil {
+		return cs, nil
+	}
+	return load(data, name, stdDecoding)
+}
+
+// decoding decodes one document (a JSON value) into cs.
+type decoding func(cs *ClusterState, raw []byte) error
+
+// stdDecoding is encoding/json: the reference, and the source of errors.
+func stdDecoding(cs *ClusterState, raw []byte) error { return addDocument(cs, raw, json.Unmarshal) }
+
+func load(data []byte, name string, decode decoding) (*ClusterState, error) {
 	docs, err := splitDocuments(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -48,7 +64,7 @@ func LoadCluster(data []byte, name string) (*ClusterState, error) {
 	}
 	cs := &ClusterState{}
 	for i, d := range docs {
-		if err := addDocument(cs, d.json); err != nil {
+		if err := decode(cs, d.json); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", name, d.where(i, len(docs)), err)
 		}
 	}
@@ -62,19 +78,19 @@ type typeMeta struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
-func addDocument(cs *ClusterState, raw []byte) error {
+func addDocument(cs *ClusterState, raw []byte, unmarshal func([]byte, any) error) error {
 	if !isJSONObject(raw) {
 		return errors.New("expected a Kubernetes object (a map with apiVersion and kind)")
 	}
 	var tm typeMeta
-	if err := json.Unmarshal(raw, &tm); err != nil {
+	if err := unmarshal(raw, &tm); err != nil {
 		return err
 	}
 	if !isList(tm.Kind) {
-		return addObject(cs, raw)
+		return addObject(cs, raw, unmarshal)
 	}
 	for i, item := range tm.Items {
-		if err := addObject(cs, item); err != nil {
+		if err := addObject(cs, item, unmarshal); err != nil {
 			return fmt.Errorf("items[%d]: %w", i, err)
 		}
 	}
@@ -91,12 +107,12 @@ func isJSONObject(raw []byte) bool {
 }
 
 // addObject decodes one item by kind; kinds netdrift does not use are ignored.
-func addObject(cs *ClusterState, raw []byte) error {
+func addObject(cs *ClusterState, raw []byte, unmarshal func([]byte, any) error) error {
 	if !isJSONObject(raw) {
 		return errors.New("expected an object")
 	}
 	var tm typeMeta
-	if err := json.Unmarshal(raw, &tm); err != nil {
+	if err := unmarshal(raw, &tm); err != nil {
 		return err
 	}
 	if tm.Kind == "" {
@@ -109,7 +125,7 @@ func addObject(cs *ClusterState, raw []byte) error {
 	if tm.APIVersion != want {
 		return fmt.Errorf("%s has apiVersion %q, want %q", tm.Kind, tm.APIVersion, want)
 	}
-	return decodeKind(cs, tm.Kind, raw)
+	return decodeKind(cs, tm.Kind, raw, unmarshal)
 }
 
 var wantedKinds = map[string]string{
@@ -119,28 +135,28 @@ var wantedKinds = map[string]string{
 	"EndpointSlice": "discovery.k8s.io/v1",
 }
 
-func decodeKind(cs *ClusterState, kind string, raw []byte) error {
+func decodeKind(cs *ClusterState, kind string, raw []byte, unmarshal func([]byte, any) error) error {
 	var err error
 	var name string
 	switch kind {
 	case "Service":
 		o := &corev1.Service{}
-		if err = json.Unmarshal(raw, o); err == nil {
+		if err = unmarshal(raw, o); err == nil {
 			cs.Services, name = append(cs.Services, o), o.Name
 		}
 	case "EndpointSlice":
 		o := &discoveryv1.EndpointSlice{}
-		if err = json.Unmarshal(raw, o); err == nil {
+		if err = unmarshal(raw, o); err == nil {
 			cs.EndpointSlices, name = append(cs.EndpointSlices, o), o.Name
 		}
 	case "Node":
 		o := &corev1.Node{}
-		if err = json.Unmarshal(raw, o); err == nil {
+		if err = unmarshal(raw, o); err == nil {
 			cs.Nodes, name = append(cs.Nodes, o), o.Name
 		}
 	case "Pod":
 		o := &corev1.Pod{}
-		if err = json.Unmarshal(raw, o); err == nil {
+		if err = unmarshal(raw, o); err == nil {
 			cs.Pods, name = append(cs.Pods, o), o.Name
 		}
 	}

@@ -121,11 +121,14 @@ func PodInfoOf(p *corev1.Pod) model.PodInfo {
 // EndpointInfos converts the endpoints of one EndpointSlice (addresses[0]
 // only, as kube-proxy does). Slices without a service-name label are skipped.
 func EndpointInfos(s *discoveryv1.EndpointSlice) []model.EndpointInfo {
+	return appendEndpointInfos(nil, s)
+}
+
+func appendEndpointInfos(out []model.EndpointInfo, s *discoveryv1.EndpointSlice) []model.EndpointInfo {
 	svc := s.Labels[discoveryv1.LabelServiceName]
 	if svc == "" {
-		return nil
+		return out
 	}
-	var out []model.EndpointInfo
 	for _, e := range s.Endpoints {
 		if len(e.Addresses) == 0 {
 			continue
@@ -183,8 +186,15 @@ func NodeCheckInputs(nodeName string, cs *ClusterState) nodecheck.Inputs {
 			in.Pods = append(in.Pods, PodInfoOf(p))
 		}
 	}
+	n := 0
 	for _, s := range cs.EndpointSlices {
-		in.Endpoints = append(in.Endpoints, EndpointInfos(s)...)
+		n += len(s.Endpoints)
+	}
+	if n > 0 {
+		in.Endpoints = make([]model.EndpointInfo, 0, n)
+	}
+	for _, s := range cs.EndpointSlices {
+		in.Endpoints = appendEndpointInfos(in.Endpoints, s)
 	}
 	return in
 }

@@ -180,29 +180,18 @@ func natListing(lines []string) bool {
 // mixed when it names both (two families' dumps in one file).
 func DumpFamily(text []byte) (fam model.IPFamily, mixed, ok bool) {
 	v4, v6 := 0, 0
-	for _, line := range strings.Split(string(text), "\n") {
-		f := strings.Fields(line)
-		for i := 0; i+1 < len(f); i++ {
-			switch f[i] {
+	for line := range strings.SplitSeq(string(text), "\n") {
+		prev := ""
+		for f := range strings.FieldsSeq(line) {
+			switch prev {
 			case "-d", "-s", "--destination", "--source", "--to-destination":
-			default:
-				continue
+				if addr, ok := ruleAddr(f); ok && (addr.Is4() || addr.Is4In6()) {
+					v4++
+				} else if ok {
+					v6++
+				}
 			}
-			a := f[i+1]
-			if j := strings.IndexByte(a, '/'); j >= 0 {
-				a = a[:j]
-			}
-			if ap, err := netip.ParseAddrPort(a); err == nil {
-				a = ap.Addr().String()
-			}
-			addr, err := netip.ParseAddr(a)
-			switch {
-			case err != nil:
-			case addr.Is4() || addr.Is4In6():
-				v4++
-			default:
-				v6++
-			}
+			prev = f
 		}
 	}
 	switch {
@@ -216,6 +205,19 @@ func DumpFamily(text []byte) (fam model.IPFamily, mixed, ok bool) {
 	return "", false, false
 }
 
+// ruleAddr is the address of a rule's address argument: an address, a
+// prefix (address/bits or address/mask) or a DNAT target (address:port).
+func ruleAddr(a string) (netip.Addr, bool) {
+	if j := strings.IndexByte(a, '/'); j >= 0 {
+		a = a[:j]
+	}
+	if ap, err := netip.ParseAddrPort(a); err == nil {
+		return ap.Addr(), true
+	}
+	addr, err := netip.ParseAddr(a)
+	return addr, err == nil
+}
+
 // HasTable reports whether a dump (iptables-save or `iptables -S` text)
 // holds the named table. A dump that cannot be read reports false.
 func HasTable(text []byte, name string) bool {
@@ -223,7 +225,7 @@ func HasTable(text []byte, name string) bool {
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(s, "\n") {
+	for line := range strings.SplitSeq(s, "\n") {
 		if strings.TrimSpace(line) == "*"+name {
 			return true
 		}
