@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net/netip"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +83,56 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 	}
 	t.dirty = map[string]dirtyService{}
 	return any
+}
+
+// resync derives every service's desired state again and replaces the ones
+// that differ from what the incremental updates kept (not recorded as
+// changes: nothing was delivered). It returns how many differed.
+func (t *changeTracker) resync(c Cluster, node *corev1.Node, nodeName string) int {
+	seen, differ := map[string]bool{}, 0
+	for _, k := range c.ServiceKeys() {
+		seen[k] = true
+		if _, dirty := t.dirty[k]; dirty {
+			continue // applied, and measured, at the next step
+		}
+		next := watch.ExpectedService(node, nodeName, c.Service(k), c.SlicesFor(k))
+		if t.replaceIfDiffers(k, next) {
+			differ++
+		}
+	}
+	for k := range t.desired {
+		if _, dirty := t.dirty[k]; !seen[k] && !dirty && t.replaceIfDiffers(k, nil) {
+			differ++
+		}
+	}
+	return differ
+}
+
+func (t *changeTracker) replaceIfDiffers(svc string, next map[model.Frontend]model.Verdict) bool {
+	prev := t.desired[svc]
+	if sameDesired(prev, next) {
+		return false
+	}
+	if len(next) == 0 {
+		delete(t.desired, svc)
+	} else {
+		t.desired[svc] = next
+	}
+	t.noteFrontends(prev, next)
+	t.merged.replace(svc, prev, next)
+	return true
+}
+
+func sameDesired(a, b map[model.Frontend]model.Verdict) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for fe, v := range a {
+		if w, ok := b[fe]; !ok || !reflect.DeepEqual(v, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // noteFrontends records the frontends of a service whose desired state was

@@ -34,6 +34,13 @@ type Config struct {
 	// times its last duration (100: about 1 % of a core), and never more
 	// often than AuditInterval.
 	NodeRunCostFactor int
+	// FullAuditInterval is the cadence of the full audit, the safety net of
+	// the incremental path: the desired state is derived again from the
+	// watch cache, the reader drops what it keeps and reads everything, and
+	// every frontend is compared. It runs at most every FullAuditCostFactor
+	// times its last read's cost (200: 0.5 % of a core).
+	FullAuditInterval   time.Duration
+	FullAuditCostFactor int
 	// RecentSamples bounds the lag samples kept for /v1/lag.
 	RecentSamples int
 	// APIUnreachable, when set, reports since when the API server refuses
@@ -51,6 +58,8 @@ func DefaultConfig() Config {
 		WatchUnhealthyAfter: 25 * time.Second,
 		MinPollCostFactor:   20,
 		NodeRunCostFactor:   100,
+		FullAuditInterval:   5 * time.Minute,
+		FullAuditCostFactor: 200,
 		RecentSamples:       1000,
 	}
 }

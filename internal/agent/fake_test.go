@@ -81,8 +81,9 @@ func (c *fakeCluster) State() *watch.ClusterState {
 type fakeSource struct {
 	mu  sync.Mutex
 	obs model.Observed
-	err error
-	n   int
+	err     error
+	n       int
+	resyncs int
 }
 
 func (f *fakeSource) Name() string { return model.ModeIPTables }
@@ -90,6 +91,12 @@ func (f *fakeSource) Name() string { return model.ModeIPTables }
 func (f *fakeSource) SetHints(model.Hints)                                    {}
 func (f *fakeSource) ApplyChange(context.Context, datapath.ChangeEvent) error { return nil }
 func (f *fakeSource) LastReadCPU() time.Duration                              { return 0 }
+
+func (f *fakeSource) Resync() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resyncs++
+}
 
 func (f *fakeSource) Snapshot(context.Context) (model.Observed, error) {
 	f.mu.Lock()

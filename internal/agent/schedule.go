@@ -11,6 +11,21 @@ type scheduler struct {
 	hinted       time.Time     // earliest change event since the last read
 	freshChange  bool          // a change was recorded since the last read
 	events       bool          // nf_tables change events flow: they, not polls, date the reads
+	lastFull     time.Time     // the last full audit (zero: the first read is one)
+	fullCost     time.Duration // what its read cost
+}
+
+// fullDue reports whether the next read is a full audit: FullAuditInterval
+// after the last one, or later when a full read costs more than the budget.
+func (s *scheduler) fullDue(now time.Time, cfg Config) bool {
+	if cfg.FullAuditInterval <= 0 {
+		return false
+	}
+	iv := cfg.FullAuditInterval
+	if min := time.Duration(cfg.FullAuditCostFactor) * s.fullCost; min > iv {
+		iv = min
+	}
+	return !s.lastFull.IsZero() && now.Sub(s.lastFull) >= iv
 }
 
 // pollInterval is the fast-poll interval, never cheaper than the read cost allows.

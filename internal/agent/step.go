@@ -70,9 +70,16 @@ func (a *Agent) audit(ctx context.Context) {
 	a.mu.Lock()
 	obsAt, hinted := a.sched.startRead(a.clock.Now())
 	a.nodeRuns.done = false
+	full := a.sched.fullDue(obsAt, a.cfg)
+	if full {
+		a.resyncDesiredLocked()
+	}
 	a.mu.Unlock()
 
 	a.handHints()
+	if full && a.src != nil {
+		a.src.Resync()
+	}
 	obs, ok := a.readDatapath(ctx)
 	if a.log.Enabled(ctx, slog.LevelDebug) {
 		a.log.Debug("datapath read", "observed_at", obsAt, "hint", hinted, "took", a.clock.Since(obsAt),
@@ -83,6 +90,9 @@ func (a *Agent) audit(ctx context.Context) {
 	defer a.mu.Unlock()
 	now := a.clock.Now()
 	a.sched.lastRead = now
+	if full || a.sched.lastFull.IsZero() {
+		a.sched.lastFull, a.sched.fullCost = now, a.sched.lastReadCost
+	}
 	desired := a.tracker.merged.current(a.cfg.NodeName) // live: used under a.mu only
 	var mismatches []model.Finding
 	if ok && obs.Datapath == model.ModeNone {
@@ -102,7 +112,7 @@ func (a *Agent) audit(ctx context.Context) {
 			a.recent = append(a.recent, s)
 		}
 		a.trimRecentLocked()
-		mismatches = append(mismatches, a.comparer.Update(desired, a.tracker.takeChangedFrontends(), false, obs)...)
+		mismatches = append(mismatches, a.comparer.Update(desired, a.tracker.takeChangedFrontends(), full, obs)...)
 	}
 	a.startExtrasLocked(ctx, now)
 	mismatches = append(mismatches, a.nodeRuns.found...)
@@ -112,6 +122,19 @@ func (a *Agent) audit(ctx context.Context) {
 		a.tracker.changed = map[string]bool{}
 	}
 	a.publishLocked(now, obs, ok)
+}
+
+// resyncDesiredLocked derives every service's desired state again from the
+// watch cache (the full audit) and corrects what the incremental updates
+// missed, saying so: a correction is a bug in the incremental path.
+func (a *Agent) resyncDesiredLocked() {
+	if !a.tracker.initialized {
+		return
+	}
+	if n := a.tracker.resync(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName); n > 0 {
+		a.log.Warn("full audit: the incrementally kept desired state differed from the watch cache; corrected",
+			"services", n)
+	}
 }
 
 // handHints gives the reader what the API knows, only when the frontends or

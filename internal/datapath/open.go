@@ -62,6 +62,9 @@ type ipvsReader struct{ *ipvs.Reader }
 func (ipvsReader) ApplyChange(context.Context, ChangeEvent) error { return nil }
 func (ipvsReader) LastReadCPU() time.Duration                     { return 0 }
 
+// Resync: the IPVS reader reads everything on every Snapshot already.
+func (ipvsReader) Resync() {}
+
 // iptablesReader reads kube-proxy's iptables rules. With the nft backend
 // (iptables-nft, the default of current distributions) it reads the
 // nf_tables tables in process over netlink (iptables.NFTReader): no
@@ -128,6 +131,18 @@ func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error 
 		changes = append(changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
 	}
 	return k.nl.ApplyChanges(ctx, ev.Generation, ev.Lost, changes)
+}
+
+// Resync drops the netlink reader's tables and the cached dump, and makes
+// the in-process legacy reader walk its next read again.
+func (k *iptablesReader) Resync() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.nl != nil {
+		k.nl.Drop()
+	}
+	k.dumps, k.parsed = nil, false
+	k.lg.hintsGen++
 }
 
 // LastReadCPU is the CPU time the last dump cost (iptables-save

@@ -101,6 +101,13 @@ func (r *Redetect) ApplyChange(ctx context.Context, ev ChangeEvent) error {
 	return nil
 }
 
+// Resync forwards once a mode is known.
+func (r *Redetect) Resync() {
+	if in := r.current(); in != nil {
+		in.Resync()
+	}
+}
+
 // LastReadCPU forwards the read cost once a mode is known.
 func (r *Redetect) LastReadCPU() time.Duration {
 	if in := r.current(); in != nil {

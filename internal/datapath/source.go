@@ -52,12 +52,21 @@ type CostReporter interface {
 	LastReadCPU() time.Duration
 }
 
+// Resyncer drops what a reader keeps between reads (cached tables, the
+// incremental view): the next Snapshot reads and evaluates everything. The
+// agent calls it for the slow full audit, the safety net of the
+// incremental path.
+type Resyncer interface {
+	Resync()
+}
+
 // Reader is what the agent drives. Every reader Open returns is one.
 type Reader interface {
 	Source
 	HintReceiver
 	ChangeApplier
 	CostReporter
+	Resyncer
 }
 
 // WatchChanges subscribes to nf_tables change events in netns ("" = own).

@@ -23,24 +23,23 @@ type Comparer struct {
 func NewComparer() *Comparer { return &Comparer{found: map[model.Frontend][]model.Finding{}} }
 
 // Update returns the findings for desired and observed. desiredChanged names
-// the frontends whose desired verdict may have changed since the last Update
-// (nil with fullDesired = true means "any"); an observed state with the same
+// the frontends whose desired verdict may have changed since the last Update;
+// full compares every frontend again (the slow full audit, the safety net
+// for anything the incremental path missed); an observed state with the same
 // non-zero Version as the last one is taken as unchanged. desired may be the
 // same map as last time, updated in place: desiredChanged then names every
 // frontend that changed in it (a diff of the map against itself finds none).
-func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Frontend]bool, fullDesired bool,
+func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Frontend]bool, full bool,
 	obs model.Observed) []model.Finding {
 	obsSame := obs.Version != 0 && obs.Version == c.obsVersion && obs.Datapath == c.mode && c.observed != nil
 	touched := map[model.Frontend]bool{}
 	switch {
-	case obs.Datapath != c.mode || c.desired == nil:
+	case obs.Datapath != c.mode || c.desired == nil || full:
 		for _, m := range []map[model.Frontend]model.Verdict{c.desired, c.observed, desired.Frontends, obs.Frontends} {
 			for fe := range m {
 				touched[fe] = true
 			}
 		}
-	case fullDesired:
-		c.diffKeys(desired.Frontends, obs.Frontends, touched)
 	case !obsSame && (obs.Changed == nil || obs.Since != c.obsVersion || c.obsVersion == 0):
 		c.diffKeys(desired.Frontends, obs.Frontends, touched)
 	case !obsSame: // the reader names what moved

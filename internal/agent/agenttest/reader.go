@@ -17,3 +17,4 @@ type snapshotOnly struct{ datapath.Source }
 func (snapshotOnly) SetHints(model.Hints)                                    {}
 func (snapshotOnly) ApplyChange(context.Context, datapath.ChangeEvent) error { return nil }
 func (snapshotOnly) LastReadCPU() time.Duration                              { return 0 }
+func (snapshotOnly) Resync()                                                 {}

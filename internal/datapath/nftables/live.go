@@ -91,6 +91,13 @@ func (n *Reader) generationLocked() (uint32, error) {
 	}
 }
 
+// Resync drops the cached tables: the next Snapshot reads both again.
+func (n *Reader) Resync() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cache, n.behind = nil, time.Time{}
+}
+
 // Close releases the socket kept for generation queries.
 func (n *Reader) Close() error {
 	n.mu.Lock()

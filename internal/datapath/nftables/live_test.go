@@ -346,4 +346,11 @@ func TestNFTLiveSnapshotAwaitsEvents(t *testing.T) {
 	if src.fullReads != 2 {
 		t.Errorf("%d full reads: past BehindLimit the trailing cache must be read again", src.fullReads)
 	}
+	src.Resync() // the agent's full audit
+	if _, err := src.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if src.fullReads != 3 {
+		t.Errorf("%d full reads: a Snapshot after Resync must read everything", src.fullReads)
+	}
 }

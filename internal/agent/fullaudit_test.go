@@ -1,0 +1,39 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// TestFullAuditCorrectsWhatTheIncrementalPathMissed: a slice change the
+// agent never heard of (a lost delivery, or a bug in the incremental path)
+// is found by the full audit: the desired state is derived again, the reader
+// is told to read everything, and the mismatch is reported.
+func TestFullAuditCorrectsWhatTheIncrementalPathMissed(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.c.mu.Lock()
+	h.c.slices["shop/web"] = []*discoveryv1.EndpointSlice{slice("web", "10.1.0.1", "10.1.0.9")} // no event
+	h.c.mu.Unlock()
+	h.advance(h.a.cfg.AuditInterval)
+	if s := h.a.State(); len(s.Pending)+len(s.Stale) != 0 || h.src.resyncs != 0 {
+		t.Fatalf("before the full audit: pending %v stale %v resyncs %d (nothing was delivered)", s.Pending, s.Stale, h.src.resyncs)
+	}
+	for d := h.a.cfg.AuditInterval; d < h.a.cfg.FullAuditInterval; d += h.a.cfg.AuditInterval {
+		h.advance(h.a.cfg.AuditInterval)
+	}
+	h.advance(h.a.cfg.AuditInterval)
+	if h.src.resyncs != 1 {
+		t.Fatalf("%d reader resyncs after %v, want 1", h.src.resyncs, h.a.cfg.FullAuditInterval)
+	}
+	s := h.a.State()
+	if len(s.Pending)+len(s.Stale) == 0 {
+		t.Fatal("the full audit did not report the undelivered change (kube-proxy has the old backends)")
+	}
+	h.advance(time.Second)
+	if h.src.resyncs != 1 {
+		t.Fatalf("%d resyncs: the next read must be incremental again", h.src.resyncs)
+	}
+}
