@@ -40,6 +40,7 @@ type agentFlags struct {
 	staleAfter       time.Duration
 	fastPoll         time.Duration
 	eventPoll        time.Duration
+	fullAudit        time.Duration
 	auditInterval    time.Duration
 	watchUnhealthy   time.Duration
 	apiReconnect     time.Duration
@@ -65,6 +66,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.netns, "netns", "", "read the datapath in this named network namespace (tests, lab)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")
 	fs.DurationVar(&f.fastPoll, "fast-poll", 100*time.Millisecond, "re-read interval while changes are pending")
+	fs.DurationVar(&f.fullAudit, "full-audit-interval", 5*time.Minute, "full audit (derive the desired state again, read the datapath whole, compare every frontend) at most this often, and never more than 0.5% of a core")
 	fs.DurationVar(&f.eventPoll, "event-poll", time.Second, "re-read interval while changes are pending and nf_tables change events flow (each commit triggers a read)")
 	fs.DurationVar(&f.auditInterval, "audit-interval", 10*time.Second, "full audit interval when nothing is pending")
 	fs.DurationVar(&f.watchUnhealthy, "watch-unhealthy-after", 25*time.Second, "no Lease renewal delivered for this long = watch unhealthy")
@@ -101,7 +103,7 @@ func (f *agentFlags) settings() (agentSettings, error) {
 	if _, err := datapath.ParseMode(f.datapath); err != nil {
 		bad("--datapath", err)
 	}
-	for name, d := range map[string]time.Duration{"--stale-after": f.staleAfter, "--fast-poll": f.fastPoll, "--event-poll": f.eventPoll,
+	for name, d := range map[string]time.Duration{"--stale-after": f.staleAfter, "--fast-poll": f.fastPoll, "--event-poll": f.eventPoll, "--full-audit-interval": f.fullAudit,
 		"--audit-interval": f.auditInterval, "--watch-unhealthy-after": f.watchUnhealthy,
 		"--rst-window": f.rstWindow, "--node-gone-after": f.nodeGoneAfter} {
 		if d <= 0 {
@@ -130,7 +132,7 @@ func (f *agentFlags) settings() (agentSettings, error) {
 	}
 	st.agent = agent.DefaultConfig()
 	st.agent.NodeName, st.agent.StaleAfter, st.agent.FastPoll = f.nodeName, f.staleAfter, f.fastPoll
-	st.agent.EventPoll = f.eventPoll
+	st.agent.EventPoll, st.agent.FullAuditInterval = f.eventPoll, f.fullAudit
 	st.agent.AuditInterval, st.agent.WatchUnhealthyAfter = f.auditInterval, f.watchUnhealthy
 	return st, errors.Join(errs...)
 }

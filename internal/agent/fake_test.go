@@ -79,8 +79,8 @@ func (c *fakeCluster) State() *watch.ClusterState {
 
 // fakeSource returns whatever the test sets.
 type fakeSource struct {
-	mu  sync.Mutex
-	obs model.Observed
+	mu      sync.Mutex
+	obs     model.Observed
 	err     error
 	n       int
 	resyncs int
