@@ -194,7 +194,14 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 	if a.log.Enabled(ctx, slog.LevelDebug) {
 		a.log.Debug("datapath changed", "generation", ev.Generation, "process", ev.Process, "pid", ev.PID)
 	}
-	if a.src != nil && !ev.Lost { // a lost event: the next read's generation check reads everything
+	switch {
+	case a.src == nil:
+	case ev.Lost:
+		// Events were dropped (socket buffer overrun): no event will bring
+		// the reader's cache up to date, so the next read is a full one.
+		a.log.Info("nftables change events lost; the next read is a full one")
+		a.src.Resync()
+	default:
 		if err := a.src.ApplyChange(ctx, ev); err != nil {
 			a.log.Warn("applying a datapath change event failed; the next read is a full one", "err", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/datapath"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -35,5 +36,27 @@ func TestFullAuditCorrectsWhatTheIncrementalPathMissed(t *testing.T) {
 	h.advance(time.Second)
 	if h.src.resyncs != 1 {
 		t.Fatalf("%d resyncs: the next read must be incremental again", h.src.resyncs)
+	}
+}
+
+// TestLostChangeEventsResyncTheReader: a lost-events notice makes the next
+// read a full one (no event will bring the reader's cache up to date), and
+// dates that read; an ordinary event does not drop the cache.
+func TestLostChangeEventsResyncTheReader(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.a.onChange(h.ctx, datapath.ChangeEvent{Generation: 7, Received: h.clk.Now()}, true)
+	if h.src.resyncs != 0 {
+		t.Fatalf("an ordinary change event resynced the reader (%d)", h.src.resyncs)
+	}
+	h.a.onChange(h.ctx, datapath.ChangeEvent{Lost: true, Received: h.clk.Now()}, true)
+	if h.src.resyncs != 1 {
+		t.Fatalf("%d resyncs after lost events, want 1", h.src.resyncs)
+	}
+	h.a.mu.Lock()
+	hinted := h.a.sched.hinted
+	h.a.mu.Unlock()
+	if hinted.IsZero() {
+		t.Fatal("lost events did not date the next read")
 	}
 }
