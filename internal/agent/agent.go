@@ -92,7 +92,6 @@ func New(o Options) *Agent {
 	if a.mode == "" {
 		a.mode = model.ModeNone
 	}
-	a.sched.events = o.Changes != nil
 	a.state = State{Node: a.cfg.NodeName, Datapath: a.mode, DatapathReason: a.reason, ReadyReason: "starting"}
 	return a
 }

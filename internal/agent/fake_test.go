@@ -92,6 +92,8 @@ func (f *fakeSource) SetHints(model.Hints)                                    {}
 func (f *fakeSource) ApplyChange(context.Context, datapath.ChangeEvent) error { return nil }
 func (f *fakeSource) LastReadCPU() time.Duration                              { return 0 }
 
+func (f *fakeSource) Evented() bool { return false }
+
 func (f *fakeSource) Resync() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -164,6 +164,7 @@ func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sched.lastReadCost = dur
+	a.sched.events = a.changes != nil && a.src.Evented()
 	if cpu := a.src.LastReadCPU(); cpu > 0 {
 		// Bound polling by what reading costs the node (CPU), not by wall
 		// time, which a busy node inflates.

@@ -65,6 +65,9 @@ COMMIT
 	if err != nil || src.r.Stats().At != dumpAt || src.LastReadCPU() != 0 || src.lg.lr.Stats().Reads != 1 {
 		t.Fatalf("second read not in process: err %v, dump at %v (was %v), legacy stats %+v", err, src.r.Stats().At, dumpAt, src.lg.lr.Stats())
 	}
+	if src.Evented() {
+		t.Fatal("iptables-legacy reported as described by nf_tables change events: the agent would poll too slowly")
+	}
 	if !sameVerdicts(first, second) || !slices.Equal(first.Warnings, second.Warnings) {
 		t.Fatalf("in-process read differs from iptables-legacy-save:\n%+v\n%+v", first, second)
 	}

@@ -54,6 +54,7 @@ func Resolve(ctx context.Context, flagMode, netns string) (mode, reason string, 
 type nftablesReader struct{ *nftables.Reader }
 
 func (nftablesReader) LastReadCPU() time.Duration { return 0 }
+func (nftablesReader) Evented() bool              { return true }
 
 // ipvsReader adds the parts of Reader IPVS has no use for: IPVS publishes
 // no change events, and reads are in process.
@@ -61,6 +62,7 @@ type ipvsReader struct{ *ipvs.Reader }
 
 func (ipvsReader) ApplyChange(context.Context, ChangeEvent) error { return nil }
 func (ipvsReader) LastReadCPU() time.Duration                     { return 0 }
+func (ipvsReader) Evented() bool                                  { return false }
 
 // Resync: the IPVS reader reads everything on every Snapshot already.
 func (ipvsReader) Resync() {}
@@ -143,6 +145,14 @@ func (k *iptablesReader) Resync() {
 	}
 	k.dumps, k.parsed = nil, false
 	k.lg.hintsGen++
+}
+
+// Evented: the netlink reader is in use (iptables-nft), whose state the
+// nf_tables events describe.
+func (k *iptablesReader) Evented() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.netlinkActive() && k.inProc
 }
 
 // LastReadCPU is the CPU time the last dump cost (iptables-save

@@ -108,6 +108,9 @@ COMMIT
 	if !src.r.Stats().At.IsZero() || src.LastReadCPU() != 0 || src.nl.Stats().FullReads != 1 {
 		t.Fatalf("first read did not go over netlink: dump at %v, nl stats %+v", src.r.Stats().At, src.nl.Stats())
 	}
+	if !src.Evented() {
+		t.Fatal("read over netlink, but not reported as described by change events")
+	}
 	gen := func() uint32 {
 		g, err := nftables.Generation(ns)
 		if err != nil {

@@ -101,6 +101,14 @@ func (r *Redetect) ApplyChange(ctx context.Context, ev ChangeEvent) error {
 	return nil
 }
 
+// Evented forwards once a mode is known.
+func (r *Redetect) Evented() bool {
+	if in := r.current(); in != nil {
+		return in.Evented()
+	}
+	return false
+}
+
 // Resync forwards once a mode is known.
 func (r *Redetect) Resync() {
 	if in := r.current(); in != nil {

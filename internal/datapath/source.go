@@ -44,6 +44,12 @@ type ChangeWatcher = nftables.ChangeWatcher
 // the next Snapshot reads everything.
 type ChangeApplier interface {
 	ApplyChange(ctx context.Context, ev ChangeEvent) error
+	// Evented reports whether change events describe the state this reader
+	// reads (nftables; iptables-nft read over netlink): every commit of
+	// kube-proxy then reaches the agent as an event, which triggers and
+	// dates a read, and polling is only a safety net. False for IPVS,
+	// iptables-legacy and the iptables-save fallback.
+	Evented() bool
 }
 
 // CostReporter says what the last read cost in CPU time (forked dump tools);

@@ -18,3 +18,4 @@ func (snapshotOnly) SetHints(model.Hints)                                    {}
 func (snapshotOnly) ApplyChange(context.Context, datapath.ChangeEvent) error { return nil }
 func (snapshotOnly) LastReadCPU() time.Duration                              { return 0 }
 func (snapshotOnly) Resync()                                                 {}
+func (snapshotOnly) Evented() bool                                           { return false }
