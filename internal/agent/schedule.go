@@ -30,13 +30,20 @@ func (s *scheduler) fullDue(now time.Time, cfg Config) bool {
 
 // pollInterval is the fast-poll interval, never cheaper than the read cost allows.
 func (s *scheduler) pollInterval(cfg Config) time.Duration {
-	iv := cfg.FastPoll
+	iv := s.costFloor(cfg)
 	if s.events && cfg.EventPoll > iv {
 		// Each commit of kube-proxy arrives as an event that triggers a
 		// read at once; polling while something is pending is the safety
 		// net for a lost event, and may be slow.
 		iv = cfg.EventPoll
 	}
+	return iv
+}
+
+// costFloor is the shortest interval between two reads not triggered by a
+// change event: FastPoll, or MinPollCostFactor times the last read's cost.
+func (s *scheduler) costFloor(cfg Config) time.Duration {
+	iv := cfg.FastPoll
 	if min := time.Duration(cfg.MinPollCostFactor) * s.lastReadCost; min > iv {
 		iv = min
 	}
@@ -56,9 +63,11 @@ func (s *scheduler) due(now time.Time, busy bool, cfg Config) bool {
 	if s.lastRead.IsZero() || !s.hinted.IsZero() {
 		return true
 	}
-	if s.freshChange && now.Sub(s.lastRead) >= cfg.FastPoll {
+	if s.freshChange && now.Sub(s.lastRead) >= s.costFloor(cfg) {
 		// A new change: look right away (once per change burst), so T2 is not
-		// overstated when kube-proxy programmed it before our watch delivered it.
+		// overstated when kube-proxy programmed it before our watch delivered it
+		// — but no more often than the read's cost allows: a burst of
+		// deliveries must not read an expensive table ten times a second.
 		return true
 	}
 	return now.Sub(s.lastRead) >= s.interval(busy, cfg)
@@ -68,7 +77,7 @@ func (s *scheduler) due(now time.Time, busy bool, cfg Config) bool {
 func (s *scheduler) wait(sinceRead time.Duration, busy bool, cfg Config) time.Duration {
 	iv := s.interval(busy, cfg)
 	if s.freshChange {
-		iv = cfg.FastPoll
+		iv = s.costFloor(cfg)
 	}
 	if w := iv - sinceRead; w >= time.Millisecond {
 		return w

@@ -22,3 +22,22 @@ func TestPollIntervalWithEvents(t *testing.T) {
 		t.Errorf("100 ms read: %v, want 2s (20x its cost)", got)
 	}
 }
+
+// TestFreshChangeReadBoundedByCost: a delivery reads at once when reads are
+// cheap, but an expensive read (iptables-legacy at scale) is not repeated
+// for every delivery of a burst.
+func TestFreshChangeReadBoundedByCost(t *testing.T) {
+	cfg := DefaultConfig()
+	now := time.Unix(1000, 0)
+	s := scheduler{lastRead: now.Add(-150 * time.Millisecond), freshChange: true, lastReadCost: time.Millisecond}
+	if !s.due(now, true, cfg) {
+		t.Error("cheap read, fresh change 150 ms after the last read: want a read now")
+	}
+	s.lastReadCost = 40 * time.Millisecond // floor 800 ms
+	if s.due(now, true, cfg) {
+		t.Error("40 ms read, fresh change 150 ms after the last one: want no read before 800 ms")
+	}
+	if w := s.wait(150*time.Millisecond, true, cfg); w != 650*time.Millisecond {
+		t.Errorf("wait %v, want 650ms", w)
+	}
+}
