@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,27 @@ func TestLostChangeEventsResyncTheReader(t *testing.T) {
 	h.a.mu.Unlock()
 	if hinted.IsZero() {
 		t.Fatal("lost events did not date the next read")
+	}
+}
+
+// TestReaderWarningsInStatus: the reader's warnings are published with the
+// observation and counted in the status notes (a degraded source is said).
+func TestReaderWarningsInStatus(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	obs := h.desiredOf()
+	obs.Warnings = []string{"iptables-nft tables not read over netlink, read with iptables-save instead: x"}
+	h.src.set(obs, nil)
+	h.advance(h.a.cfg.AuditInterval)
+	s := h.a.State()
+	if len(s.Observed.Warnings) != 1 {
+		t.Fatalf("published warnings %v", s.Observed.Warnings)
+	}
+	found := false
+	for _, n := range s.Notes {
+		found = found || strings.Contains(n, "datapath reader: 1 warning(s)")
+	}
+	if !found {
+		t.Fatalf("notes %v do not count the reader's warning", s.Notes)
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -24,6 +25,9 @@ func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	}
 	if a.src == nil || a.mode == model.ModeNone {
 		s.Notes = append(s.Notes, "no kube-proxy datapath state found ("+a.reason+"): service findings are not reported")
+	}
+	if n := len(s.Observed.Warnings); n > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("datapath reader: %d warning(s), first: %s (all in /v1/drift)", n, s.Observed.Warnings[0]))
 	}
 	for _, st := range a.sources {
 		s.Sources = append(s.Sources, st)

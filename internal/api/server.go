@@ -116,7 +116,8 @@ func (h *Handler) drift(w http.ResponseWriter, _ *http.Request) {
 	s := h.state()
 	writeJSON(w, Drift{Node: s.Node, Datapath: s.Datapath,
 		Findings: trackedWithConnections(s.Stale, s.Now, h.providers.Hurt),
-		Pending:  trackedWithConnections(s.Pending, s.Now, h.providers.Hurt)})
+		Pending:  trackedWithConnections(s.Pending, s.Now, h.providers.Hurt),
+		Warnings: s.Observed.Warnings})
 }
 
 func (h *Handler) lag(w http.ResponseWriter, _ *http.Request) {

@@ -42,6 +42,10 @@ type Drift struct {
 	// Pending are mismatches younger than --stale-after or not yet proven
 	// against a current watch: they may be normal convergence.
 	Pending []Finding `json:"pending"`
+	// Warnings are the datapath reader's: rules it could not interpret, a
+	// fallback in force, a read that mixed generations. The findings of
+	// what they concern may be incomplete.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Status is /v1/status.

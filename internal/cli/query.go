@@ -147,6 +147,9 @@ func printDrift(w io.Writer, d api.Drift) {
 	fmt.Fprintf(w, "node %s  datapath %s  findings %d  pending %d\n", d.Node, d.Datapath, len(d.Findings), len(d.Pending))
 	writeFindings(w, "STALE", d.Findings)
 	writeFindings(w, "PENDING", d.Pending)
+	for _, x := range d.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", x)
+	}
 }
 
 func dash(s string) string {

@@ -51,8 +51,9 @@ func State() agent.State {
 		PendingChanges: []drift.PendingChange{{Service: "shop/cart", Kind: drift.ChangeAdd, T0: at(-2 * time.Second), T1: at(-1200 * time.Millisecond)}},
 		Recent:         Samples(),
 		Desired:        model.Desired{Node: "node-a", Frontends: desired()},
-		Observed:       model.Observed{Datapath: model.ModeIPTables, Frontends: observed()},
-		Notes:          []string{"source node degraded: conntrack: netlink dump: operation not permitted"},
+		Observed: model.Observed{Datapath: model.ModeIPTables, Frontends: observed(),
+			Warnings: []string{"nat KUBE-SVC-CCCCCCCCCCCCCCCC rule 2: \"-m statistic --mode nth\" not understood"}},
+		Notes: []string{"source node degraded: conntrack: netlink dump: operation not permitted"},
 	}
 }
 
