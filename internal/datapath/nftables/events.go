@@ -29,6 +29,10 @@ type ChangeWatcher struct {
 	err    error
 	done   chan struct{}
 	once   sync.Once
+
+	opTables   []TableRef // tables whose rule and chain messages events carry
+	maxOpBytes int
+	opsB       opsBatch // the current transaction's ops (run goroutine only)
 }
 
 // WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
@@ -38,6 +42,12 @@ type WatchOptions struct {
 	// ReadBuffer is the socket receive buffer in bytes (default 8 MiB:
 	// kube-proxy's full syncs send one message per map element).
 	ReadBuffer int
+	// OpTables are the tables whose rule and chain messages each event
+	// carries in Ops (events_ops.go); none by default.
+	OpTables []TableRef
+	// MaxOpBytes bounds the rule bytes one event carries (default
+	// DefaultMaxOpBytes); a larger transaction's event carries none.
+	MaxOpBytes int
 }
 
 // WatchChanges subscribes to nf_tables events in the named network namespace
@@ -72,7 +82,11 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 		conn.Close()
 		return nil, fmt.Errorf("join NFNLGRP_NFTABLES: %w", err)
 	}
-	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{})}
+	if opts.MaxOpBytes <= 0 {
+		opts.MaxOpBytes = DefaultMaxOpBytes
+	}
+	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{}),
+		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes}
 	// Subscribe first, then read the current generation, so nothing is missed.
 	g, err := Generation(netns)
 	if err != nil {
@@ -147,6 +161,8 @@ func (w *ChangeWatcher) run() {
 // carrying the current generation, so the reader re-reads everything.
 func (w *ChangeWatcher) overrun(batch *changeBatch) {
 	batch.flush()
+	w.opsB.reset()
+	w.opsB.overflow = true // the rest of this transaction is not all of it
 	ev := ChangeEvent{Generation: w.gen.Load(), Lost: true, Received: time.Now()}
 	if g, err := Generation(w.netns); err == nil {
 		ev.Generation = g
@@ -167,12 +183,19 @@ func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch) {
 	}
 	if gen == nil {
 		batch.add(item)
+		if len(w.opTables) > 0 {
+			w.addOp(m, item)
+		}
 		return
 	}
 	w.gen.Store(gen.ID)
 	ev := ChangeEvent{
 		Generation: gen.ID, PID: gen.PID, Process: gen.Process,
 		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: time.Now(),
+	}
+	if len(w.opTables) > 0 {
+		ev.Ops, ev.OpsComplete = w.opsB.ops, !w.opsB.overflow
+		w.opsB.reset()
 	}
 	select {
 	case w.events <- ev:

@@ -52,6 +52,12 @@ type ChangeEvent struct {
 	Lost bool
 	// Received is when the agent read the generation message.
 	Received time.Time
+	// Ops are the transaction's rule and chain messages of the watcher's
+	// OpTables, in commit order; OpsComplete says they are all of them
+	// (false after an overrun or past WatchOptions.MaxOpBytes: then use
+	// Changes and read the chains again).
+	Ops         []Op
+	OpsComplete bool
 }
 
 // ChangeItem is one kind of change to one object.
