@@ -278,7 +278,6 @@ func TestNFTPatchChainDeleted(t *testing.T) {
 	}
 }
 
-
 // TestNFTPatchLostAndIncomplete: an event without its rule messages
 // (incomplete) reads the chains it names; events mixed with a lost one drop
 // the cache, and the next Snapshot reads everything.
