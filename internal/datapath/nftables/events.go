@@ -32,7 +32,8 @@ type ChangeWatcher struct {
 
 	opTables   []TableRef // tables whose rule and chain messages events carry
 	maxOpBytes int
-	opsB       opsBatch // the current transaction's ops (run goroutine only)
+	opsB       opsBatch          // the current transaction's ops (run goroutine only)
+	names      map[string]string // the current transaction's names, interned
 }
 
 // WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
@@ -177,7 +178,10 @@ func (w *ChangeWatcher) overrun(batch *changeBatch) {
 }
 
 func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch) {
-	item, gen, ok, err := parseChangeMessage(m)
+	if w.names == nil {
+		w.names = map[string]string{}
+	}
+	item, gen, ok, err := parseChangeMessageIn(m, w.names)
 	if err != nil || !ok {
 		return
 	}
@@ -189,6 +193,7 @@ func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch) {
 		return
 	}
 	w.gen.Store(gen.ID)
+	w.names = nil
 	ev := ChangeEvent{
 		Generation: gen.ID, PID: gen.PID, Process: gen.Process,
 		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: time.Now(),

@@ -96,24 +96,20 @@ func parseOp(m netlink.Message, it ChangeItem) (Op, error) {
 	if len(m.Data) < 4 {
 		return op, fmt.Errorf("short message")
 	}
-	ad, err := netlink.NewAttributeDecoder(m.Data[4:])
-	if err != nil {
-		return op, err
-	}
-	ad.ByteOrder = binary.BigEndian
 	handleAttr := uint16(nftaRuleHandle)
 	if it.Object == "chain" {
 		handleAttr = nftaChainHandle
 	}
-	for ad.Next() {
+	err := rawAttrs(m.Data[4:], func(t uint16, v []byte) {
 		switch {
-		case ad.Type() == handleAttr:
-			op.Handle = ad.Uint64()
-		case it.Object == "rule" && ad.Type() == nftaRulePosition:
-			op.Position = ad.Uint64()
+		case len(v) != 8:
+		case t == handleAttr:
+			op.Handle = binary.BigEndian.Uint64(v)
+		case it.Object == "rule" && t == nftaRulePosition:
+			op.Position = binary.BigEndian.Uint64(v)
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return op, err
 	}
 	if op.Handle == 0 || op.Chain == "" {
