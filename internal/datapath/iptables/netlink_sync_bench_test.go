@@ -132,4 +132,3 @@ func restoreEvents(b *testing.B, ns string, w *nftables.ChangeWatcher, in string
 	}
 	return evs, rusageSelf() - t0
 }
-
