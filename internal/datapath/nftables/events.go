@@ -32,6 +32,7 @@ type ChangeWatcher struct {
 
 	opTables   []TableRef // tables whose rule and chain messages events carry
 	maxOpBytes int
+	opsQueue   int
 	opsB       opsBatch          // the current transaction's ops (run goroutine only)
 	names      map[string]string // the current transaction's names, interned
 }
@@ -49,6 +50,11 @@ type WatchOptions struct {
 	// MaxOpBytes bounds the rule bytes one event carries (default
 	// DefaultMaxOpBytes); a larger transaction's event carries none.
 	MaxOpBytes int
+	// OpsQueue: an event carries its ops only while fewer events than this
+	// wait for the reader (default 8), so a reader that falls behind holds
+	// at most OpsQueue events' rule bytes; later events name their chains
+	// only.
+	OpsQueue int
 }
 
 // WatchChanges subscribes to nf_tables events in the named network namespace
@@ -86,8 +92,11 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 	if opts.MaxOpBytes <= 0 {
 		opts.MaxOpBytes = DefaultMaxOpBytes
 	}
+	if opts.OpsQueue <= 0 {
+		opts.OpsQueue = 8
+	}
 	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{}),
-		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes}
+		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes, opsQueue: opts.OpsQueue}
 	// Subscribe first, then read the current generation, so nothing is missed.
 	g, err := Generation(netns)
 	if err != nil {
@@ -198,10 +207,10 @@ func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch) {
 		Generation: gen.ID, PID: gen.PID, Process: gen.Process,
 		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: time.Now(),
 	}
-	if len(w.opTables) > 0 {
+	if len(w.opTables) > 0 && len(w.events) < w.opsQueue {
 		ev.Ops, ev.OpsComplete = w.opsB.ops, !w.opsB.overflow
-		w.opsB.reset()
 	}
+	w.opsB.reset()
 	select {
 	case w.events <- ev:
 	default:

@@ -44,7 +44,7 @@ const (
 )
 
 // DefaultMaxOpBytes bounds the rule bytes one event carries (WatchOptions.MaxOpBytes).
-const DefaultMaxOpBytes = 64 << 20
+const DefaultMaxOpBytes = 32 << 20
 
 // opsBatch collects the ops of one transaction.
 type opsBatch struct {
