@@ -75,4 +75,17 @@ func TestWatcherCarriesRuleOps(t *testing.T) {
 	if ev.OpsComplete || len(ev.Ops) != 0 || len(ev.Chains("ip", "nat")) != 1 {
 		t.Errorf("over MaxOpBytes: complete %v, ops\n%s", ev.OpsComplete, opsText(ev.Ops))
 	}
+	// A reader behind by OpsQueue events gets the chains' names only.
+	w3, err := WatchChangesWith(ctx, ns, WatchOptions{OpTables: []TableRef{{"ip", "nat"}}, OpsQueue: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w3.Close()
+	netnstest.RunInput(t, ns, three, "iptables-nft-restore", "--noflush")
+	netnstest.RunInput(t, ns, three, "iptables-nft-restore", "--noflush")
+	first := nftWaitEvent(t, w3, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+	second := nftWaitEvent(t, w3, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+	if !first.OpsComplete || len(first.Ops) != 6 || second.OpsComplete || len(second.Ops) != 0 {
+		t.Errorf("OpsQueue 1: first %v/%d ops, second %v/%d ops", first.OpsComplete, len(first.Ops), second.OpsComplete, len(second.Ops))
+	}
 }
