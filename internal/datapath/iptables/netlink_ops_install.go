@@ -16,18 +16,15 @@ func (p *chainPatch) install(v6 bool, t *ipTable, name string, n *NFTReader) pat
 		delete(t.chains, name)
 		return patchDone
 	}
-	var pool map[uint64][]nlSlot
+	pool := rulePool{old: old}
 	slots := make([]nlSlot, 0, len(p.at))
 	rules := make([]*ipRule, 0, len(p.at))
 	for i := p.head; i >= 0; i = p.nodes[i].next {
 		nd := p.nodes[i]
 		s := nd.s
 		if nd.data != nil {
-			if pool == nil {
-				pool = oldRulePool(old)
-			}
 			var ok bool
-			if s, ok = p.fresh(v6, t, name, nd, pool, n); !ok {
+			if s, ok = p.fresh(v6, t, name, nd, &pool, n); !ok {
 				return patchRead
 			}
 		}
@@ -49,14 +46,12 @@ func (p *chainPatch) install(v6 bool, t *ipTable, name string, n *NFTReader) pat
 
 // fresh gives a new rule's slot: the parse of an old rule with the same
 // key, or the message decoded.
-func (p *chainPatch) fresh(v6 bool, t *ipTable, name string, nd patchNode, pool map[uint64][]nlSlot, n *NFTReader) (nlSlot, bool) {
+func (p *chainPatch) fresh(v6 bool, t *ipTable, name string, nd patchNode, pool *rulePool, n *NFTReader) (nlSlot, bool) {
 	key, ok := nlMsgKey(nd.data)
 	if !ok {
 		return nlSlot{}, false
 	}
-	if olds := pool[key]; len(olds) > 0 {
-		s := olds[0]
-		pool[key] = olds[1:]
+	if s, ok := pool.take(key); ok {
 		return nlSlot{handle: nd.s.handle, key: key, rule: s.rule}, true
 	}
 	r, err := decodeRule(v6, nd.data)
@@ -75,16 +70,35 @@ func (p *chainPatch) fresh(v6 bool, t *ipTable, name string, nd patchNode, pool 
 	return nlSlot{handle: r.handle, key: r.key, rule: ir}, true
 }
 
-// oldRulePool indexes a chain's rules by key, in chain order.
-func oldRulePool(old *ipChain) map[uint64][]nlSlot {
-	if old == nil {
-		return map[uint64][]nlSlot{}
+// rulePool hands out a chain's old rules by key, each once. Rules added
+// again in the order they were (a flushed chain written again) are taken
+// in order, without an index; the first other key indexes the rest.
+type rulePool struct {
+	old   *ipChain
+	next  int                 // old.nl[next:] not taken yet (before byKey exists)
+	byKey map[uint64][]nlSlot // nil until needed
+}
+
+func (pl *rulePool) take(key uint64) (nlSlot, bool) {
+	if pl.old == nil {
+		return nlSlot{}, false
 	}
-	m := make(map[uint64][]nlSlot, len(old.nl))
-	for _, s := range old.nl {
-		m[s.key] = append(m[s.key], s)
+	if pl.byKey == nil {
+		if pl.next < len(pl.old.nl) && pl.old.nl[pl.next].key == key {
+			pl.next++
+			return pl.old.nl[pl.next-1], true
+		}
+		pl.byKey = make(map[uint64][]nlSlot, len(pl.old.nl)-pl.next)
+		for _, s := range pl.old.nl[pl.next:] {
+			pl.byKey[s.key] = append(pl.byKey[s.key], s)
+		}
 	}
-	return m
+	olds := pl.byKey[key]
+	if len(olds) == 0 {
+		return nlSlot{}, false
+	}
+	pl.byKey[key] = olds[1:]
+	return olds[0], true
 }
 
 func samePtrs(a, b []*ipRule) bool {

@@ -106,3 +106,24 @@ func TestNLRuleKeyIgnoresCounters(t *testing.T) {
 		t.Error("nlMsgKey differs from nlRuleKey of the same parts")
 	}
 }
+
+// TestRulePool: old rules are handed out by key, each once, in order or not.
+func TestRulePool(t *testing.T) {
+	r := []*ipRule{{text: "a"}, {text: "b"}, {text: "a2"}, {text: "c"}}
+	old := &ipChain{nl: []nlSlot{{key: 1, rule: r[0]}, {key: 2, rule: r[1]}, {key: 1, rule: r[2]}, {key: 3, rule: r[3]}}}
+	pl := rulePool{old: old}
+	var got []string
+	for _, k := range []uint64{1, 2, 3, 1, 1, 9} {
+		if s, ok := pl.take(k); ok {
+			got = append(got, s.rule.text)
+		} else {
+			got = append(got, "-")
+		}
+	}
+	if want := []string{"a", "b", "c", "a2", "-", "-"}; !slices.Equal(got, want) {
+		t.Errorf("took %v, want %v", got, want)
+	}
+	if _, ok := (&rulePool{}).take(1); ok {
+		t.Error("a chain that did not exist has no old rules")
+	}
+}
