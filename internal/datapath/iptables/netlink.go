@@ -8,8 +8,9 @@ package iptables
 // filter.go), so the observed state is the one Parse gives for the
 // iptables-nft-save text of the same tables, evidence included.
 //
-// The tables are kept between reads: ApplyChanges re-reads only the chains
-// an nf_tables change event names. A rule the decoder does not understand
+// The tables are kept between reads: ApplyEvent patches the chains an
+// nf_tables change event describes with its rule messages (netlink_ops.go)
+// and re-reads only the other chains it names. A rule the decoder does not understand
 // is never skipped: in a KUBE-* chain it fails the read (ErrUndecodable;
 // the caller falls back to iptables-save), elsewhere it marks its chain,
 // and the read fails if the walk reaches that chain.
