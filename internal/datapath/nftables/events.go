@@ -41,8 +41,9 @@ type ChangeWatcher struct {
 type WatchOptions struct {
 	// Events is how many transactions may wait for the reader (default 256).
 	Events int
-	// ReadBuffer is the socket receive buffer in bytes (default 8 MiB:
-	// kube-proxy's full syncs send one message per map element).
+	// ReadBuffer is the socket receive buffer in bytes (default 32 MiB:
+	// kube-proxy's full syncs send one message per map element, an
+	// iptables sync one per rule of every chain it rewrites, twice).
 	ReadBuffer int
 	// OpTables are the tables whose rule and chain messages each event
 	// carries in Ops (events_ops.go); none by default.
@@ -70,7 +71,7 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 		opts.Events = 256
 	}
 	if opts.ReadBuffer <= 0 {
-		opts.ReadBuffer = 8 << 20
+		opts.ReadBuffer = 32 << 20
 	}
 	var conn *netlink.Conn
 	err := nsutil.WithFd(netns, func(fd int) error {
@@ -84,7 +85,7 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 	if err != nil {
 		return nil, nftDialError(err)
 	}
-	_ = conn.SetReadBuffer(opts.ReadBuffer)
+	setReadBuffer(conn, opts.ReadBuffer)
 	if err := conn.JoinGroup(nfnlGroupNFTables); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("join NFNLGRP_NFTABLES: %w", err)
@@ -216,6 +217,23 @@ func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch) {
 	default:
 		w.lost.Store(true)
 	}
+}
+
+// setReadBuffer sets the receive buffer past net.core.rmem_max when the
+// process may (SO_RCVBUFFORCE, CAP_NET_ADMIN, which reading nf_tables
+// needs anyway), else as far as rmem_max allows. The kernel takes memory
+// for queued messages only: a large limit costs nothing while the reader
+// keeps up, and an overrun costs a full read.
+func setReadBuffer(c *netlink.Conn, n int) {
+	if rc, err := c.SyscallConn(); err == nil {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
+		}); err == nil && serr == nil {
+			return
+		}
+	}
+	_ = c.SetReadBuffer(n)
 }
 
 // Generation asks the kernel for the current nf_tables generation id in

@@ -35,6 +35,9 @@ func TestWatcherCarriesRuleOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	if rb, err := w.conn.ReadBuffer(); err != nil || rb < 32<<20 {
+		t.Errorf("receive buffer %d (%v), want the 32 MiB default forced past rmem_max", rb, err)
+	}
 	next := func(in string) ChangeEvent {
 		t.Helper()
 		netnstest.RunInput(t, ns, in, "iptables-nft-restore", "--noflush")
