@@ -119,7 +119,8 @@ func (k *iptablesReader) SetHints(h model.Hints) {
 }
 
 // ApplyChange hands an nf_tables change event to the netlink reader, which
-// re-reads the chains it names in ip/ip6 nat and filter. On the
+// patches the chains of ip/ip6 nat and filter from the event's rule
+// messages (WatchChanges carries them) and re-reads any other it names. On the
 // iptables-save path the event moves the generation, which the next
 // Snapshot sees; nothing to do.
 func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
@@ -128,11 +129,16 @@ func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error 
 	if !k.netlinkActive() {
 		return nil
 	}
-	changes := make([]iptables.NFTChange, 0, len(ev.Changes))
+	nev := iptables.NFTEvent{Gen: ev.Generation, Lost: ev.Lost, OpsComplete: ev.OpsComplete,
+		Changes: make([]iptables.NFTChange, 0, len(ev.Changes)), Ops: make([]iptables.NFTOp, 0, len(ev.Ops))}
 	for _, c := range ev.Changes {
-		changes = append(changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
+		nev.Changes = append(nev.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
 	}
-	return k.nl.ApplyChanges(ctx, ev.Generation, ev.Lost, changes)
+	for _, o := range ev.Ops {
+		nev.Ops = append(nev.Ops, iptables.NFTOp{Family: o.Family, Table: o.Table, Chain: o.Chain, Object: o.Object,
+			Op: o.Op, Handle: o.Handle, Position: o.Position, Append: o.Append, Data: o.Data})
+	}
+	return k.nl.ApplyEvent(ctx, nev)
 }
 
 // Resync drops the netlink reader's tables and the cached dump, and makes

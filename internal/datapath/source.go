@@ -76,6 +76,13 @@ type Reader interface {
 }
 
 // WatchChanges subscribes to nf_tables change events in netns ("" = own).
+// Events carry the rule and chain messages of the tables iptables-nft
+// writes (ip/ip6 nat and filter), which the iptables-nft netlink reader
+// patches its chains from instead of reading them again.
 func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
-	return nftables.WatchChanges(ctx, netns)
+	return nftables.WatchChangesWith(ctx, netns, nftables.WatchOptions{OpTables: IPTablesNFTTables})
 }
+
+// IPTablesNFTTables are the nf_tables tables iptables-nft writes for kube-proxy.
+var IPTablesNFTTables = []nftables.TableRef{{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"},
+	{Family: "ip6", Table: "nat"}, {Family: "ip6", Table: "filter"}}

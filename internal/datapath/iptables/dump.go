@@ -27,6 +27,18 @@ type ipChain struct {
 	done  bool
 	busy  bool // being resolved (jump-loop detection)
 	dead  bool // deleted or declared again (stale entry in the order list)
+	// netlink reader only: the chain's handle and every rule the kernel
+	// holds, in order (rules it does not parse included), for patching the
+	// chain from change messages (netlink_ops.go).
+	handle uint64
+	nl     []nlSlot
+}
+
+// nlSlot is one kernel rule of a chain: its handle, content key and parse
+// (nil: a rule the dump parser skips, KUBE-MARK-MASQ jumps).
+type nlSlot struct {
+	handle, key uint64
+	rule        *ipRule
 }
 
 // chain returns a chain by name, or nil.

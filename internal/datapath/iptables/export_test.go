@@ -2,6 +2,8 @@
 
 package iptables
 
+import "fmt"
+
 // Test helpers for the external datapath_test package (drift tests that use
 // internal/watch and internal/drift).
 var (
@@ -11,3 +13,50 @@ var (
 	RequireBackend = requireBackend
 	ReadTestdata   = readTestdata
 )
+
+// SameCachedTables reports whether two readers hold the same chains and
+// rules (handles and content keys), as the audit compares them.
+func SameCachedTables(a, b *NFTReader) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return a.fams != nil && b.fams != nil && sameFamilies(a.fams, b.fams)
+}
+
+// CachedTablesDiff names the chains and rules in which two readers' caches
+// differ (for test failures).
+func CachedTablesDiff(a, b *NFTReader) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := ""
+	for i := range a.fams {
+		for _, t := range nlTables {
+			ta, tb := a.fams[i].tables[t], b.fams[i].tables[t]
+			for name, ca := range ta.chains {
+				cb := tb.chains[name]
+				if cb == nil {
+					out += fmt.Sprintf("%s %s only in patched\n", t, name)
+					continue
+				}
+				if ca.handle != cb.handle || len(ca.nl) != len(cb.nl) {
+					out += fmt.Sprintf("%s %s handle %d/%d len %d/%d\n", t, name, ca.handle, cb.handle, len(ca.nl), len(cb.nl))
+					continue
+				}
+				for j := range ca.nl {
+					if ca.nl[j] != (nlSlot{handle: cb.nl[j].handle, key: cb.nl[j].key, rule: ca.nl[j].rule}) {
+						out += fmt.Sprintf("%s %s rule %d: %d/%d %x/%x\n", t, name, j, ca.nl[j].handle, cb.nl[j].handle, ca.nl[j].key, cb.nl[j].key)
+					}
+				}
+			}
+			for name := range tb.chains {
+				if ta.chains[name] == nil {
+					out += fmt.Sprintf("%s %s only in fresh\n", t, name)
+				}
+			}
+		}
+	}
+	return out
+}

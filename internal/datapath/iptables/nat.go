@@ -109,8 +109,8 @@ func (w *walker) serviceOf(f model.Frontend, r *ipRule, res *chainResult) model.
 	if sp, ok := w.idx.byHash[hash]; ok && hash != "" && sp.Protocol == proto {
 		return sp
 	}
-	if !res.svc.IsZero() {
-		sp := res.svc
+	if res.svc != nil {
+		sp := *res.svc
 		sp.Protocol = proto
 		return sp
 	}
@@ -204,9 +204,9 @@ func proto(r *ipRule) model.Protocol {
 // keeps the DNAT rules and the jumps between service chains; a jump to a
 // KUBE-SEP chain is left out (its DNAT rule names the chain).
 func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
-	if res.svc.IsZero() && r.comment != "" {
-		if sp, ok := commentService(r.comment, proto(r)); ok {
-			res.svc = sp
+	if res.svc == nil && r.comment != "" {
+		if sp, ok := commentService(r.comment, proto(r)); ok && !sp.IsZero() {
+			res.svc = &sp
 		}
 	}
 	switch r.tkind {
@@ -237,7 +237,7 @@ func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
 		if sub.drop && len(res.backends) == 0 {
 			res.drop = true
 		}
-		if res.svc.IsZero() {
+		if res.svc == nil {
 			res.svc = sub.svc
 		}
 	}

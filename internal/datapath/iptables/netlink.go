@@ -8,8 +8,9 @@ package iptables
 // filter.go), so the observed state is the one Parse gives for the
 // iptables-nft-save text of the same tables, evidence included.
 //
-// The tables are kept between reads: ApplyChanges re-reads only the chains
-// an nf_tables change event names. A rule the decoder does not understand
+// The tables are kept between reads: ApplyEvent patches the chains an
+// nf_tables change event describes with its rule messages (netlink_ops.go)
+// and re-reads only the other chains it names. A rule the decoder does not understand
 // is never skipped: in a KUBE-* chain it fails the read (ErrUndecodable;
 // the caller falls back to iptables-save), elsewhere it marks its chain,
 // and the read fails if the walk reaches that chain.
@@ -64,6 +65,14 @@ type NFTStats struct {
 	Walks       int           // full walks of the cached tables (every frontend resolved)
 	LastGroups  int           // frontend groups the last ApplyChanges re-resolved (view.go)
 	LastChanged int           // frontends the last ApplyChanges named changed
+
+	PatchedChains  int // chains patched from rule messages (netlink_ops.go)
+	LastPatched    int // ... by the last ApplyEvent
+	LastSame       int // ... of which came out with the same rules (not walked again)
+	LastDecoded    int // rules the last ApplyEvent decoded from messages
+	PatchFallbacks int // chains (or tables) read again: the messages did not tell
+	Audits         int // audit reads (full reads after patching, AuditEvery)
+	AuditDiffs     int // audit reads that found the patched tables differed from the kernel's
 }
 
 // NFTReader is the in-process iptables-nft reader.
@@ -88,6 +97,12 @@ type NFTReader struct {
 	// BehindLimit bounds how long the cache may trail the kernel's generation
 	// (default 2 s): events that never arrive cost at most that.
 	BehindLimit time.Duration
+	// AuditEvery: once chains were patched from rule messages, a Snapshot
+	// this long after the last full read reads everything again and
+	// compares (Stats.AuditDiffs). Default 10 minutes; negative: never.
+	AuditEvery time.Duration
+	patched    bool      // chains were patched since the last full read
+	lastFull   time.Time // when the last full read ended
 }
 
 // nlFamily holds one family's nat and filter tables.
@@ -131,21 +146,32 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	err := n.withConn(func(c *netlink.Conn) error {
+		var prev []*nlFamily
 		if n.fams != nil {
 			gen, err := getGen(c)
 			if err != nil {
 				return err
 			}
-			if gen == n.gen {
+			if gen == n.gen && !n.auditDue() {
 				n.behind = time.Time{}
 				return nil
 			}
-			if n.awaitEvents() {
+			if gen != n.gen && n.awaitEvents() {
 				return nil // the change events of this generation are on their way
+			}
+			if gen == n.gen {
+				prev = n.fams // an audit: compare after the read
 			}
 		}
 		n.behind = time.Time{}
-		return n.fullRead(ctx, c)
+		gen := n.gen
+		if err := n.fullRead(ctx, c); err != nil {
+			return err
+		}
+		if prev != nil {
+			n.audited(prev, gen)
+		}
+		return nil
 	})
 	if err != nil {
 		n.fams, n.obs = nil, model.Observed{}
@@ -187,80 +213,45 @@ func sameHints(a, b model.Hints) bool {
 	return reflect.ValueOf(a.Frontends).UnsafePointer() == reflect.ValueOf(b.Frontends).UnsafePointer()
 }
 
-// ApplyChanges re-reads the chains a committed transaction (generation gen)
-// changed in the tables this reader keeps, and resolves again only the
-// frontends whose verdict depends on them (view.go); the next Snapshot
-// returns the result. lost: events were dropped, so
-// the cache is dropped. An error drops the cache too.
+// ApplyChanges is ApplyEvent for an event that carries no rule messages.
 func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, changes []NFTChange) error {
+	return n.ApplyEvent(ctx, NFTEvent{Gen: gen, Lost: lost, Changes: changes})
+}
+
+// ApplyEvent brings the cached tables up to a committed transaction
+// (generation ev.Gen): a chain whose change the event's rule messages
+// describe is patched from them (netlink_ops.go), any other chain it names
+// in the tables this reader keeps is read again; then only the frontends
+// whose verdict depends on the chains that changed are resolved again
+// (view.go). The next Snapshot returns the result. ev.Lost: events were
+// dropped, so the cache is dropped. An error drops the cache too.
+func (n *NFTReader) ApplyEvent(ctx context.Context, ev NFTEvent) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.stats.LastChains = 0
+	n.stats.LastChains, n.stats.LastPatched, n.stats.LastSame, n.stats.LastDecoded = 0, 0, 0, 0
 	if n.fams == nil {
 		return nil // the next Snapshot reads everything
 	}
-	if lost {
+	if ev.Lost {
 		n.fams, n.obs = nil, model.Observed{}
 		return nil
 	}
-	type key struct {
-		fam   *nlFamily
-		table string
-	}
-	chains := map[key]map[string]bool{}
-	whole := map[key]bool{}
-	for _, ch := range changes {
-		f := n.family(ch.Family)
-		if f == nil || (ch.Table != "nat" && ch.Table != "filter") {
-			continue
-		}
-		k := key{f, ch.Table}
-		switch ch.Object {
-		case "rule", "chain":
-			if ch.Name == "" {
-				whole[k] = true
-				continue
-			}
-			if chains[k] == nil {
-				chains[k] = map[string]bool{}
-			}
-			chains[k][ch.Name] = true
-		case "table":
-			whole[k] = true
-		}
-	}
-	err := n.withConn(func(c *netlink.Conn) error {
-		for k := range whole {
-			if err := n.readTable(ctx, c, k.fam, k.table); err != nil {
-				return err
-			}
-			k.fam.view = nil
-			delete(chains, k)
-		}
-		for k, names := range chains {
-			for name := range names {
-				if err := n.readChain(ctx, c, k.fam, k.table, name); err != nil {
-					return err
-				}
-				n.stats.LastChains++
-				n.stats.ChainReads++
-			}
-		}
-		return nil
-	})
+	chains, whole := n.namedChains(ev.Changes)
+	n.patch(ev, chains, whole)
+	err := n.reread(ctx, chains, whole)
 	if err != nil {
 		n.fams, n.obs = nil, model.Observed{}
 		return err
 	}
-	if int32(gen-n.gen) > 0 {
-		n.gen, n.behind = gen, time.Time{}
+	if int32(ev.Gen-n.gen) > 0 {
+		n.gen, n.behind = ev.Gen, time.Time{}
 	}
 	if n.obs.Version == 0 {
 		return nil // not walked yet: the next Snapshot walks
 	}
 	names := func(f *nlFamily, table string) []string {
 		var out []string
-		for name := range chains[key{f, table}] {
+		for name := range chains[tableKey{f, table}] {
 			out = append(out, name)
 		}
 		return out
@@ -446,6 +437,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *netlink.Conn) error {
 			return err
 		}
 		n.fams, n.gen, n.obs = fams, before, model.Observed{}
+		n.patched, n.lastFull = false, time.Now()
 		n.stats.FullReads++
 		n.stats.Rules = rules
 		n.stats.LastReadDur = time.Since(start)
@@ -461,7 +453,7 @@ func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	names, err := listChains(c, f.v6, table)
+	names, handles, err := listChains(c, f.v6, table)
 	if err != nil {
 		return err
 	}
@@ -473,8 +465,8 @@ func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily,
 		return nil
 	}
 	t := &ipTable{name: table, chains: make(map[string]*ipChain, len(names))}
-	for _, name := range names {
-		ch := &ipChain{name: name}
+	for i, name := range names {
+		ch := &ipChain{name: name, handle: handles[i]}
 		t.chains[name] = ch
 		t.order = append(t.order, ch)
 	}
@@ -504,7 +496,7 @@ func (n *NFTReader) readChain(ctx context.Context, c *netlink.Conn, f *nlFamily,
 	if t == nil {
 		return n.readTable(ctx, c, f, table)
 	}
-	ok, err := chainExists(c, f.v6, table, name)
+	ok, handle, err := chainExists(c, f.v6, table, name)
 	if err != nil {
 		return err
 	}
@@ -518,7 +510,7 @@ func (n *NFTReader) readChain(ctx context.Context, c *netlink.Conn, f *nlFamily,
 		}
 		return nil
 	}
-	ch := &ipChain{name: name}
+	ch := &ipChain{name: name, handle: handle}
 	err = dumpRules(c, f.v6, table, name, func(r nlRule, derr error) error {
 		if derr != nil {
 			return f.undecodable(table, name, derr)
@@ -564,12 +556,27 @@ func (t *ipTable) addNLRule(c *ipChain, r nlRule, slab bool) error {
 	if r.args != "" {
 		line += " " + r.args
 	}
+	ir, err := t.parseNLRule(c.name, line, slab)
+	if err != nil {
+		return err
+	}
+	if r.handle != 0 {
+		c.nl = append(c.nl, nlSlot{handle: r.handle, key: r.key, rule: ir})
+	}
+	if ir != nil {
+		c.rules = append(c.rules, ir)
+	}
+	return nil
+}
+
+// parseNLRule parses a rendered rule line; nil for a rule dumps skip.
+func (t *ipTable) parseNLRule(chain, line string, slab bool) (*ipRule, error) {
 	if isMarkMasqLine(line) {
-		return nil // as parseDumpLine: never parsed (see skipMarkRule)
+		return nil, nil // as parseDumpLine: never parsed (see skipMarkRule)
 	}
 	toks, err := tokenize(line, nil)
 	if err != nil {
-		return fmt.Errorf("rendered rule %q: %w", line, err)
+		return nil, fmt.Errorf("rendered rule %q: %w", line, err)
 	}
 	var ir *ipRule
 	if slab {
@@ -577,11 +584,10 @@ func (t *ipTable) addNLRule(c *ipChain, r nlRule, slab bool) error {
 	} else {
 		ir = new(ipRule) // chain re-reads: no shared block kept alive by one rule
 	}
-	if err := parseRule(ir, c.name, toks[2:], line); err != nil {
-		return fmt.Errorf("rendered rule %q: %w", line, err)
+	if err := parseRule(ir, chain, toks[2:], line); err != nil {
+		return nil, fmt.Errorf("rendered rule %q: %w", line, err)
 	}
-	c.rules = append(c.rules, ir)
-	return nil
+	return ir, nil
 }
 
 // isMarkMasqLine is skipMarkRule's test: such rules are dropped unparsed
@@ -604,6 +610,7 @@ const (
 	nftMsgGetGen       = unix.NFT_MSG_GETGEN
 	nftaChainTable     = 1
 	nftaChainName      = 3
+	nftaChainHandle    = 2
 	nftaGenID          = 1
 )
 
@@ -680,58 +687,79 @@ func dump(c *netlink.Conn, req netlink.Message, want uint16, fn func([]byte) err
 	return ferr
 }
 
-// listChains returns the chain names of a table, nil if it does not exist.
-func listChains(c *netlink.Conn, v6 bool, table string) ([]string, error) {
+// listChains returns the chain names of a table and their handles, nil if
+// it does not exist.
+func listChains(c *netlink.Conn, v6 bool, table string) ([]string, []uint64, error) {
 	req, err := request(nftMsgGetChain, true, v6)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var names []string
+	var handles []uint64
 	found := false
 	err = dump(c, req, nftMsgNewChain, func(b []byte) error {
 		ad, err := netlink.NewAttributeDecoder(b)
 		if err != nil {
 			return err
 		}
-		var t, name string
-		for ad.Next() {
-			switch ad.Type() {
-			case nftaChainTable:
-				t = ad.String()
-			case nftaChainName:
-				name = ad.String()
-			}
-		}
+		t, name, h := chainAttrs(ad)
 		if t == table {
 			found = true
 			names = append(names, name)
+			handles = append(handles, h)
 		}
 		return ad.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("nf_tables list chains of %s: %w", table, err)
+		return nil, nil, fmt.Errorf("nf_tables list chains of %s: %w", table, err)
 	}
 	if !found {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return names, nil
+	return names, handles, nil
 }
 
-// chainExists asks for one chain.
-func chainExists(c *netlink.Conn, v6 bool, table, chain string) (bool, error) {
+// chainAttrs reads a chain message's table, name and handle.
+func chainAttrs(ad *netlink.AttributeDecoder) (table, name string, handle uint64) {
+	ad.ByteOrder = binary.BigEndian
+	for ad.Next() {
+		switch ad.Type() {
+		case nftaChainTable:
+			table = ad.String()
+		case nftaChainName:
+			name = ad.String()
+		case nftaChainHandle:
+			handle = ad.Uint64()
+		}
+	}
+	return table, name, handle
+}
+
+// chainExists asks for one chain; it returns the chain's handle too.
+func chainExists(c *netlink.Conn, v6 bool, table, chain string) (bool, uint64, error) {
 	req, err := request(nftMsgGetChain, false, v6,
 		netlink.Attribute{Type: nftaChainTable, Data: cstr(table)},
 		netlink.Attribute{Type: nftaChainName, Data: cstr(chain)})
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
-	if _, err := c.Execute(req); err != nil {
+	msgs, err := c.Execute(req)
+	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return false, nil
+			return false, 0, nil
 		}
-		return false, fmt.Errorf("nf_tables get chain %s %s: %w", table, chain, err)
+		return false, 0, fmt.Errorf("nf_tables get chain %s %s: %w", table, chain, err)
 	}
-	return true, nil
+	for _, m := range msgs {
+		if m.Header.Type&0xff != nftMsgNewChain || len(m.Data) < 4 {
+			continue
+		}
+		if ad, err := netlink.NewAttributeDecoder(m.Data[4:]); err == nil {
+			_, _, h := chainAttrs(ad)
+			return true, h, nil
+		}
+	}
+	return true, 0, nil
 }
 
 // dumpRules dumps the rules of a table (chain "" = all chains) and hands

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -32,8 +33,12 @@ import (
 // chains re-read, the frontends that reach them re-resolved (view.go) and
 // the new state returned; sync: the same change with the entry chains a
 // kube-proxy sync rewrites named too (re-read and diffed rule by rule);
-// walk: the whole-table walk of the cached tables every event needed
-// before (forced by new hints). CPU time per op from rusage, the
+// syncmsg: a real kube-proxy sync (its entry chains flushed and written
+// again, one endpoint moved) delivered as it is live, the watcher carrying
+// the rule messages and ApplyEvent patching the chains from them (syncrecv:
+// the process's CPU until the events arrived, the watcher's share; an upper
+// bound: the fork and wait of the restore are in it); walk: the whole-table
+// walk of the cached tables every event needed before (forced by new hints). CPU time per op from rusage, the
 // iptables-nft-restore that makes the change not counted; ratios are
 // netlink / reference.
 //
@@ -51,6 +56,10 @@ func BenchmarkNFTReader(b *testing.B) {
 }
 
 const nftSaveTimeout = 120 * time.Second
+
+// noNFTSave skips the iptables-nft-save reference (its ratios are then not
+// meaningful): at 100k it only times out (BENCHMARKS.md).
+var noNFTSave = flag.Bool("nftreader.nosave", false, "BenchmarkNFTReader: skip the iptables-nft-save reference")
 
 // perChange endpoint changes are measured per iteration (and per kind).
 const perChange = 10
@@ -78,7 +87,9 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-SERVICES"},
 		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-EXTERNAL-SERVICES"},
 		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-NODEPORTS"})
-	var ref, full, update, change, sync, walk time.Duration
+	var ref, full, update, change, sync, walk, syncRecv, syncMsg time.Duration
+	var recvNoOps, recvBase time.Duration
+	var msgStats iptables.NFTStats
 	groups, changed, frontends := 0, 0, 0
 	var alloc uint64
 	timedOut := false
@@ -96,6 +107,9 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 	}
 	for b.Loop() {
 		for _, t := range []string{"nat", "filter"} {
+			if *noNFTSave {
+				break
+			}
 			cpu, err := nftSave(ns, t)
 			ref += cpu
 			if err != nil {
@@ -157,6 +171,13 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 			}
 		}
 		sync += cpuOf(func() {})
+		// The same as it is live: a real kube-proxy sync (entry chains
+		// flushed and rewritten, the endpoint's chain changed), its rule
+		// messages carried by the watcher and patched into the chains.
+		r, a, st := syncMsgs(b, ns, s, nr, hints, sep, &backend)
+		syncRecv, syncMsg, msgStats = syncRecv+r, syncMsg+a, st
+		r, a = recvCosts(b, ns, s, sep, &backend)
+		recvNoOps, recvBase = recvNoOps+r, recvBase+a
 		// The whole-table walk an event needed before (new hints force it).
 		h2 := model.Hints{ServicePorts: slices.Clone(hints.ServicePorts), Frontends: hints.Frontends}
 		walk += cpuOf(func() { obs, err = nr.Snapshot(context.Background(), h2) })
@@ -171,6 +192,14 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 	b.ReportMetric(ms(update), "update-ms")
 	b.ReportMetric(ms(change)/perChange, "change-ms")
 	b.ReportMetric(ms(sync)/perChange, "sync-ms")
+	b.ReportMetric(ms(syncMsg)/perChange, "syncmsg-ms")
+	b.ReportMetric(ms(syncRecv)/perChange, "syncrecv-ms")
+	b.ReportMetric(ms(recvNoOps)/perChange, "syncrecv-noops-ms")
+	b.ReportMetric(ms(recvBase)/perChange, "recv-base-ms")
+	b.ReportMetric(float64(msgStats.LastPatched), "sync-patched")
+	b.ReportMetric(float64(msgStats.LastSame), "sync-same")
+	b.ReportMetric(float64(msgStats.LastDecoded), "sync-decoded")
+	b.ReportMetric(float64(msgStats.LastGroups), "sync-groups")
 	b.ReportMetric(float64(alloc)/float64(n*perChange)/1024, "change-alloc-kB")
 	b.ReportMetric(ms(walk), "walk-ms")
 	b.ReportMetric(float64(full)/float64(ref), "full/nftsave")

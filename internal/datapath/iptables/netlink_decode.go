@@ -56,6 +56,7 @@ func (e *undecodableError) Error() string {
 type nlRule struct {
 	chain  string
 	handle uint64
+	key    uint64 // nlRuleKey of its expressions and user data
 	args   string // iptables-save arguments after "-A CHAIN"
 }
 
@@ -107,6 +108,7 @@ func decodeRule(v6 bool, data []byte) (nlRule, error) {
 	if err := ad.Err(); err != nil {
 		return r, err
 	}
+	r.key = nlRuleKey(exprs, udata)
 	b := ruleBuilder{v6: v6, port: -1}
 	if err := b.exprs(exprs); err != nil {
 		return r, &undecodableError{chain: r.chain, handle: r.handle, what: err.Error()}

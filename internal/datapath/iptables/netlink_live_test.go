@@ -65,7 +65,7 @@ func renderedRules(t testing.TB, ns string, v6 bool) map[string][]string {
 		}
 		defer c.Close()
 		for _, table := range nlTables {
-			chains, err := listChains(c, v6, table)
+			chains, _, err := listChains(c, v6, table)
 			if err != nil {
 				return err
 			}

@@ -53,7 +53,7 @@ type ipView struct {
 	npSkipped bool     // KUBE-NODEPORTS has rules but is not reached
 	steps     [nPhases][]*ipStep
 	groups    map[groupKey]*ipGroup
-	byChain   map[string]map[*ipGroup]struct{}
+	byChain   map[string]groupSet
 	warned    int  // groups with a warning
 	odd       bool // see walker.odd
 	warnings  []string
@@ -137,7 +137,7 @@ func (v *ipView) build() {
 	for _, c := range v.nat.chains {
 		c.reset()
 	}
-	v.groups, v.byChain, v.warned, v.odd = map[groupKey]*ipGroup{}, map[string]map[*ipGroup]struct{}{}, 0, false
+	v.groups, v.byChain, v.warned, v.odd = map[groupKey]*ipGroup{}, map[string]groupSet{}, 0, false
 	v.entryState()
 	for p := range v.steps {
 		v.steps[p] = nil
@@ -281,22 +281,72 @@ func (v *ipView) eval(g *ipGroup) {
 func (v *ipView) setDeps(g *ipGroup, deps []string) {
 	for _, c := range g.deps {
 		m := v.byChain[c]
-		delete(m, g)
-		if len(m) == 0 {
+		m.del(g)
+		if m.len() == 0 {
 			delete(v.byChain, c)
 			if ch := v.nat.chains[c]; ch != nil {
 				ch.reset()
 			}
+		} else {
+			v.byChain[c] = m
 		}
 	}
 	g.deps = slices.Clip(deps)
 	for _, c := range deps {
 		m := v.byChain[c]
-		if m == nil {
-			m = map[*ipGroup]struct{}{}
-			v.byChain[c] = m
-		}
-		m[g] = struct{}{}
+		m.add(g)
+		v.byChain[c] = m
+	}
+}
+
+// groupSet is the groups that reach one chain: most chains are reached by
+// one or two, so a short list, and a map past a few (a map per chain
+// was a seventh of the reader's heap).
+type groupSet struct {
+	few  []*ipGroup
+	many map[*ipGroup]struct{}
+}
+
+const groupSetFew = 8
+
+func (s groupSet) len() int { return len(s.few) + len(s.many) }
+
+func (s *groupSet) add(g *ipGroup) {
+	if s.many != nil {
+		s.many[g] = struct{}{}
+		return
+	}
+	if slices.Contains(s.few, g) {
+		return
+	}
+	if len(s.few) < groupSetFew {
+		s.few = append(s.few, g)
+		return
+	}
+	s.many = make(map[*ipGroup]struct{}, 2*groupSetFew)
+	for _, o := range s.few {
+		s.many[o] = struct{}{}
+	}
+	s.many[g], s.few = struct{}{}, nil
+}
+
+func (s *groupSet) del(g *ipGroup) {
+	if s.many != nil {
+		delete(s.many, g)
+		return
+	}
+	if i := slices.Index(s.few, g); i >= 0 {
+		s.few = slices.Delete(s.few, i, i+1)
+	}
+}
+
+// each calls fn for every group.
+func (s groupSet) each(fn func(*ipGroup)) {
+	for _, g := range s.few {
+		fn(g)
+	}
+	for g := range s.many {
+		fn(g)
 	}
 }
 
@@ -384,9 +434,7 @@ func (v *ipView) update(natChains, filterChains []string) (ipDelta, bool) {
 		v.rephase(p, dirty)
 	}
 	for _, c := range natChains {
-		for g := range v.byChain[c] {
-			dirty[g] = true
-		}
+		v.byChain[c].each(func(g *ipGroup) { dirty[g] = true })
 		if c == chainServices || c == chainNodePorts {
 			services, jumps, npSkipped := v.services, v.jumps, v.npSkipped
 			v.entryState()

@@ -224,9 +224,7 @@ func TestViewMatchesFullWalk(t *testing.T) {
 					evals := v.evals
 					reach := map[*ipGroup]bool{}
 					for _, c := range nat {
-						for g := range v.byChain[c] {
-							reach[g] = true
-						}
+						v.byChain[c].each(func(g *ipGroup) { reach[g] = true })
 					}
 					entry := len(filter) > 0 || slices.Contains(nat, chainServices) || slices.Contains(nat, chainNodePorts)
 					d, ok := v.update(nat, filter)
@@ -422,12 +420,12 @@ func TestViewServiceChangeResolvesOnlyItsFrontends(t *testing.T) {
 	v := fx.view()
 	svc := ""
 	for _, c := range fx.chainsWith("nat", chainPrefixSVC) {
-		if len(v.byChain[c]) > 0 && len(fx.lines("nat", c)) > 0 {
+		if s := v.byChain[c]; s.len() > 0 && len(fx.lines("nat", c)) > 0 {
 			svc = c
 			break
 		}
 	}
-	reach := len(v.byChain[svc])
+	reach := v.byChain[svc].len()
 	ls := fx.lines("nat", svc)
 	fx.setChain(t, "nat", svc, ls[:len(ls)-1])
 	e0 := v.evals

@@ -59,7 +59,7 @@ type chainResult struct {
 	backends []netip.AddrPort
 	drop     bool // KUBE-MARK-DROP reached before any DNAT
 	evidence []string
-	svc      model.ServicePort // from the chain's own comments, if any
+	svc      *model.ServicePort // from the chain's own comments, if any (shared, never changed)
 	// warns: the warnings resolving the chain gave, its sub-chains'
 	// included; a walk that reaches the chain again gives them again (the
 	// final dedupe keeps the first), so a frontend's warnings do not depend

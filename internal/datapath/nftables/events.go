@@ -29,15 +29,33 @@ type ChangeWatcher struct {
 	err    error
 	done   chan struct{}
 	once   sync.Once
+
+	opTables   []TableRef // tables whose rule and chain messages events carry
+	maxOpBytes int
+	opsQueue   int
+	opsB       opsBatch          // the current transaction's ops (run goroutine only)
+	names      map[string]string // the current transaction's names, interned
 }
 
 // WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
 type WatchOptions struct {
 	// Events is how many transactions may wait for the reader (default 256).
 	Events int
-	// ReadBuffer is the socket receive buffer in bytes (default 8 MiB:
-	// kube-proxy's full syncs send one message per map element).
+	// ReadBuffer is the socket receive buffer in bytes (default 32 MiB:
+	// kube-proxy's full syncs send one message per map element, an
+	// iptables sync one per rule of every chain it rewrites, twice).
 	ReadBuffer int
+	// OpTables are the tables whose rule and chain messages each event
+	// carries in Ops (events_ops.go); none by default.
+	OpTables []TableRef
+	// MaxOpBytes bounds the rule bytes one event carries (default
+	// DefaultMaxOpBytes); a larger transaction's event carries none.
+	MaxOpBytes int
+	// OpsQueue: an event carries its ops only while fewer events than this
+	// wait for the reader (default 8), so a reader that falls behind holds
+	// at most OpsQueue events' rule bytes; later events name their chains
+	// only.
+	OpsQueue int
 }
 
 // WatchChanges subscribes to nf_tables events in the named network namespace
@@ -53,7 +71,7 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 		opts.Events = 256
 	}
 	if opts.ReadBuffer <= 0 {
-		opts.ReadBuffer = 8 << 20
+		opts.ReadBuffer = 32 << 20
 	}
 	var conn *netlink.Conn
 	err := nsutil.WithFd(netns, func(fd int) error {
@@ -67,12 +85,19 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 	if err != nil {
 		return nil, nftDialError(err)
 	}
-	_ = conn.SetReadBuffer(opts.ReadBuffer)
+	setReadBuffer(conn, opts.ReadBuffer)
 	if err := conn.JoinGroup(nfnlGroupNFTables); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("join NFNLGRP_NFTABLES: %w", err)
 	}
-	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{})}
+	if opts.MaxOpBytes <= 0 {
+		opts.MaxOpBytes = DefaultMaxOpBytes
+	}
+	if opts.OpsQueue <= 0 {
+		opts.OpsQueue = 8
+	}
+	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{}),
+		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes, opsQueue: opts.OpsQueue}
 	// Subscribe first, then read the current generation, so nothing is missed.
 	g, err := Generation(netns)
 	if err != nil {
@@ -147,6 +172,8 @@ func (w *ChangeWatcher) run() {
 // carrying the current generation, so the reader re-reads everything.
 func (w *ChangeWatcher) overrun(batch *changeBatch) {
 	batch.flush()
+	w.opsB.reset()
+	w.opsB.overflow = true // the rest of this transaction is not all of it
 	ev := ChangeEvent{Generation: w.gen.Load(), Lost: true, Received: time.Now()}
 	if g, err := Generation(w.netns); err == nil {
 		ev.Generation = g
@@ -161,24 +188,52 @@ func (w *ChangeWatcher) overrun(batch *changeBatch) {
 }
 
 func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch) {
-	item, gen, ok, err := parseChangeMessage(m)
+	if w.names == nil {
+		w.names = map[string]string{}
+	}
+	item, gen, ok, err := parseChangeMessageIn(m, w.names)
 	if err != nil || !ok {
 		return
 	}
 	if gen == nil {
 		batch.add(item)
+		if len(w.opTables) > 0 {
+			w.addOp(m, item)
+		}
 		return
 	}
 	w.gen.Store(gen.ID)
+	w.names = nil
 	ev := ChangeEvent{
 		Generation: gen.ID, PID: gen.PID, Process: gen.Process,
 		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: time.Now(),
 	}
+	if len(w.opTables) > 0 && len(w.events) < w.opsQueue {
+		ev.Ops, ev.OpsComplete = w.opsB.ops, !w.opsB.overflow
+	}
+	w.opsB.reset()
 	select {
 	case w.events <- ev:
 	default:
 		w.lost.Store(true)
 	}
+}
+
+// setReadBuffer sets the receive buffer past net.core.rmem_max when the
+// process may (SO_RCVBUFFORCE, CAP_NET_ADMIN, which reading nf_tables
+// needs anyway), else as far as rmem_max allows. The kernel takes memory
+// for queued messages only: a large limit costs nothing while the reader
+// keeps up, and an overrun costs a full read.
+func setReadBuffer(c *netlink.Conn, n int) {
+	if rc, err := c.SyscallConn(); err == nil {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
+		}); err == nil && serr == nil {
+			return
+		}
+	}
+	_ = c.SetReadBuffer(n)
 }
 
 // Generation asks the kernel for the current nf_tables generation id in

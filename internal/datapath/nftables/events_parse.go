@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -52,6 +53,12 @@ type ChangeEvent struct {
 	Lost bool
 	// Received is when the agent read the generation message.
 	Received time.Time
+	// Ops are the transaction's rule and chain messages of the watcher's
+	// OpTables, in commit order; OpsComplete says they are all of them
+	// (false after an overrun or past WatchOptions.MaxOpBytes: then use
+	// Changes and read the chains again).
+	Ops         []Op
+	OpsComplete bool
 }
 
 // ChangeItem is one kind of change to one object.
@@ -154,6 +161,13 @@ type nftGenInfo struct {
 // a change item, or (for NEWGEN) the generation; ok is false for messages of
 // no interest. Pure: it never panics on malformed input.
 func parseChangeMessage(m netlink.Message) (item ChangeItem, gen *nftGenInfo, ok bool, err error) {
+	return parseChangeMessageIn(m, nil)
+}
+
+// parseChangeMessageIn is parseChangeMessage with names interned in in (a
+// transaction repeats the same chain name thousands of times); nil: none.
+// Object messages are scanned without allocating (rawAttrs).
+func parseChangeMessageIn(m netlink.Message, in map[string]string) (item ChangeItem, gen *nftGenInfo, ok bool, err error) {
 	if m.Header.Type>>8 != nfnlSubsysNFTables {
 		return item, nil, false, nil
 	}
@@ -161,12 +175,12 @@ func parseChangeMessage(m netlink.Message) (item ChangeItem, gen *nftGenInfo, ok
 	if len(m.Data) < 4 {
 		return item, nil, false, fmt.Errorf("nf_tables message type %d: %d bytes, want the 4-byte nfgenmsg header", typ, len(m.Data))
 	}
-	ad, err := netlink.NewAttributeDecoder(m.Data[4:])
-	if err != nil {
-		return item, nil, false, fmt.Errorf("nf_tables message type %d: %w", typ, err)
-	}
-	ad.ByteOrder = binary.BigEndian
 	if typ == nftMsgNewGen {
+		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
+		if err != nil {
+			return item, nil, false, fmt.Errorf("nf_tables message type %d: %w", typ, err)
+		}
+		ad.ByteOrder = binary.BigEndian
 		g, err := parseGenAttrs(ad)
 		return item, g, err == nil, err
 	}
@@ -175,20 +189,51 @@ func parseChangeMessage(m netlink.Message) (item ChangeItem, gen *nftGenInfo, ok
 		return item, nil, false, nil
 	}
 	item = ChangeItem{Family: nftFamilyName(m.Data[0]), Object: spec.object, Op: spec.op, Count: 1}
-	for ad.Next() {
-		switch ad.Type() {
-		case spec.tableAttr:
-			item.Table = ad.String()
-		case spec.name:
-			if spec.name != 0 {
-				item.Name = ad.String()
-			}
+	err = rawAttrs(m.Data[4:], func(t uint16, v []byte) {
+		switch {
+		case t == spec.tableAttr:
+			item.Table = internStr(in, v)
+		case spec.name != 0 && t == spec.name:
+			item.Name = internStr(in, v)
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return item, nil, false, fmt.Errorf("nf_tables %s %s: %w", spec.op, spec.object, err)
 	}
 	return item, nil, true, nil
+}
+
+// rawAttrs walks netlink attributes (host-order headers, 4-byte aligned)
+// and hands each type (flags cleared) and value to fn.
+func rawAttrs(b []byte, fn func(typ uint16, val []byte)) error {
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return fmt.Errorf("truncated attribute header")
+		}
+		n := int(binary.NativeEndian.Uint16(b))
+		if n < 4 || n > len(b) {
+			return fmt.Errorf("attribute length %d of %d bytes", n, len(b))
+		}
+		fn(binary.NativeEndian.Uint16(b[2:])&0x3fff, b[4:n])
+		b = b[min(len(b), (n+3)&^3):]
+	}
+	return nil
+}
+
+// internStr is a NUL-terminated string attribute, from in when there.
+func internStr(in map[string]string, v []byte) string {
+	if i := bytes.IndexByte(v, 0); i >= 0 {
+		v = v[:i]
+	}
+	if in == nil {
+		return string(v)
+	}
+	if s, ok := in[string(v)]; ok {
+		return s
+	}
+	s := string(v)
+	in[s] = s
+	return s
 }
 
 func parseGenAttrs(ad *netlink.AttributeDecoder) (*nftGenInfo, error) {

@@ -1,0 +1,254 @@
+package iptables
+
+// Patching cached chains from the rule messages of a change event, instead
+// of dumping them again (NFTReader.ApplyEvent). A kube-proxy sync rewrites
+// nat KUBE-SERVICES and the filter entry chains on every run: the kernel
+// notifies DELRULE for every old rule and NEWRULE for every rule added
+// again, most of them identical. A rule whose content key (netlink_key.go)
+// matches a rule the chain held keeps that rule's parse: nothing is
+// decoded; a chain whose rules come out the same is not re-walked at all.
+//
+// Placement follows the kernel's notification (nf_tables_rule_notify): a
+// NEWRULE carries the handle of the rule before it at commit time
+// (NFTA_RULE_POSITION), or none when the rule is first or last in the chain
+// then; NLM_F_APPEND when the request appended or replaced. Without a
+// position the rule is put first or last, as the request flags and its
+// neighbours in the transaction say; where they do not decide (a rule
+// replaced at the head of a chain on kernels that give it a new handle, a
+// position naming a rule not notified yet), the chain is read again.
+// Anything else not understood (an unknown handle, a rule in an unknown or
+// opaque chain, a rule that does not decode) reads the chain again too; a
+// rename (a chain message with another chain's handle) reads the table.
+
+// NFTOp is one rule or chain message of a transaction (nftables.Op).
+type NFTOp struct {
+	Family, Table, Chain string
+	Object               string // "rule" or "chain"
+	Op                   string // "new" or "del"
+	Handle               uint64 // the rule's handle, a chain's for chain messages
+	Position             uint64 // NEWRULE: handle of the rule before it; 0 none
+	Append               bool   // NLM_F_APPEND
+	Data                 []byte // NEWRULE: the message's attributes
+}
+
+// NFTEvent is one committed transaction as the reader takes it.
+type NFTEvent struct {
+	Gen     uint32
+	Lost    bool // events were dropped before this one: the cache is dropped
+	Changes []NFTChange
+	// Ops are the transaction's rule and chain messages of (some of) the
+	// tables this reader keeps; OpsComplete: none of those was left out.
+	Ops         []NFTOp
+	OpsComplete bool
+}
+
+type patchResult uint8
+
+const (
+	patchRead  patchResult = iota // not understood: read the chain again
+	patchDone                     // the chain was patched, its rules changed
+	patchSame                     // patched, the same rules as before
+	patchTable                    // read the whole table again
+)
+
+type opChain struct {
+	fam          *nlFamily
+	table, chain string
+}
+
+// opsByChain groups a usable event's ops per chain, in commit order; nil
+// when the ops cannot be used (incomplete, or not newer than the cache:
+// a full read may already hold them).
+func (n *NFTReader) opsByChain(ev NFTEvent) map[opChain][]NFTOp {
+	if !ev.OpsComplete || len(ev.Ops) == 0 || int32(ev.Gen-n.gen) <= 0 {
+		return nil
+	}
+	out := map[opChain][]NFTOp{}
+	for _, op := range ev.Ops {
+		f := n.family(op.Family)
+		if f == nil || (op.Table != "nat" && op.Table != "filter") {
+			continue
+		}
+		k := opChain{f, op.Table, op.Chain}
+		out[k] = append(out[k], op)
+	}
+	return out
+}
+
+// patchChain applies one chain's ops to the cached table.
+func (n *NFTReader) patchChain(f *nlFamily, table, name string, ops []NFTOp) patchResult {
+	t := f.tables[table]
+	if t == nil {
+		return patchRead
+	}
+	if _, opaque := f.opaque[table][name]; opaque {
+		return patchRead
+	}
+	old := t.chains[name]
+	if old != nil && len(old.nl) < len(old.rules) {
+		return patchRead // not read over netlink
+	}
+	p := newChainPatch(old)
+	for i := range ops {
+		if r := p.apply(ops, i, t); r != patchDone {
+			return r
+		}
+	}
+	return p.install(f.v6, t, name, n)
+}
+
+// patchNode is one rule of a chain being patched, in a linked list.
+type patchNode struct {
+	s          nlSlot
+	data       []byte // a new rule's message (decoded once placed)
+	prev, next int32
+}
+
+type chainPatch struct {
+	old        *ipChain
+	nodes      []patchNode
+	at         map[uint64]int32 // live rules by handle
+	head, tail int32
+	exists     bool
+	handle     uint64
+	delHead    bool // the last rule deleted was first in the chain
+	delTail    bool // ... last
+}
+
+func newChainPatch(old *ipChain) *chainPatch {
+	p := &chainPatch{old: old, head: -1, tail: -1}
+	if old == nil {
+		p.at = map[uint64]int32{}
+		return p
+	}
+	p.exists, p.handle = true, old.handle
+	p.nodes = make([]patchNode, 0, len(old.nl)+4)
+	p.at = make(map[uint64]int32, len(old.nl))
+	for _, s := range old.nl {
+		p.link(p.tail, patchNode{s: s})
+	}
+	return p
+}
+
+// link inserts a node after the node at index after (-1: at the head).
+func (p *chainPatch) link(after int32, nd patchNode) {
+	i := int32(len(p.nodes))
+	nd.prev, nd.next = after, p.head
+	if after >= 0 {
+		nd.next = p.nodes[after].next
+		p.nodes[after].next = i
+	} else {
+		p.head = i
+	}
+	if nd.next >= 0 {
+		p.nodes[nd.next].prev = i
+	} else {
+		p.tail = i
+	}
+	p.nodes = append(p.nodes, nd)
+	p.at[nd.s.handle] = i
+}
+
+// unlink removes the rule with handle h; false if the chain has none.
+func (p *chainPatch) unlink(h uint64) bool {
+	i, ok := p.at[h]
+	if !ok {
+		return false
+	}
+	nd := p.nodes[i]
+	p.delHead, p.delTail = nd.prev < 0, nd.next < 0
+	if nd.prev >= 0 {
+		p.nodes[nd.prev].next = nd.next
+	} else {
+		p.head = nd.next
+	}
+	if nd.next >= 0 {
+		p.nodes[nd.next].prev = nd.prev
+	} else {
+		p.tail = nd.prev
+	}
+	delete(p.at, h)
+	return true
+}
+
+// apply applies ops[i].
+func (p *chainPatch) apply(ops []NFTOp, i int, t *ipTable) patchResult {
+	op := ops[i]
+	switch {
+	case op.Object == "chain" && op.Op == "new":
+		if !p.exists && t.otherChainHandle(op.Chain, op.Handle) {
+			return patchTable // a rename: the old name is gone without a message
+		}
+		if p.exists && p.handle != 0 && p.handle != op.Handle {
+			return patchTable
+		}
+		p.exists, p.handle = true, op.Handle
+	case op.Object == "chain" && op.Op == "del":
+		if p.exists && p.handle != 0 && p.handle != op.Handle {
+			return patchTable
+		}
+		p.exists, p.head, p.tail, p.at = false, -1, -1, map[uint64]int32{}
+	case op.Object != "rule" || !p.exists:
+		return patchRead
+	case op.Op == "del":
+		if !p.unlink(op.Handle) {
+			return patchRead
+		}
+	case op.Op == "new":
+		after, ok := p.place(ops, i)
+		if !ok || len(op.Data) == 0 {
+			return patchRead
+		}
+		p.link(after, patchNode{s: nlSlot{handle: op.Handle}, data: op.Data})
+	default:
+		return patchRead
+	}
+	return patchDone
+}
+
+// place says where the new rule ops[i] goes: after the node at the index
+// returned (-1: at the head); false when the messages do not tell.
+func (p *chainPatch) place(ops []NFTOp, i int) (int32, bool) {
+	op := ops[i]
+	if _, dup := p.at[op.Handle]; dup {
+		return 0, false
+	}
+	if op.Position != 0 {
+		j, ok := p.at[op.Position]
+		return j, ok
+	}
+	if p.head < 0 {
+		return -1, true
+	}
+	if i > 0 && ops[i-1].Object == "rule" && ops[i-1].Op == "del" {
+		if ops[i-1].Handle == op.Handle { // replaced in place, same handle
+			switch {
+			case p.delHead:
+				return -1, true
+			case p.delTail:
+				return p.tail, true
+			}
+			return 0, false
+		}
+		if op.Append && p.delHead {
+			return 0, false // maybe the first rule replaced (new handle): first or last?
+		}
+	}
+	if !op.Append {
+		return -1, true // inserted without a position: at the head
+	}
+	if i+1 < len(ops) && ops[i+1].Object == "rule" && ops[i+1].Op == "del" && ops[i+1].Handle == p.nodes[p.head].s.handle {
+		return 0, false // a replace of the first rule, new rule notified first
+	}
+	return p.tail, true
+}
+
+// otherChainHandle reports whether a chain other than name has handle h.
+func (t *ipTable) otherChainHandle(name string, h uint64) bool {
+	for n, c := range t.chains {
+		if c.handle == h && n != name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,122 @@
+package nftables
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/mdlayher/netlink"
+)
+
+// Rule and chain messages carried with an event (WatchOptions.OpTables):
+// the kernel's NEWRULE/DELRULE/NEWCHAIN/DELCHAIN notifications of a
+// transaction, in the order it committed them, so a reader that keeps the
+// rules of those tables can patch them instead of dumping the chains the
+// event names again.
+//
+// Kernel format (net/netfilter/nf_tables_api.c, nf_tables_fill_rule_info):
+// a rule notification holds NFTA_RULE_TABLE, _CHAIN, _HANDLE, for NEWRULE
+// NFTA_RULE_POSITION (the handle of the rule before it in the chain at
+// commit time, absent when the rule is first or last there), then the
+// expressions and user data exactly as a GETRULE dump gives them. The
+// header carries NLM_F_APPEND when the request appended or replaced.
+
+// TableRef names one nf_tables table.
+type TableRef struct{ Family, Table string }
+
+// Op is one rule or chain notification of a transaction.
+type Op struct {
+	Family, Table, Chain string
+	Object               string // "rule" or "chain"
+	Op                   string // "new" or "del"
+	Handle               uint64 // the rule's handle (a chain's handle for chain ops)
+	Position             uint64 // NEWRULE: handle of the rule before it; 0 none
+	Append               bool   // NLM_F_APPEND in the notification header
+	// Data is a NEWRULE message's attributes (after the nfgenmsg header),
+	// copied: what a GETRULE dump gives for the rule.
+	Data []byte
+}
+
+const (
+	nftaRuleHandle   = 3
+	nftaRulePosition = 6
+	nftaChainHandle  = 2
+	nlmFAppend       = 0x800 // NLM_F_APPEND
+)
+
+// DefaultMaxOpBytes bounds the rule bytes one event carries (WatchOptions.MaxOpBytes).
+const DefaultMaxOpBytes = 32 << 20
+
+// opsBatch collects the ops of one transaction.
+type opsBatch struct {
+	ops      []Op
+	bytes    int
+	overflow bool
+}
+
+func (b *opsBatch) reset() { *b = opsBatch{} }
+
+// wantOps reports whether the watcher carries ops of family/table.
+func (w *ChangeWatcher) wantOps(family, table string) bool {
+	for _, t := range w.opTables {
+		if t.Family == family && t.Table == table {
+			return true
+		}
+	}
+	return false
+}
+
+// addOp keeps a rule or chain message of a carried table.
+func (w *ChangeWatcher) addOp(m netlink.Message, it ChangeItem) {
+	if (it.Object != "rule" && it.Object != "chain") || !w.wantOps(it.Family, it.Table) {
+		return
+	}
+	b := &w.opsB
+	if b.overflow {
+		return
+	}
+	op, err := parseOp(m, it)
+	if err != nil {
+		b.overflow = true // not understood: the event carries no ops
+		b.ops = nil
+		return
+	}
+	b.bytes += len(op.Data) + 64
+	if b.bytes > w.maxOpBytes {
+		b.overflow, b.ops = true, nil
+		return
+	}
+	b.ops = append(b.ops, op)
+}
+
+// parseOp reads handle and position of a rule or chain message whose item
+// parseChangeMessage already gave. Pure.
+func parseOp(m netlink.Message, it ChangeItem) (Op, error) {
+	op := Op{Family: it.Family, Table: it.Table, Chain: it.Name, Object: it.Object, Op: it.Op,
+		Append: m.Header.Flags&nlmFAppend != 0}
+	if len(m.Data) < 4 {
+		return op, fmt.Errorf("short message")
+	}
+	handleAttr := uint16(nftaRuleHandle)
+	if it.Object == "chain" {
+		handleAttr = nftaChainHandle
+	}
+	err := rawAttrs(m.Data[4:], func(t uint16, v []byte) {
+		switch {
+		case len(v) != 8:
+		case t == handleAttr:
+			op.Handle = binary.BigEndian.Uint64(v)
+		case it.Object == "rule" && t == nftaRulePosition:
+			op.Position = binary.BigEndian.Uint64(v)
+		}
+	})
+	if err != nil {
+		return op, err
+	}
+	if op.Handle == 0 || op.Chain == "" {
+		return op, fmt.Errorf("%s %s without handle or chain", it.Op, it.Object)
+	}
+	if it.Object == "rule" && it.Op == "new" {
+		op.Data = append([]byte(nil), m.Data[4:]...)
+	}
+	return op, nil
+}
