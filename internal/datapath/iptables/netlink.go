@@ -448,7 +448,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *netlink.Conn) error {
 	return nil
 }
 
-// readTable (re)reads one table: its chains, then all its rules in one dump.
+// readTable (re)reads one table: its chains, then each chain's rules.
 func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily, table string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -470,18 +470,27 @@ func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily,
 		t.chains[name] = ch
 		t.order = append(t.order, ch)
 	}
-	err = dumpRules(c, f.v6, table, "", func(r nlRule, derr error) error {
-		if derr != nil {
-			return f.undecodable(table, r.chain, derr)
+	// One dump per chain, not one for the table: the kernel resumes a dump
+	// by walking again from the first rule of its scope up to where the
+	// last message buffer ended, so a whole-table dump is quadratic in the
+	// table's rules (320,000 rules at 100k endpoints: 150 s of kernel CPU);
+	// per chain it is quadratic only in the longest chain (KUBE-SERVICES).
+	for _, ch := range t.order {
+		err = dumpRules(c, f.v6, table, ch.name, func(r nlRule, derr error) error {
+			if derr != nil {
+				return f.undecodable(table, r.chain, derr)
+			}
+			if r.chain != ch.name {
+				return fmt.Errorf("nf_tables %s %s: rule of chain %q in the dump of %q", f.fam, table, r.chain, ch.name)
+			}
+			return t.addNLRule(ch, r, true)
+		})
+		if errors.Is(err, unix.ENOENT) {
+			continue // deleted since it was listed: the generation check reads again
 		}
-		ch := t.chains[r.chain]
-		if ch == nil {
-			return fmt.Errorf("nf_tables %s %s: rule in unlisted chain %q (changed during the read)", f.fam, table, r.chain)
+		if err != nil {
+			return err
 		}
-		return t.addNLRule(ch, r, true)
-	})
-	if err != nil {
-		return err
 	}
 	f.tables[table] = t
 	return nil
