@@ -66,14 +66,7 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 	any := false
 	for svc, d := range t.dirty {
 		next := watch.ExpectedService(node, nodeName, c.Service(svc), c.SlicesFor(svc))
-		prev := t.desired[svc]
-		if len(next) == 0 {
-			delete(t.desired, svc)
-		} else {
-			t.desired[svc] = next
-		}
-		t.noteFrontends(prev, next)
-		t.merged.replace(svc, prev, next)
+		prev := t.set(svc, next)
 		kind, changed := drift.ClassifyChange(prev, next)
 		if !changed {
 			continue
@@ -109,10 +102,17 @@ func (t *changeTracker) resync(c Cluster, node *corev1.Node, nodeName string) in
 }
 
 func (t *changeTracker) replaceIfDiffers(svc string, next map[model.Frontend]model.Verdict) bool {
-	prev := t.desired[svc]
-	if sameDesired(prev, next) {
+	if sameDesired(t.desired[svc], next) {
 		return false
 	}
+	t.set(svc, next)
+	return true
+}
+
+// set replaces a service's desired state (nil: gone), noting its frontends
+// and keeping the merged state; it returns the previous one.
+func (t *changeTracker) set(svc string, next map[model.Frontend]model.Verdict) (prev map[model.Frontend]model.Verdict) {
+	prev = t.desired[svc]
 	if len(next) == 0 {
 		delete(t.desired, svc)
 	} else {
@@ -120,7 +120,7 @@ func (t *changeTracker) replaceIfDiffers(svc string, next map[model.Frontend]mod
 	}
 	t.noteFrontends(prev, next)
 	t.merged.replace(svc, prev, next)
-	return true
+	return prev
 }
 
 func sameDesired(a, b map[model.Frontend]model.Verdict) bool {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/fixture"
-	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
 // TestNFTLiveMatchesOffline loads kube-proxy-shaped tables into a fresh
@@ -204,16 +203,8 @@ func TestNFTLiveIncremental(t *testing.T) {
 // full read.
 func TestNFTLiveChainChangeReevaluatesOnlyItsDestinations(t *testing.T) {
 	ns, opts, src, first := nftLiveWorkerB(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w, err := WatchChanges(ctx, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	chain := "service-EEISWTY7-shop/legacy/tcp/tcp"
-	script := "flush chain ip kube-proxy " + chain + "\nadd rule ip kube-proxy " + chain + " meta l4proto tcp dnat to 10.214.1.72:2525\n"
-	netnstest.RunInput(t, ns, script, "nft", "-f", "-") // one transaction, as kube-proxy writes it
+	_, w := nftLiveWatch(t, ns)
+	nftRewriteChain(t, ns, "service-EEISWTY7-shop/legacy/tcp/tcp", "10.214.1.72:2525")
 	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
 	got, err := src.Update(context.Background(), ev)
 	if err != nil {
@@ -305,17 +296,9 @@ func TestChangeWatcherOverrun(t *testing.T) {
 // cache is read again whole.
 func TestNFTLiveSnapshotAwaitsEvents(t *testing.T) {
 	ns, _, src, first := nftLiveWorkerB(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w, err := WatchChanges(ctx, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	chain := "service-EEISWTY7-shop/legacy/tcp/tcp"
+	ctx, w := nftLiveWatch(t, ns)
 	rewrite := func(backend string) ChangeEvent {
-		script := "flush chain ip kube-proxy " + chain + "\nadd rule ip kube-proxy " + chain + " meta l4proto tcp dnat to " + backend + "\n"
-		netnstest.RunInput(t, ns, script, "nft", "-f", "-")
+		nftRewriteChain(t, ns, "service-EEISWTY7-shop/legacy/tcp/tcp", backend)
 		return nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
 	}
 	if _, err := src.Update(ctx, rewrite("10.214.1.72:2525")); err != nil {

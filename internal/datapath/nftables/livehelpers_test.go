@@ -93,3 +93,24 @@ func nftWaitEvent(t *testing.T, w *ChangeWatcher, match func(ChangeEvent) bool) 
 		}
 	}
 }
+
+// nftLiveWatch subscribes to ns's change events for the rest of the test.
+func nftLiveWatch(t *testing.T, ns string) (context.Context, *ChangeWatcher) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := WatchChanges(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return ctx, w
+}
+
+// nftRewriteChain rewrites one service chain to a single backend in one
+// transaction, as kube-proxy writes an endpoint change.
+func nftRewriteChain(t *testing.T, ns, chain, backend string) {
+	t.Helper()
+	script := "flush chain ip kube-proxy " + chain + "\nadd rule ip kube-proxy " + chain + " meta l4proto tcp dnat to " + backend + "\n"
+	netnstest.RunInput(t, ns, script, "nft", "-f", "-")
+}
