@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -42,6 +43,7 @@ type agentFlags struct {
 	fastPoll         time.Duration
 	eventPoll        time.Duration
 	fullAudit        time.Duration
+	maxProcs         int
 	auditInterval    time.Duration
 	watchUnhealthy   time.Duration
 	apiReconnect     time.Duration
@@ -67,6 +69,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.netns, "netns", "", "read the datapath in this named network namespace (tests, lab)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")
 	fs.DurationVar(&f.fastPoll, "fast-poll", 100*time.Millisecond, "re-read interval while changes are pending")
+	fs.IntVar(&f.maxProcs, "max-procs", 0, "run Go code on at most this many CPUs at once (GOMAXPROCS); 0: the Go runtime's default (the CPU limit of the container)")
 	fs.DurationVar(&f.fullAudit, "full-audit-interval", 5*time.Minute, "full audit (derive the desired state again, read the datapath whole, compare every frontend) at most this often, and never more than 0.5% of a core")
 	fs.DurationVar(&f.eventPoll, "event-poll", time.Second, "re-read interval while changes are pending and nf_tables change events flow (each commit triggers a read)")
 	fs.DurationVar(&f.auditInterval, "audit-interval", 10*time.Second, "full audit interval when nothing is pending")
@@ -111,6 +114,9 @@ func (f *agentFlags) settings() (agentSettings, error) {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %s", name, d))
 		}
 	}
+	if f.maxProcs < 0 {
+		errs = append(errs, fmt.Errorf("--max-procs must be 0 (the runtime's default) or positive, not %d", f.maxProcs))
+	}
 	if f.apiReconnect < 0 {
 		errs = append(errs, errors.New("--api-reconnect-interval must not be negative"))
 	}
@@ -152,6 +158,9 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		return cli.ExitError
 	}
 	agentGC()
+	if f.maxProcs > 0 {
+		runtime.GOMAXPROCS(f.maxProcs)
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: st.logLevel}))
 	klog.SetSlogLogger(log) // client-go logs through the same handler: one format on stderr
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -18,6 +18,9 @@ func TestAgentFlagsValidatedUpFront(t *testing.T) {
 		{"--fast-poll", "0s"},
 		{"--rst-window", "-1s"},
 		{"--max-service-series", "0"},
+		{"--max-procs", "-1"},
+		{"--event-poll", "0s"},
+		{"--full-audit-interval", "-1m"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
