@@ -21,6 +21,10 @@ import (
 	"github.com/netdrift/netdrift/lab/scenarios"
 )
 
+// drainSettle is the least a drain waits after a window: the last change
+// written may not have reached the agent's watch yet.
+const drainSettle = time.Second
+
 // Modes are the datapath modes a run can measure.
 var Modes = map[string]struct{ ProxyMode, Backend, AgentDatapath, Short string }{
 	"nftables":        {"nftables", "", "nftables", "nft"},
@@ -434,7 +438,9 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	var st scenarios.Status
 	lastPoll := time.Now()
 	for time.Since(d0) < cfg.Drain {
-		if err := a.Get(ctx, "/v1/status", &st); err == nil && st.PendingChanges == 0 {
+		// Nothing pending counts only once the last change had time to be
+		// delivered: right after the window it may still be in the watch.
+		if err := a.Get(ctx, "/v1/status", &st); err == nil && st.PendingChanges == 0 && time.Since(d0) >= drainSettle {
 			break
 		}
 		if time.Since(lastPoll) > time.Second {
