@@ -34,6 +34,9 @@ type Config struct {
 	// times its last duration (100: about 1 % of a core), and never more
 	// often than AuditInterval.
 	NodeRunCostFactor int
+	// AuditCostFactor bounds the idle audit likewise: at most every this
+	// many times the last read's cost (100: about 1 % of a core).
+	AuditCostFactor int
 	// FullAuditInterval is the cadence of the full audit, the safety net of
 	// the incremental path: the desired state is derived again from the
 	// watch cache, the reader drops what it keeps and reads everything, and
@@ -58,6 +61,7 @@ func DefaultConfig() Config {
 		WatchUnhealthyAfter: 25 * time.Second,
 		MinPollCostFactor:   20,
 		NodeRunCostFactor:   100,
+		AuditCostFactor:     100,
 		FullAuditInterval:   5 * time.Minute,
 		FullAuditCostFactor: 200,
 		RecentSamples:       1000,

@@ -55,6 +55,12 @@ func (s *scheduler) interval(busy bool, cfg Config) time.Duration {
 	if busy {
 		return s.pollInterval(cfg)
 	}
+	// The idle audit too stays within a budget: a reader that reads the
+	// whole table every time (iptables-legacy) audits a large cluster less
+	// often than every AuditInterval.
+	if floor := time.Duration(cfg.AuditCostFactor) * s.lastReadCost; floor > cfg.AuditInterval {
+		return min(floor, 30*cfg.AuditInterval) // wall time on a loaded node: bounded
+	}
 	return cfg.AuditInterval
 }
 

@@ -41,3 +41,17 @@ func TestFreshChangeReadBoundedByCost(t *testing.T) {
 		t.Errorf("wait %v, want 650ms", w)
 	}
 }
+
+// TestIdleAuditBoundedByCost: a cheap read audits every AuditInterval; a
+// read costing 300 ms (iptables-legacy at 100k endpoints) every 30 s.
+func TestIdleAuditBoundedByCost(t *testing.T) {
+	cfg := DefaultConfig()
+	s := scheduler{lastReadCost: time.Millisecond}
+	if got := s.interval(false, cfg); got != cfg.AuditInterval {
+		t.Errorf("cheap read: %v, want %v", got, cfg.AuditInterval)
+	}
+	s.lastReadCost = 300 * time.Millisecond
+	if got := s.interval(false, cfg); got != 30*time.Second {
+		t.Errorf("300 ms read: %v, want 30s", got)
+	}
+}
