@@ -51,6 +51,8 @@ type Agent struct {
 	recent   []drift.LagSample
 	sources  map[string]SourceStatus
 	state    State
+	// full audits run, and the services they corrected (State)
+	fullAudits, fullCorrections uint64
 }
 
 // Options wires the agent's collaborators explicitly.
@@ -102,6 +104,7 @@ func (a *Agent) State() State {
 	defer a.mu.Unlock()
 	s := a.state
 	s.Now = a.clock.Now()
+	s.FullAudits, s.FullAuditCorrections = a.fullAudits, a.fullCorrections
 	if !s.LastAudit.IsZero() { // published at least once
 		s.Desired = a.tracker.merged.snapshot(a.cfg.NodeName)
 		s.Recent = a.recentLocked()

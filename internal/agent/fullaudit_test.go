@@ -34,6 +34,9 @@ func TestFullAuditCorrectsWhatTheIncrementalPathMissed(t *testing.T) {
 	if len(s.Pending)+len(s.Stale) == 0 {
 		t.Fatal("the full audit did not report the undelivered change (kube-proxy has the old backends)")
 	}
+	if s.FullAudits != 1 || s.FullAuditCorrections != 1 {
+		t.Fatalf("full audits %d, corrections %d: want 1 and 1 (shop/web)", s.FullAudits, s.FullAuditCorrections)
+	}
 	h.advance(time.Second)
 	if h.src.resyncs != 1 {
 		t.Fatalf("%d resyncs: the next read must be incremental again", h.src.resyncs)

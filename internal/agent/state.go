@@ -49,6 +49,10 @@ type State struct {
 	Desired        model.Desired
 	Observed       model.Observed
 	Notes          []string // degraded-mode explanations
+	// FullAudits counts the full audits run; FullAuditCorrections the
+	// services whose incrementally kept desired state they corrected (each
+	// one a missed delivery or a bug in the incremental path).
+	FullAudits, FullAuditCorrections uint64
 }
 
 // Converged is true when nothing is pending and nothing is stale.

@@ -131,7 +131,9 @@ func (a *Agent) resyncDesiredLocked() {
 	if !a.tracker.initialized {
 		return
 	}
-	if n := a.tracker.resync(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName); n > 0 {
+	n := a.tracker.resync(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName)
+	a.fullAudits, a.fullCorrections = a.fullAudits+1, a.fullCorrections+uint64(n)
+	if n > 0 {
 		a.log.Warn("full audit: the incrementally kept desired state differed from the watch cache; corrected",
 			"services", n)
 	}

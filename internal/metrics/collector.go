@@ -30,6 +30,8 @@ type Collector struct {
 	ready      *prometheus.Desc
 	frontends  *prometheus.Desc
 	lastAuditT *prometheus.Desc
+	fullAudits *prometheus.Desc
+	fullFixes  *prometheus.Desc
 }
 
 // NewCollector exports state(); maxServiceSeries caps per-service series.
@@ -54,13 +56,16 @@ func NewCollector(state func() agent.State, version string, maxServiceSeries int
 		ready:      d("netdrift_ready", "1 when every cache has synced and the agent reports."),
 		frontends:  d("netdrift_frontends", "Frontends in the desired and observed state.", "state"),
 		lastAuditT: d("netdrift_last_audit_timestamp_seconds", "Unix time of the last datapath audit."),
+		fullAudits: d("netdrift_full_audits_total", "Full audits run (desired state derived again, datapath read whole, every frontend compared)."),
+		fullFixes:  d("netdrift_full_audit_corrections_total", "Services whose incrementally kept desired state a full audit corrected (a missed delivery or a bug)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.buildInfo, c.nodeInfo, c.sourceUp, c.sourceDur, c.findings, c.oldestF,
-		c.pending, c.oldestP, c.mismatch, c.healthy, c.leaseAge, c.staleBE, c.ready, c.frontends, c.lastAuditT} {
+		c.pending, c.oldestP, c.mismatch, c.healthy, c.leaseAge, c.staleBE, c.ready, c.frontends, c.lastAuditT,
+		c.fullAudits, c.fullFixes} {
 		ch <- d
 	}
 }
@@ -93,6 +98,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if s.Watch.LeaseSeen {
 		g(c.leaseAge, s.Now.Sub(s.Watch.LastLeaseDelivery).Seconds())
 	}
+	ch <- prometheus.MustNewConstMetric(c.fullAudits, prometheus.CounterValue, float64(s.FullAudits))
+	ch <- prometheus.MustNewConstMetric(c.fullFixes, prometheus.CounterValue, float64(s.FullAuditCorrections))
 	g(c.frontends, float64(len(s.Desired.Frontends)), "desired")
 	g(c.frontends, float64(len(s.Observed.Frontends)), "observed")
 	if !s.LastAudit.IsZero() {
