@@ -187,10 +187,7 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) {
 	if !ok {
 		a.log.Warn("nftables change events ended: polling only")
-		a.changes = nil
-		a.mu.Lock()
-		a.sched.events = false
-		a.mu.Unlock()
+		a.changes = nil // the next read's Evented check sees it
 		return
 	}
 	if a.log.Enabled(ctx, slog.LevelDebug) {

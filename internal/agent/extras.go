@@ -23,11 +23,7 @@ type nodeRuns struct {
 // The duration is wall time (a run blocked on a slow kernel counts too), so
 // the interval is capped at 30 audit intervals.
 func (r *nodeRuns) interval(cfg Config) time.Duration {
-	iv := cfg.AuditInterval
-	if min := time.Duration(cfg.NodeRunCostFactor) * r.cost; min > iv {
-		iv = min
-	}
-	return min(iv, 30*cfg.AuditInterval)
+	return costBound(cfg.AuditInterval, cfg.NodeRunCostFactor, r.cost, 30*cfg.AuditInterval)
 }
 
 // startExtrasLocked starts the node-level sources (routes, links, conntrack)

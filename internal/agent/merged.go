@@ -22,7 +22,8 @@ type mergedDesired struct {
 
 // rebuild starts over from every service's desired state.
 func (m *mergedDesired) rebuild(bySvc map[string]map[model.Frontend]model.Verdict) {
-	m.live, m.owner = map[model.Frontend]model.Verdict{}, map[model.Frontend]string{}
+	m.live = nil
+	m.init()
 	for svc, fs := range bySvc {
 		m.replace(svc, nil, fs)
 	}
@@ -34,9 +35,7 @@ func (m *mergedDesired) rebuild(bySvc map[string]map[model.Frontend]model.Verdic
 // last writer; the other service's claim returns with its next change or the
 // next rebuild.
 func (m *mergedDesired) replace(svc string, prev, next map[model.Frontend]model.Verdict) {
-	if m.live == nil {
-		m.live, m.owner = map[model.Frontend]model.Verdict{}, map[model.Frontend]string{}
-	}
+	m.init()
 	for fe := range prev {
 		if _, ok := next[fe]; !ok && m.owner[fe] == svc {
 			delete(m.live, fe)
@@ -51,9 +50,7 @@ func (m *mergedDesired) replace(svc string, prev, next map[model.Frontend]model.
 
 // current is the live state, valid under the agent's lock only.
 func (m *mergedDesired) current(node string) model.Desired {
-	if m.live == nil {
-		m.live, m.owner = map[model.Frontend]model.Verdict{}, map[model.Frontend]string{}
-	}
+	m.init()
 	return model.Desired{Node: node, Frontends: m.live}
 }
 
@@ -63,4 +60,10 @@ func (m *mergedDesired) snapshot(node string) model.Desired {
 		m.frozen, m.frozenV = maps.Clone(m.current(node).Frontends), m.version
 	}
 	return model.Desired{Node: node, Frontends: m.frozen}
+}
+
+func (m *mergedDesired) init() {
+	if m.live == nil {
+		m.live, m.owner = map[model.Frontend]model.Verdict{}, map[model.Frontend]string{}
+	}
 }

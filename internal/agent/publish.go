@@ -48,11 +48,13 @@ func (a *Agent) trimRecentLocked() {
 	}
 }
 
-// recentLocked is a copy of the newest RecentSamples lag samples.
+// recentLocked is the newest RecentSamples lag samples, shared: samples are
+// only appended past its end (its capacity is cut so that a caller's append
+// copies) and compaction makes a new array, so what it holds never changes.
 func (a *Agent) recentLocked() []drift.LagSample {
 	r := a.recent
 	if keep := a.cfg.RecentSamples; keep > 0 && len(r) > keep {
 		r = r[len(r)-keep:]
 	}
-	return append([]drift.LagSample(nil), r...)
+	return r[:len(r):len(r)]
 }

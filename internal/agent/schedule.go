@@ -15,16 +15,24 @@ type scheduler struct {
 	fullCost     time.Duration // what its read cost
 }
 
+// costBound is base, or factor times cost when that is longer (a budget:
+// factor 100 keeps a periodic job near 1 % of a core), capped at limit when
+// limit is positive (cost may be wall time, inflated on a loaded node).
+func costBound(base time.Duration, factor int, cost, limit time.Duration) time.Duration {
+	iv := max(base, time.Duration(factor)*cost)
+	if limit > 0 {
+		iv = min(iv, limit)
+	}
+	return iv
+}
+
 // fullDue reports whether the next read is a full audit: FullAuditInterval
 // after the last one, or later when a full read costs more than the budget.
 func (s *scheduler) fullDue(now time.Time, cfg Config) bool {
 	if cfg.FullAuditInterval <= 0 {
 		return false
 	}
-	iv := cfg.FullAuditInterval
-	if min := time.Duration(cfg.FullAuditCostFactor) * s.fullCost; min > iv {
-		iv = min
-	}
+	iv := costBound(cfg.FullAuditInterval, cfg.FullAuditCostFactor, s.fullCost, 0)
 	return !s.lastFull.IsZero() && now.Sub(s.lastFull) >= iv
 }
 
@@ -43,11 +51,7 @@ func (s *scheduler) pollInterval(cfg Config) time.Duration {
 // costFloor is the shortest interval between two reads not triggered by a
 // change event: FastPoll, or MinPollCostFactor times the last read's cost.
 func (s *scheduler) costFloor(cfg Config) time.Duration {
-	iv := cfg.FastPoll
-	if min := time.Duration(cfg.MinPollCostFactor) * s.lastReadCost; min > iv {
-		iv = min
-	}
-	return iv
+	return costBound(cfg.FastPoll, cfg.MinPollCostFactor, s.lastReadCost, 0)
 }
 
 // interval is the read interval in the current state.
@@ -58,10 +62,7 @@ func (s *scheduler) interval(busy bool, cfg Config) time.Duration {
 	// The idle audit too stays within a budget: a reader that reads the
 	// whole table every time (iptables-legacy) audits a large cluster less
 	// often than every AuditInterval.
-	if floor := time.Duration(cfg.AuditCostFactor) * s.lastReadCost; floor > cfg.AuditInterval {
-		return min(floor, 30*cfg.AuditInterval) // wall time on a loaded node: bounded
-	}
-	return cfg.AuditInterval
+	return costBound(cfg.AuditInterval, cfg.AuditCostFactor, s.lastReadCost, 30*cfg.AuditInterval)
 }
 
 // due reports whether a read is due at now.

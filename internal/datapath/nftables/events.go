@@ -240,18 +240,25 @@ func setReadBuffer(c *netlink.Conn, n int) {
 // a network namespace ("" for the caller's). Reading the same id before and
 // after a multi-request read proves the read was consistent.
 func Generation(netns string) (uint32, error) {
-	var gen uint32
+	c, err := dialNetfilter(netns)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return nftGenerationOn(c)
+}
+
+// dialNetfilter opens a netfilter netlink socket in netns ("" = own).
+func dialNetfilter(netns string) (*netlink.Conn, error) {
+	var c *netlink.Conn
 	err := nsutil.WithFd(netns, func(fd int) error {
-		c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
-		if err != nil {
+		var err error
+		if c, err = netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd}); err != nil {
 			return nftDialError(err)
 		}
-		defer c.Close()
-		g, err := nftGenerationOn(c)
-		gen = g
-		return err
+		return nil
 	})
-	return gen, err
+	return c, err
 }
 
 func nftGenerationOn(c *netlink.Conn) (uint32, error) {

@@ -9,10 +9,8 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/mdlayher/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/netdrift/netdrift/internal/model"
-	"github.com/netdrift/netdrift/internal/nsutil"
 )
 
 // Why netlink (github.com/google/nftables) and not sigs.k8s.io/knftables:
@@ -70,17 +68,11 @@ type Reader struct {
 func (n *Reader) generationLocked() (uint32, error) {
 	for attempt := 0; ; attempt++ {
 		if n.gconn == nil {
-			err := nsutil.WithFd(n.Config.NetNS, func(fd int) error {
-				c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
-				if err != nil {
-					return nftDialError(err)
-				}
-				n.gconn = c
-				return nil
-			})
+			c, err := dialNetfilter(n.Config.NetNS)
 			if err != nil {
 				return 0, err
 			}
+			n.gconn = c
 		}
 		g, err := nftGenerationOn(n.gconn)
 		if err == nil || attempt > 0 {

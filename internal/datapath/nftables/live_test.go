@@ -147,6 +147,7 @@ func nftLiveWorkerB(t *testing.T) (ns string, opts model.Hints, src *Reader, fir
 	nftLoad(t, ns, "worker-b.nft.txt")
 	opts = nftOptionsFromCluster(t, fixture.Path(t, "cluster.json"))
 	src = &Reader{Config: Config{NetNS: ns, Hints: opts}}
+	t.Cleanup(func() { src.Close() })
 	return ns, opts, src, nftLive1(t, src)
 }
 
