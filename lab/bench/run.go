@@ -252,13 +252,9 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	last := res.Services - 1
 	if cfg.ProxyStart == "running" {
 		cpu0, _, _ := ReadTreeCPU(proxyPID)
-		t0 := time.Now()
-		logf("creating %d services x %d endpoints (kube-proxy running)", res.Services, cfg.EndpointsPerService)
-		cl, err = CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
-		if err != nil {
-			return fmt.Errorf("creating objects: %w", err)
+		if cl, err = createTimed(ctx, cs, cfg, res, logf, "running"); err != nil {
+			return err
 		}
-		res.CreateTook = time.Since(t0)
 		logf("created in %s; waiting for kube-proxy's sync", res.CreateTook.Round(time.Millisecond))
 		t1 := time.Now()
 		if err := waitProxySynced(ctx, l, proxy, cl.ClusterIPs[last], cfg.EndpointsPerService, t1, cfg.SyncTimeout); err != nil {
@@ -272,15 +268,11 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		if err := l.StopKubeProxy(node); err != nil {
 			return err
 		}
-		t0 := time.Now()
-		logf("creating %d services x %d endpoints (kube-proxy stopped)", res.Services, cfg.EndpointsPerService)
-		cl, err = CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
-		if err != nil {
-			return fmt.Errorf("creating objects: %w", err)
+		if cl, err = createTimed(ctx, cs, cfg, res, logf, "stopped"); err != nil {
+			return err
 		}
-		res.CreateTook = time.Since(t0)
 		logf("created in %s; starting kube-proxy", res.CreateTook.Round(time.Millisecond))
-		t0 = time.Now()
+		t0 := time.Now()
 		sctx, cancel := context.WithTimeout(ctx, cfg.SyncTimeout)
 		err = l.StartKubeProxy(sctx, node)
 		cancel()
@@ -716,4 +708,17 @@ func refDump(ctx context.Context, l *labenv.Lab, mode string) (RefDump, error) {
 	}
 	r.Cmd = strings.Join(names, " + ")
 	return r, nil
+}
+
+// createTimed creates the run's objects (kube-proxy "running" or "stopped"
+// meanwhile) and records how long that took.
+func createTimed(ctx context.Context, cs kubernetes.Interface, cfg Config, res *Result, logf func(string, ...any), proxy string) (*Cluster, error) {
+	t0 := time.Now()
+	logf("creating %d services x %d endpoints (kube-proxy %s)", res.Services, cfg.EndpointsPerService, proxy)
+	cl, err := CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
+	if err != nil {
+		return nil, fmt.Errorf("creating objects: %w", err)
+	}
+	res.CreateTook = time.Since(t0)
+	return cl, nil
 }
