@@ -74,8 +74,11 @@ func testReadyRefusals(t *testing.T, e *env) {
 	}
 	t.Logf("refused %d; counted ready refusals %.0f (/v1/rsts), %.0f (metric); terminating %.0f", clients.Refused,
 		refusals, metric, terminating)
-	if refusals != float64(clients.Refused) || metric != refusals {
-		t.Errorf("ready refusals: /v1/rsts %.0f, metric %.0f; clients saw %d refused: want all equal", refusals, metric, clients.Refused)
+	// Equal, but for attempts the clients' stop cut short (their RST may
+	// have been sent after the client stopped waiting: at most one a client).
+	if refusals < float64(clients.Refused) || refusals > float64(clients.Refused+clients.Aborted) || metric != refusals {
+		t.Errorf("ready refusals: /v1/rsts %.0f, metric %.0f; clients saw %d refused and %d attempts aborted by the stop: want /v1/rsts = metric, within [refused, refused+aborted]",
+			refusals, metric, clients.Refused, clients.Aborted)
 	}
 	if terminating != 0 || unsettled != 0 {
 		t.Errorf("terminating RSTs %.0f, unsettled %d: want 0", terminating, unsettled)

@@ -18,6 +18,11 @@ type Counts struct {
 	OK      int
 	Refused int // ECONNREFUSED: an RST answered the SYN
 	Other   int // timeouts, unreachable, ...
+	// Aborted are attempts the end of the run cut short: their SYN may
+	// have been answered by an RST the kernel (and the agent) saw, after
+	// the client stopped waiting. A count of RSTs may exceed Refused by
+	// at most Aborted.
+	Aborted int
 	// FirstOther is an example of the other errors, for the log.
 	FirstOther string
 	// RefusedAt are the times of the refused attempts.
@@ -28,6 +33,7 @@ func (c *Counts) add(o Counts) {
 	c.OK += o.OK
 	c.Refused += o.Refused
 	c.Other += o.Other
+	c.Aborted += o.Aborted
 	if c.FirstOther == "" {
 		c.FirstOther = o.FirstOther
 	}
@@ -35,7 +41,7 @@ func (c *Counts) add(o Counts) {
 }
 
 func (c Counts) String() string {
-	s := fmt.Sprintf("ok %d, refused %d, other errors %d", c.OK, c.Refused, c.Other)
+	s := fmt.Sprintf("ok %d, refused %d, other errors %d, aborted by the stop %d", c.OK, c.Refused, c.Other, c.Aborted)
 	if c.FirstOther != "" {
 		s += " (e.g. " + c.FirstOther + ")"
 	}
@@ -71,14 +77,17 @@ func (c *Client) once(ctx context.Context) {
 	defer cancel()
 	conn, err := c.Dial(dctx, "tcp", c.Addr)
 	at := time.Now()
-	if ctx.Err() != nil { // the run ended during the attempt: not an outcome
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ctx.Err() != nil && !errors.Is(err, syscall.ECONNREFUSED) {
+		// The run ended during the attempt: not an outcome (a refusal that
+		// came before the stop still counts as one).
 		if conn != nil {
 			conn.Close()
 		}
+		c.counts.Aborted++
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch {
 	case err == nil:
 		conn.Close()
