@@ -21,7 +21,12 @@ type Config struct {
 	FastPoll   time.Duration // re-read interval while changes are pending
 	// EventPoll replaces FastPoll while nf_tables change events flow (each
 	// kube-proxy commit triggers a read by itself).
-	EventPoll     time.Duration
+	EventPoll time.Duration
+	// ChangeBatch: while change events flow, a delivered change is compared
+	// with the datapath at most this long after the last read rather than
+	// at once — the events date what the read finds, so batching the
+	// deliveries of a burst into one read loses no lag precision.
+	ChangeBatch   time.Duration
 	AuditInterval time.Duration // full audit interval when nothing is pending
 	// WatchUnhealthyAfter: no Lease renewal delivered for this long means the
 	// watch lags (kubelet renews every 10 s).
@@ -57,6 +62,7 @@ func DefaultConfig() Config {
 		StaleAfter:          5 * time.Second,
 		FastPoll:            100 * time.Millisecond,
 		EventPoll:           time.Second,
+		ChangeBatch:         250 * time.Millisecond,
 		AuditInterval:       10 * time.Second,
 		WatchUnhealthyAfter: 25 * time.Second,
 		MinPollCostFactor:   20,

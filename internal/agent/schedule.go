@@ -9,6 +9,7 @@ type scheduler struct {
 	lastRead     time.Time
 	lastReadCost time.Duration // CPU of the last read (wall time when unknown)
 	hinted       time.Time     // earliest change event since the last read
+	lastEvent    time.Time     // the latest change event
 	freshChange  bool          // a change was recorded since the last read
 	events       bool          // nf_tables change events flow: they, not polls, date the reads
 	lastFull     time.Time     // the last full audit (zero: the first read is one)
@@ -54,6 +55,18 @@ func (s *scheduler) costFloor(cfg Config) time.Duration {
 	return costBound(cfg.FastPoll, cfg.MinPollCostFactor, s.lastReadCost, 0)
 }
 
+// freshFloor is the shortest interval from the last read to one for a new
+// change: the cost floor, and while change events flow ChangeBatch — the
+// events date the state the read finds (startRead), so a burst of
+// deliveries shares one read without overstating T2.
+func (s *scheduler) freshFloor(cfg Config) time.Duration {
+	iv := s.costFloor(cfg)
+	if s.events {
+		iv = max(iv, cfg.ChangeBatch)
+	}
+	return iv
+}
+
 // interval is the read interval in the current state.
 func (s *scheduler) interval(busy bool, cfg Config) time.Duration {
 	if busy {
@@ -70,7 +83,7 @@ func (s *scheduler) due(now time.Time, busy bool, cfg Config) bool {
 	if s.lastRead.IsZero() || !s.hinted.IsZero() {
 		return true
 	}
-	if s.freshChange && now.Sub(s.lastRead) >= s.costFloor(cfg) {
+	if s.freshChange && now.Sub(s.lastRead) >= s.freshFloor(cfg) {
 		// A new change: look right away (once per change burst), so T2 is not
 		// overstated when kube-proxy programmed it before our watch delivered it
 		// — but no more often than the read's cost allows: a burst of
@@ -84,7 +97,7 @@ func (s *scheduler) due(now time.Time, busy bool, cfg Config) bool {
 func (s *scheduler) wait(sinceRead time.Duration, busy bool, cfg Config) time.Duration {
 	iv := s.interval(busy, cfg)
 	if s.freshChange {
-		iv = s.costFloor(cfg)
+		iv = s.freshFloor(cfg)
 	}
 	if w := iv - sinceRead; w >= time.Millisecond {
 		return w
@@ -97,15 +110,35 @@ func (s *scheduler) hint(at time.Time) {
 	if s.hinted.IsZero() || at.Before(s.hinted) {
 		s.hinted = at
 	}
+	if at.After(s.lastEvent) {
+		s.lastEvent = at
+	}
 }
 
-// startRead takes the hint for a read starting at now: the change event's
-// time, when earlier, is the precise observation time (T2).
-func (s *scheduler) startRead(now time.Time) (obsAt, hinted time.Time) {
-	obsAt, hinted = now, s.hinted
-	if !hinted.IsZero() && hinted.Before(obsAt) {
-		obsAt = hinted
-	}
+// startRead takes the hints for a read starting at now. It returns the
+// read's time (changes delivered later are not judged by it), and since:
+// the time from which the state the read finds held. Polling, the read
+// itself dates the state, or the change event that hinted it when earlier.
+// With change events describing the reader's state, that state has held
+// since the earliest event after the last read — or, when none came, the
+// last event before it: a change delivered meanwhile and already shown
+// was programmed before the agent knew of it.
+func (s *scheduler) startRead(now time.Time) (at, since time.Time) {
+	hinted := s.hinted
 	s.hinted, s.freshChange = time.Time{}, false
-	return obsAt, hinted
+	if s.events {
+		since = hinted
+		if since.IsZero() {
+			since = s.lastEvent
+		}
+		if since.IsZero() || since.After(now) {
+			since = now
+		}
+		return now, since
+	}
+	at = now
+	if !hinted.IsZero() && hinted.Before(at) {
+		at = hinted
+	}
+	return at, at
 }

@@ -55,3 +55,51 @@ func TestIdleAuditBoundedByCost(t *testing.T) {
 		t.Errorf("300 ms read: %v, want 30s", got)
 	}
 }
+
+// TestFreshChangeBatchedWithEvents: while change events flow, the deliveries
+// of a burst share one read ChangeBatch after the last one; polling, a
+// cheap read follows each delivery at once.
+func TestFreshChangeBatchedWithEvents(t *testing.T) {
+	cfg := DefaultConfig()
+	now := time.Unix(1000, 0)
+	s := scheduler{lastRead: now.Add(-100 * time.Millisecond), freshChange: true, lastReadCost: time.Millisecond, events: true}
+	if s.due(now, true, cfg) {
+		t.Error("events, fresh change 100 ms after the last read: want no read before ChangeBatch")
+	}
+	if w := s.wait(100*time.Millisecond, true, cfg); w != cfg.ChangeBatch-100*time.Millisecond {
+		t.Errorf("wait %v, want %v", w, cfg.ChangeBatch-100*time.Millisecond)
+	}
+	if !s.due(now.Add(cfg.ChangeBatch), true, cfg) {
+		t.Error("events, fresh change ChangeBatch after the last read: want a read")
+	}
+	s.events = false
+	if !s.due(now, true, cfg) {
+		t.Error("polling, fresh change 100 ms after a cheap read: want a read now")
+	}
+}
+
+// TestStartReadDatesByEvents: with change events the state a read finds has
+// held since the earliest event after the last read, or the last event
+// before it; polling, the read (or the event that hinted it) dates it.
+func TestStartReadDatesByEvents(t *testing.T) {
+	now := time.Unix(1000, 0)
+	ev1, ev2 := now.Add(-900*time.Millisecond), now.Add(-300*time.Millisecond)
+	s := scheduler{events: true}
+	s.hint(ev1)
+	s.hint(ev2)
+	if at, since := s.startRead(now); !at.Equal(now) || !since.Equal(ev1) {
+		t.Errorf("two events since the last read: at %v since %v, want %v and the earliest %v", at, since, now, ev1)
+	}
+	later := now.Add(time.Second)
+	if at, since := s.startRead(later); !at.Equal(later) || !since.Equal(ev2) {
+		t.Errorf("no event since the last read: at %v since %v, want %v and the last event %v", at, since, later, ev2)
+	}
+	p := scheduler{}
+	if at, since := p.startRead(now); !at.Equal(now) || !since.Equal(now) {
+		t.Errorf("polling: at %v since %v, want both %v", at, since, now)
+	}
+	p.hint(ev2)
+	if at, since := p.startRead(now); !at.Equal(ev2) || !since.Equal(ev2) {
+		t.Errorf("polling, hinted: at %v since %v, want both the hint %v", at, since, ev2)
+	}
+}

@@ -68,7 +68,7 @@ func (a *Agent) nextWait() time.Duration {
 // audit reads the datapath, measures lag and updates findings.
 func (a *Agent) audit(ctx context.Context) {
 	a.mu.Lock()
-	obsAt, hinted := a.sched.startRead(a.clock.Now())
+	obsAt, since := a.sched.startRead(a.clock.Now())
 	a.nodeRuns.done = false
 	full := a.sched.fullDue(obsAt, a.cfg)
 	if full {
@@ -82,7 +82,7 @@ func (a *Agent) audit(ctx context.Context) {
 	}
 	obs, ok := a.readDatapath(ctx)
 	if a.log.Enabled(ctx, slog.LevelDebug) {
-		a.log.Debug("datapath read", "observed_at", obsAt, "hint", hinted, "took", a.clock.Since(obsAt),
+		a.log.Debug("datapath read", "observed_at", obsAt, "held_since", since, "took", a.clock.Since(obsAt),
 			"ok", ok, "frontends", len(obs.Frontends))
 	}
 
@@ -105,7 +105,7 @@ func (a *Agent) audit(ctx context.Context) {
 	}
 	if ok {
 		a.tracker.expireDeletions(now)
-		for _, s := range a.tracker.lag.Observe(obs, obsAt) {
+		for _, s := range a.tracker.lag.ObserveSince(obs, obsAt, since) {
 			s = a.tracker.datedRemoval(s)
 			a.log.Debug("change programmed", "service", s.Service, "change", s.Kind, "t1", s.T1, "t2", s.T2)
 			a.recorder.ObserveLag(s)

@@ -171,6 +171,16 @@ func unionKeys(keys []model.Frontend, maps ...map[model.Frontend]model.Verdict) 
 // Observe checks every pending change against a datapath observation taken
 // at time at, and returns the changes that converged (T2 = at).
 func (t *LagTracker) Observe(obs model.Observed, at time.Time) []LagSample {
+	return t.ObserveSince(obs, at, at)
+}
+
+// ObserveSince checks every pending change delivered by at against an
+// observation read at at that change events date: since is the earliest
+// datapath change after the previous read or, when there was none, the last
+// one before it (the observation has held since then). A change the
+// observation shows converged at since, or at T1 when delivered later: the
+// datapath had programmed it before the agent knew of it.
+func (t *LagTracker) ObserveSince(obs model.Observed, at, since time.Time) []LagSample {
 	var out []LagSample
 	for svc, p := range t.pending {
 		if at.Before(p.T1) || !matches(p, obs) {
@@ -180,12 +190,19 @@ func (t *LagTracker) Observe(obs model.Observed, at time.Time) []LagSample {
 		if !p.T0.IsZero() {
 			src = T0Trigger
 		}
-		out = append(out, LagSample{Service: svc, Kind: p.Kind, T0: p.T0, T1: p.T1, T2: at, T0Source: src,
+		out = append(out, LagSample{Service: svc, Kind: p.Kind, T0: p.T0, T1: p.T1, T2: laterOf(since, p.T1), T0Source: src,
 			Superseded: p.Superseded, Removed: p.removed})
 		delete(t.pending, svc)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Forget drops a pending change (e.g. the datapath became unreadable for good).

@@ -67,6 +67,23 @@ func TestLagTracker(t *testing.T) {
 			t.Fatal("still pending")
 		}
 	})
+	t.Run("held_since_dates_T2", func(t *testing.T) {
+		// An observation change events say held since 100 ms: a change
+		// delivered before that converged at 100 ms, one delivered after it
+		// was programmed before the agent knew (T2 = T1); one delivered after
+		// the read is not judged by it.
+		lt := NewLagTracker()
+		lt.Record(Change{Service: "shop/a", Kind: ChangeAdd, T1: at(0), Previous: one, Desired: two})
+		lt.Record(Change{Service: "shop/b", Kind: ChangeAdd, T1: at(150), Previous: one, Desired: two})
+		lt.Record(Change{Service: "shop/c", Kind: ChangeAdd, T1: at(600), Previous: one, Desired: two})
+		s := lt.ObserveSince(obsOf(two), at(500), at(100))
+		if len(s) != 2 || s[0].T2 != at(100) || s[1].T2 != at(150) {
+			t.Fatalf("samples %+v, want shop/a at 100 ms and shop/b at 150 ms", s)
+		}
+		if p := lt.Pending(); len(p) != 1 || p[0].Service != "shop/c" {
+			t.Fatalf("pending %+v, want shop/c", p)
+		}
+	})
 	t.Run("remove_exact_T2", func(t *testing.T) {
 		lt := NewLagTracker()
 		lt.Record(Change{Service: "s", Kind: ChangeRemove, T1: at(0), Previous: two, Desired: one})
