@@ -69,7 +69,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.netns, "netns", "", "read the datapath in this named network namespace (tests, lab)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")
 	fs.DurationVar(&f.fastPoll, "fast-poll", 100*time.Millisecond, "re-read interval while changes are pending")
-	fs.IntVar(&f.maxProcs, "max-procs", 0, "run Go code on at most this many CPUs at once (GOMAXPROCS); 0: the Go runtime's default (the CPU limit of the container)")
+	fs.IntVar(&f.maxProcs, "max-procs", 1, "run Go code on at most this many CPUs at once (GOMAXPROCS; $GOMAXPROCS wins over the default); 0: the Go runtime's default (the CPU limit of the container, else the node's CPUs)")
 	fs.DurationVar(&f.fullAudit, "full-audit-interval", 5*time.Minute, "full audit (derive the desired state again, read the datapath whole, compare every frontend) at most this often, and never more than 0.5% of a core")
 	fs.DurationVar(&f.eventPoll, "event-poll", time.Second, "re-read interval while changes are pending and nf_tables change events flow (each commit triggers a read)")
 	fs.DurationVar(&f.auditInterval, "audit-interval", 10*time.Second, "full audit interval when nothing is pending")
@@ -158,9 +158,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		return cli.ExitError
 	}
 	agentGC()
-	if f.maxProcs > 0 {
-		runtime.GOMAXPROCS(f.maxProcs)
-	}
+	agentProcs(fs, f.maxProcs)
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: st.logLevel}))
 	klog.SetSlogLogger(log) // client-go logs through the same handler: one format on stderr
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -243,6 +241,19 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logge
 // kube-proxy's. At 50 the headroom is halved for a few more collections of a
 // heap that is mostly live (BENCHMARKS.md, "Live").
 const agentGCPercent = 50
+
+// agentProcs sets GOMAXPROCS: 1 by default. The agent's work is one loop
+// fed by watch and change-event goroutines; a second P makes it no faster
+// but adds scheduler wake-ups and spinning to every delivery (measured: a
+// quarter of the agent's CPU under churn, BENCHMARKS.md "Live"). $GOMAXPROCS
+// wins over the default, --max-procs over both; 0 keeps the runtime's choice.
+func agentProcs(fs *flag.FlagSet, n int) {
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "max-procs" })
+	if n > 0 && (given || os.Getenv("GOMAXPROCS") == "") {
+		runtime.GOMAXPROCS(n)
+	}
+}
 
 func agentGC() {
 	if os.Getenv("GOGC") == "" {

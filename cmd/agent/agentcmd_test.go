@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -34,5 +36,35 @@ func TestAgentFlagsValidatedUpFront(t *testing.T) {
 		if strings.Contains(errb.String(), "kubeconfig") {
 			t.Errorf("%v: the kubeconfig was read before the flags were checked: %q", c, errb.String())
 		}
+	}
+}
+
+// TestAgentProcs: GOMAXPROCS is 1 by default, $GOMAXPROCS wins over the
+// default and --max-procs over both.
+func TestAgentProcs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	parse := func(args ...string) (*flag.FlagSet, agentFlags) {
+		fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+		var f agentFlags
+		f.register(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return fs, f
+	}
+	runtime.GOMAXPROCS(2)
+	t.Setenv("GOMAXPROCS", "")
+	fs, f := parse()
+	if agentProcs(fs, f.maxProcs); runtime.GOMAXPROCS(0) != 1 {
+		t.Errorf("default: GOMAXPROCS %d, want 1", runtime.GOMAXPROCS(0))
+	}
+	runtime.GOMAXPROCS(2)
+	t.Setenv("GOMAXPROCS", "2")
+	if agentProcs(fs, f.maxProcs); runtime.GOMAXPROCS(0) != 2 {
+		t.Errorf("$GOMAXPROCS=2, no flag: GOMAXPROCS %d, want 2", runtime.GOMAXPROCS(0))
+	}
+	fs, f = parse("--max-procs=1")
+	if agentProcs(fs, f.maxProcs); runtime.GOMAXPROCS(0) != 1 {
+		t.Errorf("$GOMAXPROCS=2, --max-procs=1: GOMAXPROCS %d, want 1", runtime.GOMAXPROCS(0))
 	}
 }
