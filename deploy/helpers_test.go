@@ -49,6 +49,7 @@ var knownMetrics = map[string]bool{
 	"netdrift_stale_conntrack_entries":             false,
 	"netdrift_stale_backend_connections_total":     false,
 	"netdrift_full_audit_corrections_total":        false,
+	"netdrift_reader_audit_differences_total":      false,
 }
 
 var metricRE = regexp.MustCompile(`\bnetdrift_[a-z0-9_]+`)

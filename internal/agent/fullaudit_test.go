@@ -86,3 +86,20 @@ func TestReaderWarningsInStatus(t *testing.T) {
 		t.Fatalf("notes %v do not count the reader's warning", s.Notes)
 	}
 }
+
+// TestReaderSelfAuditsPublished: a reader that audits the state it patches
+// from change messages has its counts published with the next read.
+func TestReaderSelfAuditsPublished(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.src.mu.Lock()
+	h.src.audits = [2]uint64{3, 1}
+	h.src.mu.Unlock()
+	if s := h.a.State(); s.ReaderAudits != 0 {
+		t.Fatalf("published %d reader audits before the next read", s.ReaderAudits)
+	}
+	h.advance(h.a.cfg.AuditInterval)
+	if s := h.a.State(); s.ReaderAudits != 3 || s.ReaderAuditDiffs != 1 {
+		t.Fatalf("reader audits %d, differences %d: want 3 and 1", s.ReaderAudits, s.ReaderAuditDiffs)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -22,6 +23,9 @@ func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	}
 	if readOK {
 		s.Observed = obs
+	}
+	if sa, ok := a.src.(datapath.SelfAuditor); ok {
+		s.ReaderAudits, s.ReaderAuditDiffs = sa.SelfAudits()
 	}
 	if a.src == nil || a.mode == model.ModeNone {
 		s.Notes = append(s.Notes, "no kube-proxy datapath state found ("+a.reason+"): service findings are not reported")

@@ -53,6 +53,10 @@ type State struct {
 	// services whose incrementally kept desired state they corrected (each
 	// one a missed delivery or a bug in the incremental path).
 	FullAudits, FullAuditCorrections uint64
+	// ReaderAudits counts the datapath reader's own audits of the state it
+	// patches from change messages (iptables-nft); ReaderAuditDiffs those
+	// that found it differed from the kernel's (corrected by the audit).
+	ReaderAudits, ReaderAuditDiffs uint64
 }
 
 // Converged is true when nothing is pending and nothing is stale.

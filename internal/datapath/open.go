@@ -161,6 +161,16 @@ func (k *iptablesReader) Evented() bool {
 	return k.netlinkActive() && k.inProc
 }
 
+// SelfAudits counts the netlink reader's audits of the chains it patched
+// from rule messages, and those that found a difference.
+func (k *iptablesReader) SelfAudits() (audits, differed uint64) {
+	if k.nl == nil {
+		return 0, 0
+	}
+	st := k.nl.Stats()
+	return uint64(st.Audits), uint64(st.AuditDiffs)
+}
+
 // LastReadCPU is the CPU time the last dump cost (iptables-save
 // processes); 0 after an in-process netlink read.
 func (k *iptablesReader) LastReadCPU() time.Duration {

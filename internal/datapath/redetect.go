@@ -116,6 +116,14 @@ func (r *Redetect) Resync() {
 	}
 }
 
+// SelfAudits forwards once a mode is known and its reader audits itself.
+func (r *Redetect) SelfAudits() (audits, differed uint64) {
+	if in, ok := r.current().(SelfAuditor); ok {
+		return in.SelfAudits()
+	}
+	return 0, 0
+}
+
 // LastReadCPU forwards the read cost once a mode is known.
 func (r *Redetect) LastReadCPU() time.Duration {
 	if in := r.current(); in != nil {

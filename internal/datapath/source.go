@@ -66,6 +66,15 @@ type Resyncer interface {
 	Resync()
 }
 
+// SelfAuditor is a reader that keeps its state from change messages and
+// checks it against a full read now and then (iptables-nft patched from rule
+// messages): how many such audits ran, and how many found the kept state
+// differed from the kernel's (a misapplied or missed change; the audit's full
+// read corrected it). Optional: the agent reports it when its reader has it.
+type SelfAuditor interface {
+	SelfAudits() (audits, differed uint64)
+}
+
 // Reader is what the agent drives. Every reader Open returns is one.
 type Reader interface {
 	Source

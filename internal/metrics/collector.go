@@ -32,6 +32,8 @@ type Collector struct {
 	lastAuditT *prometheus.Desc
 	fullAudits *prometheus.Desc
 	fullFixes  *prometheus.Desc
+	rdAudits   *prometheus.Desc
+	rdDiffs    *prometheus.Desc
 }
 
 // NewCollector exports state(); maxServiceSeries caps per-service series.
@@ -58,6 +60,8 @@ func NewCollector(state func() agent.State, version string, maxServiceSeries int
 		lastAuditT: d("netdrift_last_audit_timestamp_seconds", "Unix time of the last datapath audit."),
 		fullAudits: d("netdrift_full_audits_total", "Full audits run (desired state derived again, datapath read whole, every frontend compared)."),
 		fullFixes:  d("netdrift_full_audit_corrections_total", "Services whose incrementally kept desired state a full audit corrected (a missed delivery or a bug)."),
+		rdAudits:   d("netdrift_reader_audits_total", "The datapath reader's audits of the state it patches from change messages (iptables-nft)."),
+		rdDiffs:    d("netdrift_reader_audit_differences_total", "Reader audits that found the patched state differed from the kernel's (a misapplied or missed change; corrected)."),
 	}
 }
 
@@ -65,7 +69,7 @@ func NewCollector(state func() agent.State, version string, maxServiceSeries int
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.buildInfo, c.nodeInfo, c.sourceUp, c.sourceDur, c.findings, c.oldestF,
 		c.pending, c.oldestP, c.mismatch, c.healthy, c.leaseAge, c.staleBE, c.ready, c.frontends, c.lastAuditT,
-		c.fullAudits, c.fullFixes} {
+		c.fullAudits, c.fullFixes, c.rdAudits, c.rdDiffs} {
 		ch <- d
 	}
 }
@@ -100,6 +104,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.fullAudits, prometheus.CounterValue, float64(s.FullAudits))
 	ch <- prometheus.MustNewConstMetric(c.fullFixes, prometheus.CounterValue, float64(s.FullAuditCorrections))
+	ch <- prometheus.MustNewConstMetric(c.rdAudits, prometheus.CounterValue, float64(s.ReaderAudits))
+	ch <- prometheus.MustNewConstMetric(c.rdDiffs, prometheus.CounterValue, float64(s.ReaderAuditDiffs))
 	g(c.frontends, float64(len(s.Desired.Frontends)), "desired")
 	g(c.frontends, float64(len(s.Observed.Frontends)), "observed")
 	if !s.LastAudit.IsZero() {
