@@ -135,6 +135,9 @@ func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error 
 		nev.Changes = append(nev.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
 	}
 	for _, o := range ev.Ops {
+		if o.Object != "rule" && o.Object != "chain" {
+			continue // set and element messages: none in the tables iptables-nft writes
+		}
 		nev.Ops = append(nev.Ops, iptables.NFTOp{Family: o.Family, Table: o.Table, Chain: o.Chain, Object: o.Object,
 			Op: o.Op, Handle: o.Handle, Position: o.Position, Append: o.Append, Data: o.Data})
 	}

@@ -87,9 +87,12 @@ type Reader interface {
 // WatchChanges subscribes to nf_tables change events in netns ("" = own).
 // Events carry the rule and chain messages of the tables iptables-nft
 // writes (ip/ip6 nat and filter), which the iptables-nft netlink reader
-// patches its chains from instead of reading them again.
+// patches its chains from instead of reading them again, and the rule,
+// chain, set and element messages of kube-proxy's nftables tables, which
+// the nftables reader patches its cache from.
 func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
-	return nftables.WatchChangesWith(ctx, netns, nftables.WatchOptions{OpTables: IPTablesNFTTables})
+	tables := append(append([]nftables.TableRef(nil), IPTablesNFTTables...), nftables.KubeProxyTables...)
+	return nftables.WatchChangesWith(ctx, netns, nftables.WatchOptions{OpTables: tables})
 }
 
 // IPTablesNFTTables are the nf_tables tables iptables-nft writes for kube-proxy.

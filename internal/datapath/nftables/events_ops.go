@@ -7,32 +7,44 @@ import (
 	"github.com/mdlayher/netlink"
 )
 
-// Rule and chain messages carried with an event (WatchOptions.OpTables):
-// the kernel's NEWRULE/DELRULE/NEWCHAIN/DELCHAIN notifications of a
-// transaction, in the order it committed them, so a reader that keeps the
-// rules of those tables can patch them instead of dumping the chains the
-// event names again.
+// Rule, chain, set and element messages carried with an event
+// (WatchOptions.OpTables): the kernel's NEWRULE/DELRULE/NEWCHAIN/DELCHAIN
+// and NEWSET/DELSET/NEWSETELEM/DELSETELEM notifications of a transaction,
+// in the order it committed them, so a reader that keeps the rules and maps
+// of those tables can patch them instead of dumping what the event names
+// again.
 //
 // Kernel format (net/netfilter/nf_tables_api.c, nf_tables_fill_rule_info):
 // a rule notification holds NFTA_RULE_TABLE, _CHAIN, _HANDLE, for NEWRULE
 // NFTA_RULE_POSITION (the handle of the rule before it in the chain at
 // commit time, absent when the rule is first or last there), then the
 // expressions and user data exactly as a GETRULE dump gives them. The
-// header carries NLM_F_APPEND when the request appended or replaced.
+// header carries NLM_F_APPEND when the request appended or replaced. A set
+// notification holds NFTA_SET_TABLE, _NAME, _FLAGS..., an element
+// notification NFTA_SET_ELEM_LIST_TABLE, _SET and the elements (one per
+// message as the kernel commits them), as a GETSET / GETSETELEM dump gives
+// them; an anonymous set ("__map%d") is notified before its elements and
+// the rule that uses it.
 
 // TableRef names one nf_tables table.
 type TableRef struct{ Family, Table string }
 
-// Op is one rule or chain notification of a transaction.
+// KubeProxyTables are kube-proxy's nftables tables, whose messages the
+// nftables Reader patches its cache from (Reader.Update).
+var KubeProxyTables = []TableRef{{Family: "ip", Table: nftTableName}, {Family: "ip6", Table: nftTableName}}
+
+// Op is one rule, chain, set or element notification of a transaction.
 type Op struct {
-	Family, Table, Chain string
-	Object               string // "rule" or "chain"
+	Family, Table, Chain string // Chain: rule and chain ops only
+	Set                  string // set and element ops: the set's name
+	Object               string // "rule", "chain", "set" or "element"
 	Op                   string // "new" or "del"
 	Handle               uint64 // the rule's handle (a chain's handle for chain ops)
 	Position             uint64 // NEWRULE: handle of the rule before it; 0 none
 	Append               bool   // NLM_F_APPEND in the notification header
-	// Data is a NEWRULE message's attributes (after the nfgenmsg header),
-	// copied: what a GETRULE dump gives for the rule.
+	// Data is a NEWRULE, NEWSET, NEWSETELEM or DELSETELEM message's
+	// attributes (after the nfgenmsg header), copied: what a GETRULE,
+	// GETSET or GETSETELEM dump gives.
 	Data []byte
 }
 
@@ -65,9 +77,9 @@ func (w *ChangeWatcher) wantOps(family, table string) bool {
 	return false
 }
 
-// addOp keeps a rule or chain message of a carried table.
+// addOp keeps a rule, chain, set or element message of a carried table.
 func (w *ChangeWatcher) addOp(m netlink.Message, it ChangeItem) {
-	if (it.Object != "rule" && it.Object != "chain") || !w.wantOps(it.Family, it.Table) {
+	if !opObject(it.Object) || !w.wantOps(it.Family, it.Table) {
 		return
 	}
 	b := &w.opsB
@@ -88,13 +100,19 @@ func (w *ChangeWatcher) addOp(m netlink.Message, it ChangeItem) {
 	b.ops = append(b.ops, op)
 }
 
+func opObject(o string) bool { return o == "rule" || o == "chain" || o == "set" || o == "element" }
+
 // parseOp reads handle and position of a rule or chain message whose item
-// parseChangeMessage already gave. Pure.
+// parseChangeMessage already gave, and keeps what a reader needs of the
+// others. Pure.
 func parseOp(m netlink.Message, it ChangeItem) (Op, error) {
 	op := Op{Family: it.Family, Table: it.Table, Chain: it.Name, Object: it.Object, Op: it.Op,
 		Append: m.Header.Flags&nlmFAppend != 0}
 	if len(m.Data) < 4 {
 		return op, fmt.Errorf("short message")
+	}
+	if it.Object == "set" || it.Object == "element" {
+		return parseSetOp(m, op)
 	}
 	handleAttr := uint16(nftaRuleHandle)
 	if it.Object == "chain" {
@@ -116,6 +134,19 @@ func parseOp(m netlink.Message, it ChangeItem) (Op, error) {
 		return op, fmt.Errorf("%s %s without handle or chain", it.Op, it.Object)
 	}
 	if it.Object == "rule" && it.Op == "new" {
+		op.Data = append([]byte(nil), m.Data[4:]...)
+	}
+	return op, nil
+}
+
+// parseSetOp keeps a set or element message: the set's name and, but for
+// DELSET, the attributes.
+func parseSetOp(m netlink.Message, op Op) (Op, error) {
+	op.Set, op.Chain = op.Chain, ""
+	if op.Set == "" {
+		return op, fmt.Errorf("%s %s without a set name", op.Op, op.Object)
+	}
+	if op.Object == "element" || op.Op == "new" {
 		op.Data = append([]byte(nil), m.Data[4:]...)
 	}
 	return op, nil

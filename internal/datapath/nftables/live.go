@@ -46,20 +46,25 @@ type Config struct {
 // netlink. It implements Source. It never writes.
 //
 // It keeps what it read. Snapshot costs one generation query while nothing
-// changed; Update applies a ChangeEvent by re-reading only the chains and
-// maps the event names (nothing for events about other tables). Returned
+// changed; Update applies a ChangeEvent from the transaction's messages
+// when it carries them all, else by re-reading only the chains and maps the
+// event names (nothing for events about other tables). Returned
 // Observed values are copies: callers may keep or change them.
 type Reader struct {
 	Config Config
 
 	mu        sync.Mutex
 	cache     *nftCache
-	rehint    bool          // hints changed since the cache was evaluated
-	version   uint64        // of the last evaluation (model.Observed.Version)
-	fullReads int           // for tests: how many full reads ran
-	evented   bool          // change events were applied: a generation ahead of the cache has events coming
-	behind    time.Time     // since when the cache trails the kernel's generation (zero: it does not)
-	gconn     *netlink.Conn // kept open for generation queries (one per poll)
+	rehint    bool   // hints changed since the cache was evaluated
+	version   uint64 // of the last evaluation (model.Observed.Version)
+	fullReads int    // for tests: how many full reads ran
+	// for tests: chain, set and chain-list requests to the kernel; events
+	// applied from their messages (live_ops.go); events whose messages
+	// did not decide and were read instead
+	kernelReads, opPatches, opFallbacks int
+	evented                             bool          // change events were applied: a generation ahead of the cache has events coming
+	behind                              time.Time     // since when the cache trails the kernel's generation (zero: it does not)
+	gconn                               *netlink.Conn // kept open for generation queries (one per poll)
 }
 
 // generationLocked asks the kernel for the nf_tables generation over a
@@ -203,9 +208,11 @@ func (n *Reader) awaitEvents() bool {
 	return now.Sub(n.behind) < limit
 }
 
-// Update applies one change event: it re-reads what the event names in the
-// kube-proxy tables (everything when events were lost or a table was
-// created or deleted) and returns the new state.
+// Update applies one change event and returns the new state. When the
+// event carries all of its transaction's messages, it patches the cached
+// tables from them and reads nothing (live_ops.go); else it re-reads what
+// the event names in the kube-proxy tables (everything when events were
+// lost or a table was created or deleted).
 func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -218,25 +225,18 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 		return n.cachedLocked(), nil // e.g. an iptables-nft change: nothing to read
 	}
 	full := false
-	err := n.withConn(func(conn *nftables.Conn) error {
-		for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
-			t := n.cache.tables[i]
-			nf := nftFamilyOf(fam)
-			if t == nil || !ev.TouchesTable(nf, nftTableName) {
-				continue
-			}
-			sets := ev.Sets(nf, nftTableName)
-			full = full || touchesReaderSets(sets)
-			r := &nftNetlinkReader{conn: conn, table: &nftables.Table{Name: nftTableName, Family: nftTableFamily(fam)}, t: t}
-			if err := r.refresh(ctx, sets, ev.Chains(nf, nftTableName)); err != nil {
-				return fmt.Errorf("%s: %w", nftTableLabel(fam), err)
-			}
+	for _, nf := range []string{"ip", "ip6"} {
+		full = full || touchesReaderSets(ev.Sets(nf, nftTableName))
+	}
+	patched, readAll := n.applyOpsLocked(ev)
+	if readAll {
+		return n.fullLocked(ctx)
+	}
+	if !patched {
+		if err := n.rereadLocked(ctx, ev); err != nil {
+			n.cache = nil // partly refreshed: read everything next time
+			return model.Observed{}, err
 		}
-		return nil
-	})
-	if err != nil {
-		n.cache = nil // partly refreshed: read everything next time
-		return model.Observed{}, err
 	}
 	n.cache.gen = ev.Generation
 	if full || n.rehint || n.cache.view == nil {
@@ -260,6 +260,36 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 	}
 	n.cache.obs = n.versioned(n.cache.view.observed(), changed)
 	return n.cache.observed(), nil
+}
+
+// rereadLocked re-reads the chains and maps the event names, then the
+// chain names when it created or deleted chains.
+func (n *Reader) rereadLocked(ctx context.Context, ev ChangeEvent) error {
+	err := n.withConn(func(conn *nftables.Conn) error {
+		for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
+			t := n.cache.tables[i]
+			nf := nftFamilyOf(fam)
+			if t == nil || !ev.TouchesTable(nf, nftTableName) {
+				continue
+			}
+			r := &nftNetlinkReader{conn: conn, table: &nftables.Table{Name: nftTableName, Family: nftTableFamily(fam)}, t: t, reads: &n.kernelReads}
+			if err := r.refresh(ctx, ev.Sets(nf, nftTableName), ev.Chains(nf, nftTableName)); err != nil {
+				return fmt.Errorf("%s: %w", nftTableLabel(fam), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
+		if t := n.cache.tables[i]; t != nil && chainItems(ev, nftFamilyOf(fam)) {
+			if err := n.readNamesLocked(fam, t); err != nil {
+				return fmt.Errorf("%s: %w", nftTableLabel(fam), err)
+			}
+		}
+	}
+	return nil
 }
 
 // touchesReaderSets reports whether a change names a map or set every
@@ -351,7 +381,10 @@ func (n *Reader) read(ctx context.Context) ([]*nftTable, error) {
 	var out []*nftTable
 	err := n.withConn(func(conn *nftables.Conn) error {
 		for _, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
-			t, err := nftReadNetlink(ctx, conn, fam)
+			t, err := nftReadNetlink(ctx, conn, fam, &n.kernelReads)
+			if err == nil && t != nil {
+				err = n.readNamesLocked(fam, t)
+			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", nftTableLabel(fam), err)
 			}

@@ -24,10 +24,21 @@ type nftNetlinkReader struct {
 	conn  *nftables.Conn
 	table *nftables.Table
 	t     *nftTable
+	reads *int // counts chain and set requests to the kernel, if not nil
+	// sets, when not nil, answers for the kernel: the message path reduces
+	// a rule's anonymous sets from the transaction's messages.
+	sets func(name string) ([]nftables.SetElement, bool, error)
+}
+
+func (r *nftNetlinkReader) counted() {
+	if r.reads != nil {
+		*r.reads++
+	}
 }
 
 // nftReadNetlink returns the table of the given family, or nil if absent.
-func nftReadNetlink(ctx context.Context, conn *nftables.Conn, fam model.IPFamily) (*nftTable, error) {
+// reads, when not nil, counts the chain and set requests.
+func nftReadNetlink(ctx context.Context, conn *nftables.Conn, fam model.IPFamily, reads *int) (*nftTable, error) {
 	tf := nftables.TableFamilyIPv4
 	if fam == model.IPv6 {
 		tf = nftables.TableFamilyIPv6
@@ -45,7 +56,7 @@ func nftReadNetlink(ctx context.Context, conn *nftables.Conn, fam model.IPFamily
 	if table == nil {
 		return nil, nil
 	}
-	r := &nftNetlinkReader{conn: conn, table: table, t: newNFTTable(fam)}
+	r := &nftNetlinkReader{conn: conn, table: table, t: newNFTTable(fam), reads: reads}
 	if err := r.readMaps(); err != nil {
 		return nil, err
 	}
@@ -62,6 +73,10 @@ func nftIsNotFound(err error) bool {
 
 // elements returns a set's elements; ok is false when the set does not exist.
 func (r *nftNetlinkReader) elements(name string) ([]nftables.SetElement, bool, error) {
+	if r.sets != nil {
+		return r.sets(name)
+	}
+	r.counted()
 	els, err := r.conn.GetSetElements(&nftables.Set{Table: r.table, Name: name})
 	if nftIsNotFound(err) {
 		return nil, false, nil
@@ -94,21 +109,39 @@ func (r *nftNetlinkReader) readMap(name string) error {
 	if err != nil || !ok {
 		return err
 	}
+	out, err := r.mapElems(name, els, true)
+	if err != nil {
+		return err
+	}
+	r.t.Maps[name] = out
+	return nil
+}
+
+// mapElems reduces elements of the verdict map name; verdicts false: keys
+// only (a DELSETELEM message may carry no data).
+func (r *nftNetlinkReader) mapElems(name string, els []nftables.SetElement, verdicts bool) ([]nftElem, error) {
 	nodePort := name == nftMapServiceNodePorts || name == nftMapNoEndpointNPs
 	out := make([]nftElem, 0, len(els))
 	for _, el := range els {
 		key, err := r.decodeKey(el.Key, nodePort)
 		if err != nil {
-			return fmt.Errorf("map %s: %w", name, err)
+			return nil, fmt.Errorf("map %s: %w", name, err)
 		}
-		v, err := nftElemVerdict(el)
-		if err != nil {
-			return fmt.Errorf("map %s element %v: %w", name, key, err)
+		var v nftVerdict
+		if verdicts {
+			if v, err = nftElemVerdict(el); err != nil {
+				return nil, fmt.Errorf("map %s element %v: %w", name, key, err)
+			}
 		}
 		out = append(out, nftElem{Key: key, Verdict: v, Comment: el.Comment})
 	}
-	r.t.Maps[name] = out
-	return nil
+	return out, nil
+}
+
+// clusterIP is a cluster-ips element's address; ok false for another length.
+func (r *nftNetlinkReader) clusterIP(el nftables.SetElement) (netip.Addr, bool) {
+	a, ok := netip.AddrFromSlice(el.Key)
+	return a.Unmap(), ok && len(el.Key) == r.addrLen()
 }
 
 func (r *nftNetlinkReader) readClusterIPs() error {
@@ -119,8 +152,8 @@ func (r *nftNetlinkReader) readClusterIPs() error {
 	r.t.HasClusterIPSet = ok
 	r.t.ClusterIPs = map[netip.Addr]bool{}
 	for _, el := range els {
-		if a, ok := netip.AddrFromSlice(el.Key); ok && len(el.Key) == r.addrLen() {
-			r.t.ClusterIPs[a.Unmap()] = true
+		if a, ok := r.clusterIP(el); ok {
+			r.t.ClusterIPs[a] = true
 		}
 	}
 	return nil
@@ -290,6 +323,7 @@ func (r *nftNetlinkReader) refresh(ctx context.Context, sets, chains []string) e
 
 // readChain reads one chain's rules; ok is false when the chain does not exist.
 func (r *nftNetlinkReader) readChain(name string) ([]nftRule, bool, error) {
+	r.counted()
 	nrs, err := r.conn.GetRules(r.table, &nftables.Chain{Name: name, Table: r.table})
 	if nftIsNotFound(err) {
 		return nil, false, nil

@@ -51,6 +51,11 @@ type nftTable struct {
 	Chains map[string][]nftRule
 	// MapRefs counts rules referencing a named map ("vmap @service-ips").
 	MapRefs map[string]int
+	// Names are all the table's chains in the kernel, read or not, and
+	// MaxChainHandle the highest of their handles (live path; nil when not
+	// known): the message path of Reader.Update needs them (live_names.go).
+	Names          map[string]bool
+	MaxChainHandle uint64
 }
 
 func newNFTTable(fam model.IPFamily) *nftTable {

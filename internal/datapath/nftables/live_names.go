@@ -1,0 +1,64 @@
+package nftables
+
+import (
+	"fmt"
+
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// The chains a cached table has in the kernel (nftTable.Names): the message
+// path needs them to tell a chain created by a transaction (its rules are
+// all in the messages) from one that existed unread (unreachable before;
+// its rules are not), and a chain renamed (a NEWCHAIN of a new name with an
+// old handle: the kernel allocates handles from one increasing counter per
+// table) from one created.
+
+// readNamesLocked dumps the chains of family fam (one GETCHAIN request; its
+// replies have a NEWCHAIN notification's format) and keeps those of the
+// kube-proxy table in t.
+func (n *Reader) readNamesLocked(fam model.IPFamily, t *nftTable) error {
+	if _, err := n.generationLocked(); err != nil { // opens the kept socket
+		return err
+	}
+	n.kernelReads++
+	req := netlink.Message{
+		Header: netlink.Header{Type: netlink.HeaderType(nfnlSubsysNFTables<<8 | unix.NFT_MSG_GETCHAIN),
+			Flags: netlink.Request | netlink.Dump},
+		Data: []byte{byte(nftTableFamily(fam)), 0, 0, 0},
+	}
+	msgs, err := n.gconn.Execute(req)
+	if err != nil {
+		_ = n.gconn.Close()
+		n.gconn = nil
+		return fmt.Errorf("list chains: %w", err)
+	}
+	names := make(map[string]bool, len(t.Chains))
+	var top uint64
+	for _, m := range msgs {
+		it, _, ok, err := parseChangeMessage(m)
+		if err != nil || !ok || it.Object != "chain" || it.Table != nftTableName {
+			continue
+		}
+		op, err := parseOp(m, it)
+		if err != nil {
+			return fmt.Errorf("list chains: %w", err)
+		}
+		names[op.Chain] = true
+		top = max(top, op.Handle)
+	}
+	t.Names, t.MaxChainHandle = names, top
+	return nil
+}
+
+// chainItems reports whether an event created or deleted chains of family/table.
+func chainItems(ev ChangeEvent, family string) bool {
+	for _, c := range ev.Changes {
+		if c.Object == "chain" && c.Family == family && c.Table == nftTableName {
+			return true
+		}
+	}
+	return false
+}
