@@ -26,16 +26,19 @@ type FindingSource interface {
 // Agent is the audit loop. Create with New, feed watch events to OnEvent,
 // and call Run.
 type Agent struct {
-	cfg      Config
-	clock    clock.Clock
-	log      *slog.Logger
-	cluster  Cluster
-	src      datapath.Reader // nil when no kube-proxy state is present
-	mode     string
-	reason   string
-	changes  <-chan datapath.ChangeEvent // nil: no change events (polling only)
-	extra    []FindingSource
-	recorder Recorder
+	cfg     Config
+	clock   clock.Clock
+	log     *slog.Logger
+	cluster Cluster
+	src     datapath.Reader // nil when no kube-proxy state is present
+	// frozenObs is the last copy of the reader's observation handed out
+	// (observedLocked)
+	frozenObs model.Observed
+	mode      string
+	reason    string
+	changes   <-chan datapath.ChangeEvent // nil: no change events (polling only)
+	extra     []FindingSource
+	recorder  Recorder
 
 	kick chan struct{}
 
@@ -109,6 +112,7 @@ func (a *Agent) State() State {
 		s.Desired = a.tracker.merged.snapshot(a.cfg.NodeName)
 		s.Recent = a.recentLocked()
 	}
+	s.Observed = a.observedLocked(s.Observed)
 	s.Watch = a.watchStatusLocked(s.Now)
 	if a.tracker.initialized {
 		// Changes are recorded as the watch delivers them, not at the next

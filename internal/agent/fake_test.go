@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -118,4 +119,22 @@ func (f *fakeSource) set(obs model.Observed, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.obs, f.err = obs, err
+}
+
+// Frozen copies the current observation (the fake does not change its map
+// in place unless a test does, through inPlace).
+func (f *fakeSource) Frozen() (model.Observed, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := f.obs
+	o.Frontends = maps.Clone(o.Frontends)
+	return o, true
+}
+
+// inPlace changes the current observation's frontends in place, as the
+// nftables reader does on an endpoint change.
+func (f *fakeSource) inPlace(change func(map[model.Frontend]model.Verdict)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(f.obs.Frontends)
 }

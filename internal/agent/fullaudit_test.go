@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/model"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -101,5 +102,30 @@ func TestReaderSelfAuditsPublished(t *testing.T) {
 	h.advance(h.a.cfg.AuditInterval)
 	if s := h.a.State(); s.ReaderAudits != 3 || s.ReaderAuditDiffs != 1 {
 		t.Fatalf("reader audits %d, differences %d: want 3 and 1", s.ReaderAudits, s.ReaderAuditDiffs)
+	}
+}
+
+// TestPublishedObservationIsAFrozenCopy: with a reader that changes its
+// frontends in place, State hands out a copy that the next change does not
+// touch.
+func TestPublishedObservationIsAFrozenCopy(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	obs := h.desiredOf()
+	obs.Version = 42
+	h.src.set(obs, nil)
+	h.advance(h.a.cfg.AuditInterval)
+	s := h.a.State()
+	if s.Observed.Version != 42 || len(s.Observed.Frontends) == 0 {
+		t.Fatalf("published version %d with %d frontends, want 42 and the fake's", s.Observed.Version, len(s.Observed.Frontends))
+	}
+	n := len(s.Observed.Frontends)
+	h.src.inPlace(func(m map[model.Frontend]model.Verdict) {
+		for fe := range m {
+			delete(m, fe)
+		}
+	})
+	if len(s.Observed.Frontends) != n || len(h.a.State().Observed.Frontends) != n {
+		t.Fatal("a change in place reached the published observation")
 	}
 }

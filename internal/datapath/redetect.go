@@ -116,6 +116,14 @@ func (r *Redetect) Resync() {
 	}
 }
 
+// Frozen forwards once a mode is known and its reader shares its frontends.
+func (r *Redetect) Frozen() (model.Observed, bool) {
+	if in, ok := r.current().(Freezer); ok {
+		return in.Frozen()
+	}
+	return model.Observed{}, false
+}
+
 // SelfAudits forwards once a mode is known and its reader audits itself.
 func (r *Redetect) SelfAudits() (audits, differed uint64) {
 	if in, ok := r.current().(SelfAuditor); ok {

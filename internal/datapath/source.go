@@ -75,6 +75,17 @@ type SelfAuditor interface {
 	SelfAudits() (audits, differed uint64)
 }
 
+// Freezer is a reader whose Snapshot may share its frontends with the
+// reader's cache, changed in place by the caller's next ApplyChange (the
+// nftables reader: an endpoint change then costs the change, not a copy of
+// every frontend). Frozen returns a copy nothing changes, for whatever keeps
+// an observation or hands it to another goroutine (the published state);
+// false when nothing is cached — earlier observations are then not changed
+// any more either. Readers without it return observations nobody changes.
+type Freezer interface {
+	Frozen() (model.Observed, bool)
+}
+
 // Reader is what the agent drives. Every reader Open returns is one.
 type Reader interface {
 	Source

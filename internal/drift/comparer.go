@@ -1,6 +1,8 @@
 package drift
 
 import (
+	"reflect"
+
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -34,13 +36,17 @@ func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Fronte
 	obsSame := obs.Version != 0 && obs.Version == c.obsVersion && obs.Datapath == c.mode && c.observed != nil
 	touched := map[model.Frontend]bool{}
 	switch {
-	case obs.Datapath != c.mode || c.desired == nil || full:
+	case obs.Datapath != c.mode || c.desired == nil || full,
+		!obsSame && !c.namesChanges(obs) && sameMap(c.observed, obs.Frontends):
+		// (The second: a reader changed the frontends in place without
+		// naming what changed since the last Update; a diff of the map
+		// against itself finds nothing, so compare everything.)
 		for _, m := range []map[model.Frontend]model.Verdict{c.desired, c.observed, desired.Frontends, obs.Frontends} {
 			for fe := range m {
 				touched[fe] = true
 			}
 		}
-	case !obsSame && (obs.Changed == nil || obs.Since != c.obsVersion || c.obsVersion == 0):
+	case !obsSame && !c.namesChanges(obs):
 		c.diffKeys(desired.Frontends, obs.Frontends, touched)
 	case !obsSame: // the reader names what moved
 		for fe := range obs.Changed {
@@ -59,6 +65,17 @@ func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Fronte
 		c.sorted = c.flatten()
 	}
 	return c.sorted
+}
+
+// namesChanges reports whether obs names every frontend that changed since
+// the observation of the last Update.
+func (c *Comparer) namesChanges(obs model.Observed) bool {
+	return obs.Changed != nil && obs.Since == c.obsVersion && c.obsVersion != 0
+}
+
+// sameMap reports whether a and b are one map (not equal contents).
+func sameMap(a, b map[model.Frontend]model.Verdict) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // diffKeys marks every frontend whose verdict differs between the last and

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"net/netip"
 	"reflect"
@@ -85,9 +86,15 @@ func TestComparerEqualsCompare(t *testing.T) {
 	if c.Compared != 0 {
 		t.Fatalf("an unchanged state compared %d frontends", c.Compared)
 	}
-	c.Update(d, nil, false, model.Observed{Datapath: model.ModeNFTables, Frontends: observed})
+	c.Update(d, nil, false, model.Observed{Datapath: model.ModeNFTables, Frontends: maps.Clone(observed)})
 	if c.Compared != 0 {
 		t.Fatalf("an unversioned but identical observed state compared %d frontends (the diff pass must find no change)", c.Compared)
+	}
+	// The same map again, unversioned and naming nothing: it may have been
+	// changed in place, which a diff against itself cannot see.
+	same := model.Observed{Datapath: model.ModeNFTables, Frontends: c.observed}
+	if c.Update(d, nil, false, same); c.Compared < len(observed) {
+		t.Fatalf("the same map, unversioned, compared %d frontends, want every one (%d observed)", c.Compared, len(observed))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -48,12 +50,23 @@ type Config struct {
 // It keeps what it read. Snapshot costs one generation query while nothing
 // changed; Update applies a ChangeEvent from the transaction's messages
 // when it carries them all, else by re-reading only the chains and maps the
-// event names (nothing for events about other tables). Returned
-// Observed values are copies: callers may keep or change them.
+// event names (nothing for events about other tables).
+//
+// An endpoint change updates the frontends of the returned Observed in
+// place (copying every frontend per change is what made its cost grow with
+// the cluster): the Frontends map of a returned Observed is valid until the
+// caller's next Update, and Since/Changed name every frontend that changed
+// since the last Snapshot returned. Callers that keep an observation, or
+// hand it to another goroutine, take Frozen.
 type Reader struct {
 	Config Config
 
 	mu        sync.Mutex
+	pubMu     sync.Mutex     // held while cache or its frontends change (not during kernel reads); Frozen takes it
+	frozen    model.Observed // Frozen's copy of the latest version
+	acc       map[model.Frontend]bool
+	accSince  uint64                           // acc names what changed since this version (the last Snapshot's)
+	outMap    map[model.Frontend]model.Verdict // the frontends the last Snapshot returned
 	cache     *nftCache
 	rehint    bool   // hints changed since the cache was evaluated
 	version   uint64 // of the last evaluation (model.Observed.Version)
@@ -92,7 +105,45 @@ func (n *Reader) generationLocked() (uint32, error) {
 func (n *Reader) Resync() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.cache, n.behind = nil, time.Time{}
+	n.setCache(nil)
+	n.behind = time.Time{}
+}
+
+// setCache replaces the cache (nil: none) under pubMu.
+func (n *Reader) setCache(c *nftCache) {
+	n.pubMu.Lock()
+	n.cache = c
+	n.pubMu.Unlock()
+}
+
+// setObs replaces the cached observation under pubMu.
+func (n *Reader) setObs(obs model.Observed) {
+	n.pubMu.Lock()
+	n.cache.obs = obs
+	n.pubMu.Unlock()
+}
+
+// Frozen returns a copy of the latest observation that nothing changes,
+// made at most once per version; false when nothing is cached (an earlier
+// observation is then not changed any more either).
+func (n *Reader) Frozen() (model.Observed, bool) {
+	n.pubMu.Lock()
+	defer n.pubMu.Unlock()
+	if n.cache == nil {
+		return model.Observed{}, false
+	}
+	if obs := n.cache.obs; n.frozen.Version != obs.Version {
+		obs.Frontends, obs.Since, obs.Changed = maps.Clone(obs.Frontends), 0, nil
+		n.frozen = obs
+	}
+	return n.frozen, true
+}
+
+// returned records an observation Snapshot hands out: what changes from
+// now on is named relative to it.
+func (n *Reader) returned(obs model.Observed) model.Observed {
+	n.outMap, n.acc = obs.Frontends, nil
+	return obs
 }
 
 // Close releases the socket kept for generation queries.
@@ -127,7 +178,7 @@ func (n *Reader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
 func (n *Reader) cachedLocked() model.Observed {
 	if n.rehint {
 		n.cache.view = newNFTView(n.cache.tables, n.Config.Hints)
-		n.cache.obs = n.versioned(n.cache.view.observed(), nil)
+		n.setObs(n.versioned(n.cache.view.observed(), nil))
 		n.rehint = false
 	}
 	return n.cache.observed()
@@ -142,8 +193,8 @@ type nftCache struct {
 	view   *nftView       // per-destination evaluation, updated per change
 }
 
-// observed returns the cached result. It is shared, never modified: a
-// change builds a new one with a new Version.
+// observed returns the cached result. Its frontends change in place with
+// an endpoint change (Reader's comment); a new Version says so.
 func (c *nftCache) observed() model.Observed { return c.obs }
 
 // versioned stamps a new evaluation with the reader's next version; changed,
@@ -152,13 +203,44 @@ func (n *Reader) versioned(obs model.Observed, changed map[model.Frontend]bool) 
 	if n.version == 0 {
 		n.version = uint64(time.Now().UnixNano()) // distinct from another reader's versions
 	}
-	if changed != nil {
-		obs.Since, obs.Changed = n.version, changed
+	switch {
+	case changed != nil: // the frontends changed in place
+		if n.acc == nil {
+			n.acc, n.accSince = map[model.Frontend]bool{}, n.version
+		}
+		for fe := range changed {
+			n.acc[fe] = true
+		}
+		obs.Since, obs.Changed = n.accSince, n.acc
+	case n.acc != nil && n.outMap != nil:
+		// A new evaluation replaces frontends changed in place since the
+		// last Snapshot: what differs from that one is what changed in
+		// place, or differs between the changed and the new frontends.
+		acc := maps.Clone(n.acc)
+		markDiffering(acc, n.outMap, obs.Frontends)
+		n.acc = acc
+		obs.Since, obs.Changed = n.accSince, acc
 	}
 	n.version++
 	obs.Version = n.version
 	return obs
 }
+
+// markDiffering marks every frontend whose verdict differs between a and b.
+func markDiffering(into map[model.Frontend]bool, a, b map[model.Frontend]model.Verdict) {
+	for fe, v := range a {
+		if w, ok := b[fe]; !ok || !sameVerdict(v, w) {
+			into[fe] = true
+		}
+	}
+	for fe := range b {
+		if _, ok := a[fe]; !ok {
+			into[fe] = true
+		}
+	}
+}
+
+func sameVerdict(a, b model.Verdict) bool { return reflect.DeepEqual(a, b) }
 
 var _ interface {
 	Snapshot(context.Context) (model.Observed, error)
@@ -173,6 +255,14 @@ func (n *Reader) Name() string { return model.ModeNFTables }
 func (n *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	obs, err := n.snapshotLocked(ctx)
+	if err != nil {
+		return obs, err
+	}
+	return n.returned(obs), nil
+}
+
+func (n *Reader) snapshotLocked(ctx context.Context) (model.Observed, error) {
 	if n.cache != nil {
 		g, err := n.generationLocked()
 		if err != nil {
@@ -234,7 +324,7 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 	}
 	if !patched {
 		if err := n.rereadLocked(ctx, ev); err != nil {
-			n.cache = nil // partly refreshed: read everything next time
+			n.setCache(nil) // partly refreshed: read everything next time
 			return model.Observed{}, err
 		}
 	}
@@ -243,10 +333,12 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 		// The maps changed (services came or went) or the hints did: every
 		// destination may have moved.
 		n.cache.view = newNFTView(n.cache.tables, n.Config.Hints)
-		n.cache.obs, n.rehint = n.versioned(n.cache.view.observed(), nil), false
+		n.setObs(n.versioned(n.cache.view.observed(), nil))
+		n.rehint = false
 		return n.cache.observed(), nil
 	}
 	changed := map[model.Frontend]bool{}
+	n.pubMu.Lock() // rechain changes the cached frontends in place
 	for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
 		if n.cache.view.tables[i] == nil || !ev.TouchesTable(nftFamilyOf(fam), nftTableName) {
 			continue
@@ -255,10 +347,10 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 			changed[fe] = true
 		}
 	}
-	if len(changed) == 0 {
-		return n.cache.observed(), nil // nothing that reaches a destination changed
+	if len(changed) > 0 {
+		n.cache.obs = n.versioned(n.cache.view.observed(), changed)
 	}
-	n.cache.obs = n.versioned(n.cache.view.observed(), changed)
+	n.pubMu.Unlock()
 	return n.cache.observed(), nil
 }
 
@@ -328,7 +420,8 @@ func nftTableFamily(fam model.IPFamily) nftables.TableFamily {
 }
 
 func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
-	n.cache, n.behind = nil, time.Time{}
+	n.setCache(nil)
+	n.behind = time.Time{}
 	n.fullReads++
 	tables, gen, stable, err := n.fetch(ctx)
 	if err != nil {
@@ -338,7 +431,7 @@ func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
 	obs := view.observed()
 	n.rehint = false
 	if stable {
-		n.cache = &nftCache{gen: gen, tables: tables, view: view, obs: n.versioned(obs, nil)}
+		n.setCache(&nftCache{gen: gen, tables: tables, view: view, obs: n.versioned(obs, nil)})
 		return n.cache.observed(), nil
 	}
 	obs.Warnings = append(obs.Warnings, "the ruleset kept changing during the read; it may mix generations")

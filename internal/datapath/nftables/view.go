@@ -1,7 +1,6 @@
 package nftables
 
 import (
-	"maps"
 	"sort"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -126,9 +125,10 @@ func (n *nftView) assemble() model.Observed {
 func (n *nftView) observed() model.Observed { return n.obs }
 
 // rechain re-evaluates, in table i, the destinations that depend on the
-// named chains (their rules changed; the maps did not). It returns the new
-// Observed — a new map: the previous one is shared and never modified — and
-// the frontends whose verdict may differ.
+// named chains (their rules changed; the maps did not), changing the
+// observed frontends in place (the Reader's caller holds them only until
+// its next Update; Frozen copies), and returns the frontends whose verdict
+// may differ.
 func (n *nftView) rechain(i int, chains []string) map[model.Frontend]bool {
 	tv := n.tables[i]
 	dirty := map[nftKey]bool{}
@@ -142,7 +142,7 @@ func (n *nftView) rechain(i int, chains []string) map[model.Frontend]bool {
 		return changed
 	}
 	b := n.builder(tv.t, nil)
-	frontends := maps.Clone(n.obs.Frontends) // copies the table's groups: far cheaper than re-inserting
+	frontends := n.obs.Frontends
 	warnsMoved := false
 	for k := range dirty {
 		old := tv.keys[k]
@@ -160,8 +160,6 @@ func (n *nftView) rechain(i int, chains []string) map[model.Frontend]bool {
 	}
 	if warnsMoved {
 		n.obs = n.assemble()
-	} else {
-		n.obs = model.Observed{Datapath: n.obs.Datapath, Frontends: frontends, Warnings: n.obs.Warnings}
 	}
 	return changed
 }
