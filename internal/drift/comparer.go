@@ -81,20 +81,8 @@ func sameMap(a, b map[model.Frontend]model.Verdict) bool {
 // diffKeys marks every frontend whose verdict differs between the last and
 // the new maps (a cheap pass: no finding is built for unchanged ones).
 func (c *Comparer) diffKeys(desired, observed map[model.Frontend]model.Verdict, touched map[model.Frontend]bool) {
-	mark := func(old, cur map[model.Frontend]model.Verdict) {
-		for fe, v := range cur {
-			if o, ok := old[fe]; !ok || !sameContent(o, v) {
-				touched[fe] = true
-			}
-		}
-		for fe := range old {
-			if _, ok := cur[fe]; !ok {
-				touched[fe] = true
-			}
-		}
-	}
-	mark(c.desired, desired)
-	mark(c.observed, observed)
+	model.MarkDiffering(touched, c.desired, desired, sameContent)
+	model.MarkDiffering(touched, c.observed, observed, sameContent)
 }
 
 // compareOne recomputes the findings of one frontend.

@@ -247,3 +247,18 @@ func ParseProtocol(s string) (Protocol, error) {
 	}
 	return "", fmt.Errorf("unknown protocol %q", s)
 }
+
+// MarkDiffering marks in into every frontend present in only one of old and
+// cur, or whose verdicts same says differ.
+func MarkDiffering(into map[Frontend]bool, old, cur map[Frontend]Verdict, same func(a, b Verdict) bool) {
+	for fe, v := range cur {
+		if o, ok := old[fe]; !ok || !same(o, v) {
+			into[fe] = true
+		}
+	}
+	for fe := range old {
+		if _, ok := cur[fe]; !ok {
+			into[fe] = true
+		}
+	}
+}

@@ -217,27 +217,13 @@ func (n *Reader) versioned(obs model.Observed, changed map[model.Frontend]bool) 
 		// last Snapshot: what differs from that one is what changed in
 		// place, or differs between the changed and the new frontends.
 		acc := maps.Clone(n.acc)
-		markDiffering(acc, n.outMap, obs.Frontends)
+		model.MarkDiffering(acc, n.outMap, obs.Frontends, sameVerdict)
 		n.acc = acc
 		obs.Since, obs.Changed = n.accSince, acc
 	}
 	n.version++
 	obs.Version = n.version
 	return obs
-}
-
-// markDiffering marks every frontend whose verdict differs between a and b.
-func markDiffering(into map[model.Frontend]bool, a, b map[model.Frontend]model.Verdict) {
-	for fe, v := range a {
-		if w, ok := b[fe]; !ok || !sameVerdict(v, w) {
-			into[fe] = true
-		}
-	}
-	for fe := range b {
-		if _, ok := a[fe]; !ok {
-			into[fe] = true
-		}
-	}
 }
 
 func sameVerdict(a, b model.Verdict) bool { return reflect.DeepEqual(a, b) }
