@@ -279,7 +279,15 @@ func TestChangeWatcherOverrun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	nftLoad(t, ns, "worker-b.nft.txt") // one transaction, hundreds of messages
+	// One transaction of tens of thousands of messages (1,000 services):
+	// the kernel queues them faster than any reader drains a socket of a
+	// few kilobytes. (A few hundred, worker-b's, sometimes fitted when the
+	// machine was loaded.)
+	path := filepath.Join(t.TempDir(), "gen.nft")
+	if err := os.WriteFile(path, []byte(nftGen10k.text()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nftIn(t, ns, "nft", "-f", path)
 	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.Lost })
 	g, err := Generation(ns)
 	if err != nil {
