@@ -388,10 +388,18 @@ func (n *NFTReader) family(name string) *nlFamily {
 	return nil
 }
 
+// nlRecvBuffer is the receive buffer: one recvmsg per datagram (no peek
+// for its size first) and the largest datagram a dump fills. The kernel
+// sizes a dump's next datagram by the largest buffer recvmsg was given,
+// up to 32 KiB less its overhead; with a peek and an exact-size read that
+// stays at the 4 KiB it starts with, and every datagram of a dump is one
+// more resumption, which for chain listings walks again from the start.
+const nlRecvBuffer = 32 << 10
+
 // withConn dials nfnetlink in the namespace for one operation.
 func (n *NFTReader) withConn(fn func(*netlink.Conn) error) error {
 	return nsutil.WithFd(n.NetNS, func(fd int) error {
-		c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
+		c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd, MessageBufferSize: nlRecvBuffer})
 		if err != nil {
 			return fmt.Errorf("%w: nf_tables netlink: %v", model.ErrUnsupported, err)
 		}
@@ -421,8 +429,15 @@ func (n *NFTReader) fullRead(ctx context.Context, c *netlink.Conn) error {
 			if v6 {
 				f.fam, f.tag = model.IPv6, "ip6 "
 			}
+			// One chain listing for both tables: the kernel cannot filter
+			// it by table, and each listing is quadratic in the family's
+			// chains (see listFamilyChains).
+			var lists map[string]*chainList
+			if lists, err = listFamilyChains(c, v6); err != nil {
+				return err
+			}
 			for _, t := range nlTables {
-				if err = n.readTable(ctx, c, f, t); err != nil {
+				if err = n.readListedTable(ctx, c, f, t, lists[t]); err != nil {
 					return err
 				}
 				if tb := f.tables[t]; tb != nil {
@@ -450,23 +465,30 @@ func (n *NFTReader) fullRead(ctx context.Context, c *netlink.Conn) error {
 
 // readTable (re)reads one table: its chains, then each chain's rules.
 func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily, table string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	names, handles, err := listChains(c, f.v6, table)
+	lists, err := listFamilyChains(c, f.v6)
 	if err != nil {
 		return err
 	}
+	return n.readListedTable(ctx, c, f, table, lists[table])
+}
+
+// readListedTable reads the rules of a table's listed chains (nil: the
+// table does not exist).
+func (n *NFTReader) readListedTable(ctx context.Context, c *netlink.Conn, f *nlFamily, table string, list *chainList) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	delete(f.opaque, table)
-	if names == nil {
+	if list == nil {
 		// iptables-nft-save prints a missing table as an empty one (its
 		// built-in chains): the same, for the walker.
 		f.tables[table] = &ipTable{name: table, chains: map[string]*ipChain{}}
 		return nil
 	}
-	t := &ipTable{name: table, chains: make(map[string]*ipChain, len(names))}
-	for i, name := range names {
-		ch := &ipChain{name: name, handle: handles[i]}
+	t := &ipTable{name: table, chains: make(map[string]*ipChain, len(list.names))}
+	t.order = make([]*ipChain, 0, len(list.names))
+	for i, name := range list.names {
+		ch := &ipChain{name: name, handle: list.handles[i]}
 		t.chains[name] = ch
 		t.order = append(t.order, ch)
 	}
@@ -475,6 +497,7 @@ func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily,
 	// last message buffer ended, so a whole-table dump is quadratic in the
 	// table's rules (320,000 rules at 100k endpoints: 150 s of kernel CPU);
 	// per chain it is quadratic only in the longest chain (KUBE-SERVICES).
+	var err error
 	for _, ch := range t.order {
 		err = dumpRules(c, f.v6, table, ch.name, func(r nlRule, derr error) error {
 			if derr != nil {
@@ -696,36 +719,55 @@ func dump(c *netlink.Conn, req netlink.Message, want uint16, fn func([]byte) err
 	return ferr
 }
 
+// chainList is the chains of one table, in the kernel's order.
+type chainList struct {
+	names   []string
+	handles []uint64
+}
+
 // listChains returns the chain names of a table and their handles, nil if
 // it does not exist.
 func listChains(c *netlink.Conn, v6 bool, table string) ([]string, []uint64, error) {
-	req, err := request(nftMsgGetChain, true, v6)
-	if err != nil {
+	lists, err := listFamilyChains(c, v6)
+	if err != nil || lists[table] == nil {
 		return nil, nil, err
 	}
-	var names []string
-	var handles []uint64
-	found := false
+	return lists[table].names, lists[table].handles, nil
+}
+
+// listFamilyChains lists the chains of every table of a family, by table.
+// The kernel has no table filter for this dump, and it resumes it by
+// walking its chain list again from the first chain of the first table
+// up to where the last message buffer ended: the listing is quadratic in
+// the family's chains, about n^2/2/k chain visits for k chains a buffer.
+// A 32 KiB buffer (dialOptions) holds ~340 chains, so at 110,000 chains
+// that is ~18 million visits, a fraction of a second; with the 4 KiB
+// buffers the kernel starts with it was several seconds, twice.
+func listFamilyChains(c *netlink.Conn, v6 bool) (map[string]*chainList, error) {
+	req, err := request(nftMsgGetChain, true, v6)
+	if err != nil {
+		return nil, err
+	}
+	lists := map[string]*chainList{}
 	err = dump(c, req, nftMsgNewChain, func(b []byte) error {
 		ad, err := netlink.NewAttributeDecoder(b)
 		if err != nil {
 			return err
 		}
 		t, name, h := chainAttrs(ad)
-		if t == table {
-			found = true
-			names = append(names, name)
-			handles = append(handles, h)
+		l := lists[t]
+		if l == nil {
+			l = &chainList{}
+			lists[t] = l
 		}
+		l.names = append(l.names, name)
+		l.handles = append(l.handles, h)
 		return ad.Err()
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("nf_tables list chains of %s: %w", table, err)
+		return nil, fmt.Errorf("nf_tables list chains: %w", err)
 	}
-	if !found {
-		return nil, nil, nil
-	}
-	return names, handles, nil
+	return lists, nil
 }
 
 // chainAttrs reads a chain message's table, name and handle.

@@ -1,0 +1,149 @@
+//go:build linux
+
+package iptables_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/netdrift/netdrift/bench"
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// keepNS names a namespace BenchmarkNFTReaderFull reuses: restored into
+// on first use and left in place (delete it with `ip netns del`), so that
+// profiling runs at 100k do not pay the restore each time.
+var keepNS = flag.String("nftreader.ns", "", "BenchmarkNFTReaderFull: reuse (or create and keep) this namespace")
+
+// BenchmarkNFTReaderFull: the start-up full read alone (a fresh reader's
+// first Snapshot: every chain and rule read, decoded, parsed and walked)
+// next to iptables-nft-save -t nat + -t filter of the same table in the
+// same iteration (skipped with -nftreader.nosave). full-ms and nftsave-ms
+// are CPU from rusage; peak-heap-MiB is the largest heap (live objects and
+// garbage not yet collected) sampled during the read over the live heap
+// before it, at the GOGC the test runs with.
+func BenchmarkNFTReaderFull(b *testing.B) {
+	for _, sc := range []struct {
+		name string
+		spec bench.Spec
+	}{{"10k", bench.Scale10k}, {"100k", bench.Scale100k}} {
+		b.Run(sc.name, func(b *testing.B) { benchNFTReaderFull(b, sc.name, sc.spec) })
+	}
+}
+
+func benchNFTReaderFull(b *testing.B, scale string, s bench.Spec) {
+	ns := fullBenchNS(b, scale, s)
+	hints := model.HintsFor(watch.Expected(bench.NodeName, s.ClusterState()))
+	var ref, full time.Duration
+	var peak float64
+	timedOut := false
+	n := 0
+	for b.Loop() {
+		for _, t := range []string{"nat", "filter"} {
+			if *noNFTSave {
+				break
+			}
+			cpu, err := nftSave(ns, t)
+			ref += cpu
+			if err != nil {
+				if !errors.Is(err, context.DeadlineExceeded) {
+					b.Fatal(err)
+				}
+				timedOut = true
+			}
+		}
+		var obs model.Observed
+		var err error
+		var p float64
+		full += cpuOf(func() {
+			p = peakHeapOf(func() {
+				nr := &iptables.NFTReader{NetNS: ns}
+				obs, err = nr.Snapshot(context.Background(), hints)
+			})
+		})
+		if err != nil || len(obs.Frontends) < s.Services {
+			b.Fatalf("full read: %v, %d frontends", err, len(obs.Frontends))
+		}
+		peak = max(peak, p)
+		n++
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(n) / 1e6 }
+	b.ReportMetric(ms(full), "full-ms")
+	b.ReportMetric(peak, "peak-heap-MiB")
+	if !*noNFTSave {
+		b.ReportMetric(ms(ref), "nftsave-ms")
+		b.ReportMetric(float64(full)/float64(ref), "full/nftsave")
+	}
+	if timedOut {
+		b.ReportMetric(1, "ref-timed-out")
+	}
+}
+
+// fullBenchNS is a namespace holding the scale's table: a fresh one, or
+// -nftreader.ns (restored only when it does not exist yet).
+func fullBenchNS(b *testing.B, scale string, s bench.Spec) string {
+	netnstest.RequireRoot(b, "loads generated tables into a network namespace")
+	for _, tool := range []string{"iptables-nft-restore", "iptables-nft-save"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			b.Skipf("%s not installed", tool)
+		}
+	}
+	if *keepNS == "" {
+		ns := netnstest.New(b, "nd-nlfull")
+		netnstest.RunInput(b, ns, s.IPTablesRestore(), "iptables-nft-restore")
+		return ns
+	}
+	ns := *keepNS + "-" + scale
+	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
+		return ns
+	}
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		b.Fatalf("ip netns add %s: %v: %s", ns, err, out)
+	}
+	netnstest.RunInput(b, ns, s.IPTablesRestore(), "iptables-nft-restore")
+	return ns
+}
+
+// peakHeapOf runs fn and returns the largest heap it reached (sampled
+// every millisecond) over the live heap before it, in MiB.
+func peakHeapOf(fn func()) float64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	runtime.GC()
+	base := read()
+	var top uint64
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Go(func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			top = max(top, read())
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	fn()
+	close(done)
+	wg.Wait()
+	top = max(top, read())
+	return float64(int64(top)-int64(base)) / (1 << 20)
+}
