@@ -40,7 +40,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netdrift/netdrift/internal/model"
-	"github.com/netdrift/netdrift/internal/nsutil"
 )
 
 // ErrUndecodable wraps a rule the netlink reader cannot decode faithfully.
@@ -145,7 +144,7 @@ func (n *NFTReader) Drop() {
 func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Observed, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	err := n.withConn(func(c *netlink.Conn) error {
+	err := n.withConn(func(c *nlConn) error {
 		var prev []*nlFamily
 		if n.fams != nil {
 			gen, err := getGen(c)
@@ -388,30 +387,28 @@ func (n *NFTReader) family(name string) *nlFamily {
 	return nil
 }
 
-// nlRecvBuffer is the receive buffer: one recvmsg per datagram (no peek
-// for its size first) and the largest datagram a dump fills. The kernel
-// sizes a dump's next datagram by the largest buffer recvmsg was given,
-// up to 32 KiB less its overhead; with a peek and an exact-size read that
-// stays at the 4 KiB it starts with, and every datagram of a dump is one
-// more resumption, which for chain listings walks again from the start.
+// nlRecvBuffer is the receive buffer (nlconn.go): the largest datagram a
+// dump fills. The kernel sizes a dump's next datagram by the largest
+// buffer recvmsg was given, up to 32 KiB less its overhead; a peek for the
+// size and an exact-size read (the netlink library's way) keeps it at the
+// 4 KiB it starts with, and every datagram of a dump is one more
+// resumption, which for chain listings walks again from the first chain.
 const nlRecvBuffer = 32 << 10
 
-// withConn dials nfnetlink in the namespace for one operation.
-func (n *NFTReader) withConn(fn func(*netlink.Conn) error) error {
-	return nsutil.WithFd(n.NetNS, func(fd int) error {
-		c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd, MessageBufferSize: nlRecvBuffer})
-		if err != nil {
-			return fmt.Errorf("%w: nf_tables netlink: %v", model.ErrUnsupported, err)
-		}
-		defer c.Close()
-		return fn(c)
-	})
+// withConn opens nfnetlink in the namespace for one operation.
+func (n *NFTReader) withConn(fn func(*nlConn) error) error {
+	c, err := dialNFT(n.NetNS)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
 }
 
 // fullRead reads every table. A commit during the read (the generation
 // moved) makes it read again, a few times; after that the older generation
 // is kept, so the next Snapshot reads again unless events catch up.
-func (n *NFTReader) fullRead(ctx context.Context, c *netlink.Conn) error {
+func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 	start := time.Now()
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -464,7 +461,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *netlink.Conn) error {
 }
 
 // readTable (re)reads one table: its chains, then each chain's rules.
-func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily, table string) error {
+func (n *NFTReader) readTable(ctx context.Context, c *nlConn, f *nlFamily, table string) error {
 	lists, err := listFamilyChains(c, f.v6)
 	if err != nil {
 		return err
@@ -474,7 +471,7 @@ func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily,
 
 // readListedTable reads the rules of a table's listed chains (nil: the
 // table does not exist).
-func (n *NFTReader) readListedTable(ctx context.Context, c *netlink.Conn, f *nlFamily, table string, list *chainList) error {
+func (n *NFTReader) readListedTable(ctx context.Context, c *nlConn, f *nlFamily, table string, list *chainList) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -520,7 +517,7 @@ func (n *NFTReader) readListedTable(ctx context.Context, c *netlink.Conn, f *nlF
 }
 
 // readChain re-reads one chain (deleted when the kernel no longer has it).
-func (n *NFTReader) readChain(ctx context.Context, c *netlink.Conn, f *nlFamily, table, name string) error {
+func (n *NFTReader) readChain(ctx context.Context, c *nlConn, f *nlFamily, table, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -654,69 +651,71 @@ func nfgen(v6 bool) []byte {
 	return []byte{fam, 0 /* NFNETLINK_V0 */, 0, 0}
 }
 
-func request(msg uint16, dump bool, v6 bool, attrs ...netlink.Attribute) (netlink.Message, error) {
+func request(msg uint16, dump bool, v6 bool, attrs ...netlink.Attribute) (nlReq, error) {
 	data, err := netlink.MarshalAttributes(attrs)
 	if err != nil {
-		return netlink.Message{}, err
+		return nlReq{}, err
 	}
-	flags := netlink.Request
+	flags := uint16(unix.NLM_F_REQUEST)
 	if dump {
-		flags |= netlink.Dump
+		flags |= unix.NLM_F_DUMP
 	}
-	return netlink.Message{
-		Header: netlink.Header{Type: netlink.HeaderType(nfnlSubsysNFTables<<8 | msg), Flags: flags},
-		Data:   append(nfgen(v6), data...),
-	}, nil
+	return nlReq{typ: nfnlSubsysNFTables<<8 | msg, flags: flags, data: append(nfgen(v6), data...)}, nil
 }
 
 func cstr(s string) []byte { return append([]byte(s), 0) }
 
 // getGen asks for the ruleset generation.
-func getGen(c *netlink.Conn) (uint32, error) {
+func getGen(c *nlConn) (uint32, error) {
 	req, _ := request(nftMsgGetGen, false, false)
-	req.Data[0] = unix.AF_UNSPEC
-	msgs, err := c.Execute(req)
-	if err != nil {
-		return 0, fmt.Errorf("nf_tables getgen: %w", err)
-	}
-	for _, m := range msgs {
-		if m.Header.Type&0xff != nftMsgNewGen || len(m.Data) < 4 {
-			continue
+	req.data[0] = unix.AF_UNSPEC
+	var gen uint32
+	found := false
+	err := c.execute(req, func(typ uint16, data []byte) error {
+		if typ&0xff != nftMsgNewGen || len(data) < 4 || found {
+			return nil
 		}
-		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
+		ad, err := netlink.NewAttributeDecoder(data[4:])
 		if err != nil {
-			return 0, err
+			return err
 		}
 		ad.ByteOrder = binary.BigEndian
 		for ad.Next() {
 			if ad.Type() == nftaGenID {
-				return ad.Uint32(), nil
+				gen, found = ad.Uint32(), true
 			}
 		}
+		return ad.Err()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("nf_tables getgen: %w", err)
 	}
-	return 0, errors.New("nf_tables getgen: no generation in the reply")
+	if !found {
+		return 0, errors.New("nf_tables getgen: no generation in the reply")
+	}
+	return gen, nil
 }
 
-// dump runs a dump request and hands each message's attributes to fn.
+// errDumpInterrupted: a commit happened during a dump.
+var errDumpInterrupted = errors.New("nf_tables dump interrupted by a commit")
+
+// dump runs a dump request and hands each message's attributes to fn (a
+// slice of the receive buffer, valid only during the call).
 // An interrupted dump (a commit during it) is an error: the caller re-reads.
-func dump(c *netlink.Conn, req netlink.Message, want uint16, fn func([]byte) error) error {
-	if _, err := c.Send(req); err != nil {
+func dump(c *nlConn, req nlReq, want uint16, fn func([]byte) error) error {
+	seq, err := c.send(req)
+	if err != nil {
 		return err
 	}
-	var ferr error
-	for m, err := range c.ReceiveIter() {
-		if err != nil {
-			return err
+	return c.receive(seq, true, func(typ, flags uint16, data []byte) error {
+		if flags&unix.NLM_F_DUMP_INTR != 0 {
+			return errDumpInterrupted
 		}
-		if m.Header.Flags&netlink.DumpInterrupted != 0 && ferr == nil {
-			ferr = errors.New("nf_tables dump interrupted by a commit")
+		if typ&0xff != want || len(data) < 4 {
+			return nil
 		}
-		if ferr != nil || m.Header.Type&0xff != netlink.HeaderType(want) || len(m.Data) < 4 {
-			continue
-		}
-		ferr = fn(m.Data[4:])
-	}
-	return ferr
+		return fn(data[4:])
+	})
 }
 
 // chainList is the chains of one table, in the kernel's order.
@@ -727,7 +726,7 @@ type chainList struct {
 
 // listChains returns the chain names of a table and their handles, nil if
 // it does not exist.
-func listChains(c *netlink.Conn, v6 bool, table string) ([]string, []uint64, error) {
+func listChains(c *nlConn, v6 bool, table string) ([]string, []uint64, error) {
 	lists, err := listFamilyChains(c, v6)
 	if err != nil || lists[table] == nil {
 		return nil, nil, err
@@ -740,10 +739,10 @@ func listChains(c *netlink.Conn, v6 bool, table string) ([]string, []uint64, err
 // walking its chain list again from the first chain of the first table
 // up to where the last message buffer ended: the listing is quadratic in
 // the family's chains, about n^2/2/k chain visits for k chains a buffer.
-// A 32 KiB buffer (dialOptions) holds ~340 chains, so at 110,000 chains
+// A 32 KiB datagram (nlRecvBuffer) holds ~340 chains, so at 110,000 chains
 // that is ~18 million visits, a fraction of a second; with the 4 KiB
 // buffers the kernel starts with it was several seconds, twice.
-func listFamilyChains(c *netlink.Conn, v6 bool) (map[string]*chainList, error) {
+func listFamilyChains(c *nlConn, v6 bool) (map[string]*chainList, error) {
 	req, err := request(nftMsgGetChain, true, v6)
 	if err != nil {
 		return nil, err
@@ -787,35 +786,35 @@ func chainAttrs(ad *netlink.AttributeDecoder) (table, name string, handle uint64
 }
 
 // chainExists asks for one chain; it returns the chain's handle too.
-func chainExists(c *netlink.Conn, v6 bool, table, chain string) (bool, uint64, error) {
+func chainExists(c *nlConn, v6 bool, table, chain string) (bool, uint64, error) {
 	req, err := request(nftMsgGetChain, false, v6,
 		netlink.Attribute{Type: nftaChainTable, Data: cstr(table)},
 		netlink.Attribute{Type: nftaChainName, Data: cstr(chain)})
 	if err != nil {
 		return false, 0, err
 	}
-	msgs, err := c.Execute(req)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return false, 0, nil
+	var handle uint64
+	err = c.execute(req, func(typ uint16, data []byte) error {
+		if typ&0xff != nftMsgNewChain || len(data) < 4 {
+			return nil
 		}
+		if ad, err := netlink.NewAttributeDecoder(data[4:]); err == nil {
+			_, _, handle = chainAttrs(ad)
+		}
+		return nil
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return false, 0, nil
+	}
+	if err != nil {
 		return false, 0, fmt.Errorf("nf_tables get chain %s %s: %w", table, chain, err)
 	}
-	for _, m := range msgs {
-		if m.Header.Type&0xff != nftMsgNewChain || len(m.Data) < 4 {
-			continue
-		}
-		if ad, err := netlink.NewAttributeDecoder(m.Data[4:]); err == nil {
-			_, _, h := chainAttrs(ad)
-			return true, h, nil
-		}
-	}
-	return true, 0, nil
+	return true, handle, nil
 }
 
 // dumpRules dumps the rules of a table (chain "" = all chains) and hands
 // each decoded rule, or the decode error, to fn in kernel order.
-func dumpRules(c *netlink.Conn, v6 bool, table, chain string, fn func(nlRule, error) error) error {
+func dumpRules(c *nlConn, v6 bool, table, chain string, fn func(nlRule, error) error) error {
 	attrs := []netlink.Attribute{{Type: nftaRuleTable, Data: cstr(table)}}
 	if chain != "" {
 		attrs = append(attrs, netlink.Attribute{Type: nftaRuleChain, Data: cstr(chain)})
