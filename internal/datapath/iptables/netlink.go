@@ -675,7 +675,7 @@ func getGen(c *nlConn) (uint32, error) {
 		if typ&0xff != nftMsgNewGen || len(data) < 4 || found {
 			return nil
 		}
-		ad, err := netlink.NewAttributeDecoder(data[4:])
+		ad, err := newAttrs(data[4:])
 		if err != nil {
 			return err
 		}
@@ -749,11 +749,11 @@ func listFamilyChains(c *nlConn, v6 bool) (map[string]*chainList, error) {
 	}
 	lists := map[string]*chainList{}
 	err = dump(c, req, nftMsgNewChain, func(b []byte) error {
-		ad, err := netlink.NewAttributeDecoder(b)
+		ad, err := newAttrs(b)
 		if err != nil {
 			return err
 		}
-		t, name, h := chainAttrs(ad)
+		t, name, h := chainAttrs(&ad)
 		l := lists[t]
 		if l == nil {
 			l = &chainList{}
@@ -770,7 +770,7 @@ func listFamilyChains(c *nlConn, v6 bool) (map[string]*chainList, error) {
 }
 
 // chainAttrs reads a chain message's table, name and handle.
-func chainAttrs(ad *netlink.AttributeDecoder) (table, name string, handle uint64) {
+func chainAttrs(ad *nlAttrs) (table, name string, handle uint64) {
 	ad.ByteOrder = binary.BigEndian
 	for ad.Next() {
 		switch ad.Type() {
@@ -798,8 +798,8 @@ func chainExists(c *nlConn, v6 bool, table, chain string) (bool, uint64, error) 
 		if typ&0xff != nftMsgNewChain || len(data) < 4 {
 			return nil
 		}
-		if ad, err := netlink.NewAttributeDecoder(data[4:]); err == nil {
-			_, _, handle = chainAttrs(ad)
+		if ad, err := newAttrs(data[4:]); err == nil {
+			_, _, handle = chainAttrs(&ad)
 		}
 		return nil
 	})

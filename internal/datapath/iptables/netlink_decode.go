@@ -37,7 +37,6 @@ import (
 	"strings"
 
 	"github.com/google/nftables/expr"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -88,7 +87,7 @@ const (
 func decodeRule(v6 bool, data []byte) (nlRule, error) {
 	var r nlRule
 	var exprs, udata []byte
-	ad, err := netlink.NewAttributeDecoder(data)
+	ad, err := newAttrs(data)
 	if err != nil {
 		return r, err
 	}
@@ -177,7 +176,7 @@ type ruleBuilder struct {
 }
 
 func (b *ruleBuilder) exprs(data []byte) error {
-	ad, err := netlink.NewAttributeDecoder(data)
+	ad, err := newAttrs(data)
 	if err != nil {
 		return err
 	}
@@ -198,15 +197,8 @@ func (b *ruleBuilder) exprs(data []byte) error {
 	return nil
 }
 
-func (b *ruleBuilder) fam() byte {
-	if b.v6 {
-		return unix.NFPROTO_IPV6
-	}
-	return unix.NFPROTO_IPV4
-}
-
 func (b *ruleBuilder) expr(elem []byte) error {
-	ad, err := netlink.NewAttributeDecoder(elem)
+	ad, err := newAttrs(elem)
 	if err != nil {
 		return err
 	}
@@ -230,8 +222,8 @@ func (b *ruleBuilder) expr(elem []byte) error {
 	case "counter":
 		return nil
 	case "payload":
-		var e expr.Payload
-		if err := expr.Unmarshal(b.fam(), data, &e); err != nil {
+		e, err := decodePayload(data)
+		if err != nil {
 			return err
 		}
 		if e.OperationType != expr.PayloadLoad || e.DestRegister >= uint32(len(b.regs)) || e.Len == 0 {
@@ -240,8 +232,8 @@ func (b *ruleBuilder) expr(elem []byte) error {
 		b.regs[e.DestRegister] = regState{set: true, base: e.Base, off: e.Offset, len: e.Len}
 		return nil
 	case "meta":
-		var e expr.Meta
-		if err := expr.Unmarshal(b.fam(), data, &e); err != nil {
+		e, err := decodeMeta(data)
+		if err != nil {
 			return err
 		}
 		if e.SourceRegister || e.Register >= uint32(len(b.regs)) {
@@ -252,22 +244,18 @@ func (b *ruleBuilder) expr(elem []byte) error {
 	case "bitwise":
 		return b.bitwise(data)
 	case "cmp":
-		var e expr.Cmp
-		if err := expr.Unmarshal(b.fam(), data, &e); err != nil {
+		e, err := decodeCmp(data)
+		if err != nil {
 			return err
 		}
 		return b.cmp(&e)
 	case "immediate":
-		var imm expr.Immediate
-		if err := expr.Unmarshal(b.fam(), data, &imm); err != nil {
+		reg, v, err := decodeImmediate(data)
+		if err != nil {
 			return err
 		}
-		if imm.Register != unix.NFT_REG_VERDICT {
+		if reg != unix.NFT_REG_VERDICT {
 			return fmt.Errorf("immediate into a data register")
-		}
-		var v expr.Verdict
-		if err := expr.Unmarshal(b.fam(), data, &v); err != nil {
-			return err
 		}
 		return b.verdict(v)
 	case "match", "target":
@@ -298,7 +286,7 @@ func (b *ruleBuilder) expr(elem []byte) error {
 
 // xtAttrs reads a match or target expression: extension name, revision, info.
 func xtAttrs(data []byte) (string, uint32, []byte, error) {
-	ad, err := netlink.NewAttributeDecoder(data)
+	ad, err := newAttrs(data)
 	if err != nil {
 		return "", 0, nil, err
 	}
@@ -320,7 +308,7 @@ func xtAttrs(data []byte) (string, uint32, []byte, error) {
 }
 
 func (b *ruleBuilder) bitwise(data []byte) error {
-	ad, err := netlink.NewAttributeDecoder(data)
+	ad, err := newAttrs(data)
 	if err != nil {
 		return err
 	}
@@ -360,7 +348,7 @@ func (b *ruleBuilder) bitwise(data []byte) error {
 
 // dataValue unwraps NFTA_DATA_VALUE.
 func dataValue(nested []byte) []byte {
-	ad, err := netlink.NewAttributeDecoder(nested)
+	ad, err := newAttrs(nested)
 	if err != nil {
 		return nil
 	}
