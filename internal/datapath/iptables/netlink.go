@@ -581,9 +581,12 @@ func (f *nlFamily) undecodable(table, chain string, err error) error {
 
 // addNLRule parses a decoded rule into the chain, as a dump line would be.
 func (t *ipTable) addNLRule(c *ipChain, r nlRule, slab bool) error {
-	line := "-A " + r.chain
-	if r.args != "" {
-		line += " " + r.args
+	line := r.line
+	if line == "" {
+		line = "-A " + r.chain
+		if r.args != "" {
+			line += " " + r.args
+		}
 	}
 	ir, err := t.parseNLRule(c.name, line, slab)
 	if err != nil {
@@ -603,7 +606,8 @@ func (t *ipTable) parseNLRule(chain, line string, slab bool) (*ipRule, error) {
 	if isMarkMasqLine(line) {
 		return nil, nil // as parseDumpLine: never parsed (see skipMarkRule)
 	}
-	toks, err := tokenize(line, nil)
+	toks, err := tokenize(line, t.toks[:0])
+	t.toks = toks[:0] // reused: parseRule keeps no slice of it
 	if err != nil {
 		return nil, fmt.Errorf("rendered rule %q: %w", line, err)
 	}
@@ -824,7 +828,7 @@ func dumpRules(c *nlConn, v6 bool, table, chain string, fn func(nlRule, error) e
 		return err
 	}
 	err = dump(c, req, nftMsgNewRule, func(b []byte) error {
-		r, derr := decodeRule(v6, b)
+		r, derr := decodeRuleIn(v6, b, chain)
 		var ue *undecodableError
 		if derr != nil && !errors.As(derr, &ue) {
 			return derr

@@ -57,6 +57,7 @@ type nlRule struct {
 	handle uint64
 	key    uint64 // nlRuleKey of its expressions and user data
 	args   string // iptables-save arguments after "-A CHAIN"
+	line   string // "-A CHAIN args" (args is its tail); "": build it
 }
 
 // nf_tables attribute numbers (include/uapi/linux/netfilter/nf_tables.h).
@@ -84,7 +85,11 @@ const (
 
 // decodeRule decodes the attributes of one rule message (after the
 // nfgenmsg header). v6 selects the ip6 header layout.
-func decodeRule(v6 bool, data []byte) (nlRule, error) {
+func decodeRule(v6 bool, data []byte) (nlRule, error) { return decodeRuleIn(v6, data, "") }
+
+// decodeRuleIn is decodeRule for a message expected to be of chain: its
+// name is then shared, not copied.
+func decodeRuleIn(v6 bool, data []byte, chain string) (nlRule, error) {
 	var r nlRule
 	var exprs, udata []byte
 	ad, err := newAttrs(data)
@@ -95,7 +100,9 @@ func decodeRule(v6 bool, data []byte) (nlRule, error) {
 	for ad.Next() {
 		switch ad.Type() {
 		case nftaRuleChain:
-			r.chain = ad.String()
+			if r.chain = chain; !isCString(ad.Bytes(), chain) {
+				r.chain = ad.String()
+			}
 		case nftaRuleHandle:
 			r.handle = ad.Uint64()
 		case nftaRuleExpressions:
@@ -116,8 +123,17 @@ func decodeRule(v6 bool, data []byte) (nlRule, error) {
 	if err != nil {
 		return r, &undecodableError{chain: r.chain, handle: r.handle, what: err.Error()}
 	}
-	r.args = b.render(comment)
+	r.line = b.render(r.chain, comment)
+	r.args = strings.TrimPrefix(r.line[len("-A ")+len(r.chain):], " ")
 	return r, nil
+}
+
+// isCString reports whether b is s, NUL-terminated or not.
+func isCString(b []byte, s string) bool {
+	if len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return s != "" && string(b) == s
 }
 
 // udataComment finds the comment TLV (type, length, value) in rule user data.
@@ -690,23 +706,32 @@ func valMask(v, mask uint32) string {
 }
 
 // render joins the parts the way iptables-nft-save prints a rule.
-func (b *ruleBuilder) render(udataComment string) string {
-	var s strings.Builder
-	s.WriteString(b.src)
-	s.WriteString(b.dst)
-	s.WriteString(b.iif)
-	s.WriteString(b.oif)
-	s.WriteString(b.proto)
-	s.WriteString(b.frag)
-	for _, m := range b.matches {
-		s.WriteString(m)
-	}
+// render returns the rule's line, "-A CHAIN" and its parts, in one
+// allocation (but a comment that needs quoting).
+func (b *ruleBuilder) render(chain, udataComment string) string {
+	opt, comment := "", ""
 	if udataComment != "" {
-		s.WriteString(" -m comment --comment")
-		s.WriteString(saveString(udataComment))
+		opt, comment = " -m comment --comment", saveString(udataComment)
 	}
-	s.WriteString(b.target)
-	return strings.TrimPrefix(s.String(), " ")
+	parts := [...]string{"-A ", chain, b.src, b.dst, b.iif, b.oif, b.proto, b.frag, "", opt, comment, b.target}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	for _, m := range b.matches {
+		n += len(m)
+	}
+	var s strings.Builder
+	s.Grow(n)
+	for i, p := range parts {
+		if i == 8 {
+			for _, m := range b.matches {
+				s.WriteString(m)
+			}
+		}
+		s.WriteString(p)
+	}
+	return s.String()
 }
 
 // saveString quotes a value as xtables_save_string does (leading space).
