@@ -164,6 +164,11 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 		}
 		n.behind = time.Time{}
 		gen := n.gen
+		if prev == nil {
+			// Not an audit: the cached tables are not needed during the
+			// read (kept, they would double the heap while it runs).
+			n.fams, n.obs = nil, model.Observed{}
+		}
 		if err := n.fullRead(ctx, c); err != nil {
 			return err
 		}
@@ -406,58 +411,71 @@ func (n *NFTReader) withConn(fn func(*nlConn) error) error {
 }
 
 // fullRead reads every table. A commit during the read (the generation
-// moved) makes it read again, a few times; after that the older generation
-// is kept, so the next Snapshot reads again unless events catch up.
+// moved, or a dump says it was interrupted) makes it read again, a few
+// times; after that the older generation is kept, so the next Snapshot
+// reads again unless events catch up. An attempt that is read again is
+// dropped first: two copies of the tables are never kept at once.
 func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 	start := time.Now()
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		var before, after uint32
-		if before, err = getGen(c); err != nil {
+	for attempt := 0; ; attempt++ {
+		last := attempt == 2
+		before, err := getGen(c)
+		if err != nil {
 			return err
 		}
-		var fams []*nlFamily
-		rules := 0
-		for _, v6 := range []bool{false, true} {
-			if v6 && !n.IPv6 {
-				continue
-			}
-			f := &nlFamily{v6: v6, fam: model.IPv4, tables: ipDump{}, opaque: map[string]map[string]string{}}
-			if v6 {
-				f.fam, f.tag = model.IPv6, "ip6 "
-			}
-			// One chain listing for both tables: the kernel cannot filter
-			// it by table, and each listing is quadratic in the family's
-			// chains (see listFamilyChains).
-			var lists map[string]*chainList
-			if lists, err = listFamilyChains(c, v6); err != nil {
-				return err
-			}
-			for _, t := range nlTables {
-				if err = n.readListedTable(ctx, c, f, t, lists[t]); err != nil {
-					return err
-				}
-				if tb := f.tables[t]; tb != nil {
-					for _, ch := range tb.chains {
-						rules += len(ch.rules)
-					}
-				}
-			}
-			fams = append(fams, f)
+		fams, rules, err := n.readFamilies(ctx, c)
+		if errors.Is(err, errDumpInterrupted) && !last {
+			continue
 		}
-		if after, err = getGen(c); err != nil {
+		if err != nil {
 			return err
+		}
+		after, err := getGen(c)
+		if err != nil {
+			return err
+		}
+		n.stats.FullReads++
+		if after != before && !last {
+			continue
 		}
 		n.fams, n.gen, n.obs = fams, before, model.Observed{}
 		n.patched, n.lastFull = false, time.Now()
-		n.stats.FullReads++
 		n.stats.Rules = rules
 		n.stats.LastReadDur = time.Since(start)
-		if after == before {
-			return nil
-		}
+		return nil
 	}
-	return nil
+}
+
+// readFamilies reads the nat and filter tables of each family.
+func (n *NFTReader) readFamilies(ctx context.Context, c *nlConn) ([]*nlFamily, int, error) {
+	var fams []*nlFamily
+	rules := 0
+	for _, v6 := range []bool{false, true} {
+		if v6 && !n.IPv6 {
+			continue
+		}
+		f := &nlFamily{v6: v6, fam: model.IPv4, tables: ipDump{}, opaque: map[string]map[string]string{}}
+		if v6 {
+			f.fam, f.tag = model.IPv6, "ip6 "
+		}
+		// One chain listing for both tables: the kernel cannot filter it
+		// by table, and each listing is quadratic in the family's chains
+		// (see listFamilyChains).
+		lists, err := listFamilyChains(c, v6)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, t := range nlTables {
+			if err := n.readListedTable(ctx, c, f, t, lists[t]); err != nil {
+				return nil, 0, err
+			}
+			for _, ch := range f.tables[t].order {
+				rules += len(ch.rules)
+			}
+		}
+		fams = append(fams, f)
+	}
+	return fams, rules, nil
 }
 
 // readTable (re)reads one table: its chains, then each chain's rules.
