@@ -837,15 +837,13 @@ func chainExists(c *nlConn, v6 bool, table, chain string) (bool, uint64, error) 
 // dumpRules dumps the rules of a table (chain "" = all chains) and hands
 // each decoded rule, or the decode error, to fn in kernel order.
 func dumpRules(c *nlConn, v6 bool, table, chain string, fn func(nlRule, error) error) error {
-	attrs := []netlink.Attribute{{Type: nftaRuleTable, Data: cstr(table)}}
+	req := nlReq{typ: nfnlSubsysNFTables<<8 | nftMsgGetRule, flags: unix.NLM_F_REQUEST | unix.NLM_F_DUMP}
+	req.data = appendStrAttr(append(c.reqBuf[:0], nfgen(v6)...), nftaRuleTable, table)
 	if chain != "" {
-		attrs = append(attrs, netlink.Attribute{Type: nftaRuleChain, Data: cstr(chain)})
+		req.data = appendStrAttr(req.data, nftaRuleChain, chain)
 	}
-	req, err := request(nftMsgGetRule, true, v6, attrs...)
-	if err != nil {
-		return err
-	}
-	err = dump(c, req, nftMsgNewRule, func(b []byte) error {
+	c.reqBuf = req.data
+	err := dump(c, req, nftMsgNewRule, func(b []byte) error {
 		r, derr := decodeRuleIn(v6, b, chain)
 		var ue *undecodableError
 		if derr != nil && !errors.As(derr, &ue) {

@@ -223,7 +223,7 @@ func (b *ruleBuilder) expr(elem []byte) error {
 	for ad.Next() {
 		switch ad.Type() &^ unix.NLA_F_NESTED {
 		case nftaExprName:
-			name = ad.String()
+			name = exprName(ad.Bytes())
 		case nftaExprData:
 			data = ad.Bytes()
 		}
@@ -298,6 +298,23 @@ func (b *ruleBuilder) expr(elem []byte) error {
 		return nil
 	}
 	return fmt.Errorf("expression %q not decoded", name)
+}
+
+// exprNames are the expression names the builder reads, shared rather
+// than allocated per expression.
+var exprNames = []string{"counter", "payload", "meta", "bitwise", "cmp", "immediate", "match", "target"}
+
+// exprName is an expression's name (NUL-terminated in the message).
+func exprName(b []byte) string {
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	for _, n := range exprNames {
+		if string(b) == n {
+			return n
+		}
+	}
+	return string(b)
 }
 
 // xtAttrs reads a match or target expression: extension name, revision, info.

@@ -26,7 +26,10 @@ const nlAnswerTimeout = 30
 type nlConn struct {
 	fd  int
 	seq uint32
-	buf []byte
+	buf []byte // receive
+	out []byte // send, reused
+	// reqBuf: a request's payload, reused (send copies it into out).
+	reqBuf []byte
 }
 
 // dialNFT opens an nfnetlink socket in the namespace ("" = the caller's).
@@ -58,11 +61,16 @@ type nlReq struct {
 // send sends a request and returns its sequence number.
 func (c *nlConn) send(r nlReq) (uint32, error) {
 	c.seq++
-	b := make([]byte, unix.NLMSG_HDRLEN+len(r.data))
+	n := unix.NLMSG_HDRLEN + len(r.data)
+	if cap(c.out) < n {
+		c.out = make([]byte, n)
+	}
+	b := c.out[:n]
 	binary.NativeEndian.PutUint32(b[0:], uint32(len(b)))
 	binary.NativeEndian.PutUint16(b[4:], r.typ)
 	binary.NativeEndian.PutUint16(b[6:], r.flags)
 	binary.NativeEndian.PutUint32(b[8:], c.seq)
+	binary.NativeEndian.PutUint32(b[12:], 0)
 	copy(b[unix.NLMSG_HDRLEN:], r.data)
 	for {
 		err := unix.Sendto(c.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
@@ -70,6 +78,19 @@ func (c *nlConn) send(r nlReq) (uint32, error) {
 			return c.seq, err
 		}
 	}
+}
+
+// appendStrAttr appends a NUL-terminated string attribute, padded.
+func appendStrAttr(b []byte, typ uint16, s string) []byte {
+	n := nlaHeader + len(s) + 1
+	b = binary.NativeEndian.AppendUint16(b, uint16(n))
+	b = binary.NativeEndian.AppendUint16(b, typ)
+	b = append(b, s...)
+	b = append(b, 0)
+	for ; n%4 != 0; n++ {
+		b = append(b, 0)
+	}
+	return b
 }
 
 // errNoAnswer: the kernel did not answer within nlAnswerTimeout.
