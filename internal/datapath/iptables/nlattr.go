@@ -24,16 +24,14 @@ var errBadAttribute = errors.New("netlink: invalid attribute")
 
 const nlaHeader = 4
 
-// newAttrs checks that b is a sequence of well-formed attributes.
+// newAttrs checks that b holds a header at each attribute's start; a
+// length that does not fit is an error of Next (Err), as in the library.
 func newAttrs(b []byte) (nlAttrs, error) {
 	for rest := b; len(rest) > 0; {
 		if len(rest) < nlaHeader {
 			return nlAttrs{}, errBadAttribute
 		}
 		n := int(binary.NativeEndian.Uint16(rest))
-		if n > len(rest) || n != 0 && n < nlaHeader {
-			return nlAttrs{}, errBadAttribute
-		}
 		rest = rest[min(len(rest), max(nlaHeader, (n+3)&^3)):]
 	}
 	return nlAttrs{b: b, ByteOrder: binary.NativeEndian}, nil
@@ -41,10 +39,18 @@ func newAttrs(b []byte) (nlAttrs, error) {
 
 // Next moves to the next attribute; false at the end or after an error.
 func (a *nlAttrs) Next() bool {
-	if a.err != nil || len(a.b) < nlaHeader {
+	if a.err != nil || len(a.b) == 0 {
+		return false
+	}
+	if len(a.b) < nlaHeader {
+		a.err = errBadAttribute
 		return false
 	}
 	n := int(binary.NativeEndian.Uint16(a.b))
+	if n > len(a.b) || n != 0 && n < nlaHeader {
+		a.err = errBadAttribute
+		return false
+	}
 	a.typ = binary.NativeEndian.Uint16(a.b[2:]) & 0x3fff // without the nested / byte-order flags
 	a.data = a.b[nlaHeader:max(nlaHeader, n)]
 	a.b = a.b[min(len(a.b), max(nlaHeader, (n+3)&^3)):]
