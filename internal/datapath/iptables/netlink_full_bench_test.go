@@ -34,7 +34,7 @@ var keepNS = flag.String("nftreader.ns", "", "BenchmarkNFTReaderFull: reuse (or 
 // are CPU from rusage; peak-heap-MiB is the largest heap (live objects and
 // garbage not yet collected) sampled during the read over the live heap
 // before it, at the GOGC the test runs with; live-heap-MiB what the reader
-// keeps after it (the same over a GC).
+// keeps after it (the same over a GC); alloc-MiB what the read allocated.
 func BenchmarkNFTReaderFull(b *testing.B) {
 	for _, sc := range []struct {
 		name string
@@ -49,6 +49,7 @@ func benchNFTReaderFull(b *testing.B, scale string, s bench.Spec) {
 	hints := model.HintsFor(watch.Expected(bench.NodeName, s.ClusterState()))
 	var ref, full time.Duration
 	var peak, live float64
+	var allocs uint64
 	timedOut := false
 	n := 0
 	for b.Loop() {
@@ -70,7 +71,7 @@ func benchNFTReaderFull(b *testing.B, scale string, s bench.Spec) {
 		var p float64
 		var nr *iptables.NFTReader
 		runtime.GC()
-		base := heapObjects()
+		base, a0 := heapObjects(), heapAllocs()
 		full += cpuOf(func() {
 			p = peakHeapOf(func() {
 				nr = &iptables.NFTReader{NetNS: ns}
@@ -80,6 +81,7 @@ func benchNFTReaderFull(b *testing.B, scale string, s bench.Spec) {
 		if err != nil || len(obs.Frontends) < s.Services {
 			b.Fatalf("full read: %v, %d frontends", err, len(obs.Frontends))
 		}
+		allocs += heapAllocs() - a0
 		runtime.GC()
 		heapKept = nr // live at the GC above
 		peak, live = max(peak, p), max(live, mibOver(heapObjects(), base))
@@ -90,6 +92,7 @@ func benchNFTReaderFull(b *testing.B, scale string, s bench.Spec) {
 	b.ReportMetric(ms(full), "full-ms")
 	b.ReportMetric(peak, "peak-heap-MiB")
 	b.ReportMetric(live, "live-heap-MiB")
+	b.ReportMetric(float64(allocs)/float64(n)/(1<<20), "alloc-MiB")
 	if !*noNFTSave {
 		b.ReportMetric(ms(ref), "nftsave-ms")
 		b.ReportMetric(float64(full)/float64(ref), "full/nftsave")
@@ -125,8 +128,13 @@ func fullBenchNS(b *testing.B, scale string, s bench.Spec) string {
 }
 
 // heapObjects is the heap's object bytes (live and not yet collected).
-func heapObjects() uint64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+func heapObjects() uint64 { return readMetric("/memory/classes/heap/objects:bytes") }
+
+// heapAllocs is the bytes allocated on the heap so far.
+func heapAllocs() uint64 { return readMetric("/gc/heap/allocs:bytes") }
+
+func readMetric(name string) uint64 {
+	sample := []metrics.Sample{{Name: name}}
 	metrics.Read(sample)
 	return sample[0].Value.Uint64()
 }
