@@ -15,11 +15,12 @@ package iptables
 // the caller falls back to iptables-save), elsewhere it marks its chain,
 // and the read fails if the walk reaches that chain.
 //
-// Netlink: github.com/mdlayher/netlink for the socket, dumps and attribute
-// decoding; github.com/google/nftables/expr for the native expressions. Not
-// nftables.Conn.GetRules: it drops expressions it does not know without a
-// trace (which would skip a match silently: a wrong answer) and has no
-// whole-table rule dump (one request per chain for a full read).
+// Netlink: a blocking socket of its own (nlconn.go) and attributes walked
+// in place (nlattr.go, netlink_expr.go); github.com/mdlayher/netlink only
+// encodes some requests, github.com/google/nftables/expr gives the
+// expression types. Not nftables.Conn.GetRules: it drops expressions it
+// does not know without a trace (which would skip a match silently: a
+// wrong answer) and has no whole-table rule dump.
 //
 // It only reads: GETGEN, GETCHAIN and GETRULE requests, never NEW/DEL.
 
