@@ -17,6 +17,7 @@ type ipTable struct {
 	next   int        // index in order after last's (iptables-save lists rules in that order)
 	slab   []ipRule   // rules are allocated in blocks
 	ptrs   []*ipRule  // and chains' first rule slots too
+	toks   []string   // the netlink reader's tokenizer buffer, reused
 }
 
 // ipChain is one chain and, once walked, where it sends traffic.

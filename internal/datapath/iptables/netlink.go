@@ -15,11 +15,12 @@ package iptables
 // the caller falls back to iptables-save), elsewhere it marks its chain,
 // and the read fails if the walk reaches that chain.
 //
-// Netlink: github.com/mdlayher/netlink for the socket, dumps and attribute
-// decoding; github.com/google/nftables/expr for the native expressions. Not
-// nftables.Conn.GetRules: it drops expressions it does not know without a
-// trace (which would skip a match silently: a wrong answer) and has no
-// whole-table rule dump (one request per chain for a full read).
+// Netlink: a blocking socket of its own (nlconn.go) and attributes walked
+// in place (nlattr.go, netlink_expr.go); github.com/mdlayher/netlink only
+// encodes some requests, github.com/google/nftables/expr gives the
+// expression types. Not nftables.Conn.GetRules: it drops expressions it
+// does not know without a trace (which would skip a match silently: a
+// wrong answer) and has no whole-table rule dump.
 //
 // It only reads: GETGEN, GETCHAIN and GETRULE requests, never NEW/DEL.
 
@@ -40,7 +41,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netdrift/netdrift/internal/model"
-	"github.com/netdrift/netdrift/internal/nsutil"
 )
 
 // ErrUndecodable wraps a rule the netlink reader cannot decode faithfully.
@@ -145,7 +145,7 @@ func (n *NFTReader) Drop() {
 func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Observed, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	err := n.withConn(func(c *netlink.Conn) error {
+	err := n.withConn(func(c *nlConn) error {
 		var prev []*nlFamily
 		if n.fams != nil {
 			gen, err := getGen(c)
@@ -165,6 +165,11 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 		}
 		n.behind = time.Time{}
 		gen := n.gen
+		if prev == nil {
+			// Not an audit: the cached tables are not needed during the
+			// read (kept, they would double the heap while it runs).
+			n.fams, n.obs = nil, model.Observed{}
+		}
 		if err := n.fullRead(ctx, c); err != nil {
 			return err
 		}
@@ -388,85 +393,118 @@ func (n *NFTReader) family(name string) *nlFamily {
 	return nil
 }
 
-// withConn dials nfnetlink in the namespace for one operation.
-func (n *NFTReader) withConn(fn func(*netlink.Conn) error) error {
-	return nsutil.WithFd(n.NetNS, func(fd int) error {
-		c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
-		if err != nil {
-			return fmt.Errorf("%w: nf_tables netlink: %v", model.ErrUnsupported, err)
-		}
-		defer c.Close()
-		return fn(c)
-	})
-}
+// nlRecvBuffer is the receive buffer (nlconn.go): the largest datagram a
+// dump fills. The kernel sizes a dump's next datagram by the largest
+// buffer recvmsg was given, up to 32 KiB less its overhead; a peek for the
+// size and an exact-size read (the netlink library's way) keeps it at the
+// 4 KiB it starts with, and every datagram of a dump is one more
+// resumption, which for chain listings walks again from the first chain.
+const nlRecvBuffer = 32 << 10
 
-// fullRead reads every table. A commit during the read (the generation
-// moved) makes it read again, a few times; after that the older generation
-// is kept, so the next Snapshot reads again unless events catch up.
-func (n *NFTReader) fullRead(ctx context.Context, c *netlink.Conn) error {
-	start := time.Now()
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		var before, after uint32
-		if before, err = getGen(c); err != nil {
-			return err
-		}
-		var fams []*nlFamily
-		rules := 0
-		for _, v6 := range []bool{false, true} {
-			if v6 && !n.IPv6 {
-				continue
-			}
-			f := &nlFamily{v6: v6, fam: model.IPv4, tables: ipDump{}, opaque: map[string]map[string]string{}}
-			if v6 {
-				f.fam, f.tag = model.IPv6, "ip6 "
-			}
-			for _, t := range nlTables {
-				if err = n.readTable(ctx, c, f, t); err != nil {
-					return err
-				}
-				if tb := f.tables[t]; tb != nil {
-					for _, ch := range tb.chains {
-						rules += len(ch.rules)
-					}
-				}
-			}
-			fams = append(fams, f)
-		}
-		if after, err = getGen(c); err != nil {
-			return err
-		}
-		n.fams, n.gen, n.obs = fams, before, model.Observed{}
-		n.patched, n.lastFull = false, time.Now()
-		n.stats.FullReads++
-		n.stats.Rules = rules
-		n.stats.LastReadDur = time.Since(start)
-		if after == before {
-			return nil
-		}
-	}
-	return nil
-}
-
-// readTable (re)reads one table: its chains, then each chain's rules.
-func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily, table string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	names, handles, err := listChains(c, f.v6, table)
+// withConn opens nfnetlink in the namespace for one operation.
+func (n *NFTReader) withConn(fn func(*nlConn) error) error {
+	c, err := dialNFT(n.NetNS)
 	if err != nil {
 		return err
 	}
+	defer c.Close()
+	return fn(c)
+}
+
+// fullRead reads every table. A commit during the read (the generation
+// moved, or a dump says it was interrupted) makes it read again, a few
+// times; after that the older generation is kept, so the next Snapshot
+// reads again unless events catch up. An attempt that is read again is
+// dropped first: two copies of the tables are never kept at once.
+func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		last := attempt == 2
+		before, err := getGen(c)
+		if err != nil {
+			return err
+		}
+		fams, rules, err := n.readFamilies(ctx, c)
+		if errors.Is(err, errDumpInterrupted) && !last {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		after, err := getGen(c)
+		if err != nil {
+			return err
+		}
+		n.stats.FullReads++
+		if after != before && !last {
+			continue
+		}
+		n.fams, n.gen, n.obs = fams, before, model.Observed{}
+		n.patched, n.lastFull = false, time.Now()
+		n.stats.Rules = rules
+		n.stats.LastReadDur = time.Since(start)
+		return nil
+	}
+}
+
+// readFamilies reads the nat and filter tables of each family.
+func (n *NFTReader) readFamilies(ctx context.Context, c *nlConn) ([]*nlFamily, int, error) {
+	var fams []*nlFamily
+	rules := 0
+	for _, v6 := range []bool{false, true} {
+		if v6 && !n.IPv6 {
+			continue
+		}
+		f := &nlFamily{v6: v6, fam: model.IPv4, tables: ipDump{}, opaque: map[string]map[string]string{}}
+		if v6 {
+			f.fam, f.tag = model.IPv6, "ip6 "
+		}
+		// One chain listing for both tables: the kernel cannot filter it
+		// by table, and each listing is quadratic in the family's chains
+		// (see listFamilyChains).
+		lists, err := listFamilyChains(c, v6)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, t := range nlTables {
+			if err := n.readListedTable(ctx, c, f, t, lists[t]); err != nil {
+				return nil, 0, err
+			}
+			for _, ch := range f.tables[t].order {
+				rules += len(ch.rules)
+			}
+		}
+		fams = append(fams, f)
+	}
+	return fams, rules, nil
+}
+
+// readTable (re)reads one table: its chains, then each chain's rules.
+func (n *NFTReader) readTable(ctx context.Context, c *nlConn, f *nlFamily, table string) error {
+	lists, err := listFamilyChains(c, f.v6)
+	if err != nil {
+		return err
+	}
+	return n.readListedTable(ctx, c, f, table, lists[table])
+}
+
+// readListedTable reads the rules of a table's listed chains (nil: the
+// table does not exist).
+func (n *NFTReader) readListedTable(ctx context.Context, c *nlConn, f *nlFamily, table string, list *chainList) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	delete(f.opaque, table)
-	if names == nil {
+	if list == nil {
 		// iptables-nft-save prints a missing table as an empty one (its
 		// built-in chains): the same, for the walker.
 		f.tables[table] = &ipTable{name: table, chains: map[string]*ipChain{}}
 		return nil
 	}
-	t := &ipTable{name: table, chains: make(map[string]*ipChain, len(names))}
-	for i, name := range names {
-		ch := &ipChain{name: name, handle: handles[i]}
+	t := &ipTable{name: table, chains: make(map[string]*ipChain, len(list.names))}
+	t.order = make([]*ipChain, 0, len(list.names))
+	for i, name := range list.names {
+		ch := &ipChain{name: name, handle: list.handles[i]}
 		t.chains[name] = ch
 		t.order = append(t.order, ch)
 	}
@@ -475,6 +513,7 @@ func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily,
 	// last message buffer ended, so a whole-table dump is quadratic in the
 	// table's rules (320,000 rules at 100k endpoints: 150 s of kernel CPU);
 	// per chain it is quadratic only in the longest chain (KUBE-SERVICES).
+	var err error
 	for _, ch := range t.order {
 		err = dumpRules(c, f.v6, table, ch.name, func(r nlRule, derr error) error {
 			if derr != nil {
@@ -497,7 +536,7 @@ func (n *NFTReader) readTable(ctx context.Context, c *netlink.Conn, f *nlFamily,
 }
 
 // readChain re-reads one chain (deleted when the kernel no longer has it).
-func (n *NFTReader) readChain(ctx context.Context, c *netlink.Conn, f *nlFamily, table, name string) error {
+func (n *NFTReader) readChain(ctx context.Context, c *nlConn, f *nlFamily, table, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -561,9 +600,12 @@ func (f *nlFamily) undecodable(table, chain string, err error) error {
 
 // addNLRule parses a decoded rule into the chain, as a dump line would be.
 func (t *ipTable) addNLRule(c *ipChain, r nlRule, slab bool) error {
-	line := "-A " + r.chain
-	if r.args != "" {
-		line += " " + r.args
+	line := r.line
+	if line == "" {
+		line = "-A " + r.chain
+		if r.args != "" {
+			line += " " + r.args
+		}
 	}
 	ir, err := t.parseNLRule(c.name, line, slab)
 	if err != nil {
@@ -583,7 +625,8 @@ func (t *ipTable) parseNLRule(chain, line string, slab bool) (*ipRule, error) {
 	if isMarkMasqLine(line) {
 		return nil, nil // as parseDumpLine: never parsed (see skipMarkRule)
 	}
-	toks, err := tokenize(line, nil)
+	toks, err := tokenize(line, t.toks[:0])
+	t.toks = toks[:0] // reused: parseRule keeps no slice of it
 	if err != nil {
 		return nil, fmt.Errorf("rendered rule %q: %w", line, err)
 	}
@@ -631,105 +674,126 @@ func nfgen(v6 bool) []byte {
 	return []byte{fam, 0 /* NFNETLINK_V0 */, 0, 0}
 }
 
-func request(msg uint16, dump bool, v6 bool, attrs ...netlink.Attribute) (netlink.Message, error) {
+func request(msg uint16, dump bool, v6 bool, attrs ...netlink.Attribute) (nlReq, error) {
 	data, err := netlink.MarshalAttributes(attrs)
 	if err != nil {
-		return netlink.Message{}, err
+		return nlReq{}, err
 	}
-	flags := netlink.Request
+	flags := uint16(unix.NLM_F_REQUEST)
 	if dump {
-		flags |= netlink.Dump
+		flags |= unix.NLM_F_DUMP
 	}
-	return netlink.Message{
-		Header: netlink.Header{Type: netlink.HeaderType(nfnlSubsysNFTables<<8 | msg), Flags: flags},
-		Data:   append(nfgen(v6), data...),
-	}, nil
+	return nlReq{typ: nfnlSubsysNFTables<<8 | msg, flags: flags, data: append(nfgen(v6), data...)}, nil
 }
 
 func cstr(s string) []byte { return append([]byte(s), 0) }
 
 // getGen asks for the ruleset generation.
-func getGen(c *netlink.Conn) (uint32, error) {
+func getGen(c *nlConn) (uint32, error) {
 	req, _ := request(nftMsgGetGen, false, false)
-	req.Data[0] = unix.AF_UNSPEC
-	msgs, err := c.Execute(req)
-	if err != nil {
-		return 0, fmt.Errorf("nf_tables getgen: %w", err)
-	}
-	for _, m := range msgs {
-		if m.Header.Type&0xff != nftMsgNewGen || len(m.Data) < 4 {
-			continue
+	req.data[0] = unix.AF_UNSPEC
+	var gen uint32
+	found := false
+	err := c.execute(req, func(typ uint16, data []byte) error {
+		if typ&0xff != nftMsgNewGen || len(data) < 4 || found {
+			return nil
 		}
-		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
+		ad, err := newAttrs(data[4:])
 		if err != nil {
-			return 0, err
+			return err
 		}
 		ad.ByteOrder = binary.BigEndian
 		for ad.Next() {
 			if ad.Type() == nftaGenID {
-				return ad.Uint32(), nil
+				gen, found = ad.Uint32(), true
 			}
-		}
-	}
-	return 0, errors.New("nf_tables getgen: no generation in the reply")
-}
-
-// dump runs a dump request and hands each message's attributes to fn.
-// An interrupted dump (a commit during it) is an error: the caller re-reads.
-func dump(c *netlink.Conn, req netlink.Message, want uint16, fn func([]byte) error) error {
-	if _, err := c.Send(req); err != nil {
-		return err
-	}
-	var ferr error
-	for m, err := range c.ReceiveIter() {
-		if err != nil {
-			return err
-		}
-		if m.Header.Flags&netlink.DumpInterrupted != 0 && ferr == nil {
-			ferr = errors.New("nf_tables dump interrupted by a commit")
-		}
-		if ferr != nil || m.Header.Type&0xff != netlink.HeaderType(want) || len(m.Data) < 4 {
-			continue
-		}
-		ferr = fn(m.Data[4:])
-	}
-	return ferr
-}
-
-// listChains returns the chain names of a table and their handles, nil if
-// it does not exist.
-func listChains(c *netlink.Conn, v6 bool, table string) ([]string, []uint64, error) {
-	req, err := request(nftMsgGetChain, true, v6)
-	if err != nil {
-		return nil, nil, err
-	}
-	var names []string
-	var handles []uint64
-	found := false
-	err = dump(c, req, nftMsgNewChain, func(b []byte) error {
-		ad, err := netlink.NewAttributeDecoder(b)
-		if err != nil {
-			return err
-		}
-		t, name, h := chainAttrs(ad)
-		if t == table {
-			found = true
-			names = append(names, name)
-			handles = append(handles, h)
 		}
 		return ad.Err()
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("nf_tables list chains of %s: %w", table, err)
+		return 0, fmt.Errorf("nf_tables getgen: %w", err)
 	}
 	if !found {
-		return nil, nil, nil
+		return 0, errors.New("nf_tables getgen: no generation in the reply")
 	}
-	return names, handles, nil
+	return gen, nil
+}
+
+// errDumpInterrupted: a commit happened during a dump.
+var errDumpInterrupted = errors.New("nf_tables dump interrupted by a commit")
+
+// dump runs a dump request and hands each message's attributes to fn (a
+// slice of the receive buffer, valid only during the call).
+// An interrupted dump (a commit during it) is an error: the caller re-reads.
+func dump(c *nlConn, req nlReq, want uint16, fn func([]byte) error) error {
+	seq, err := c.send(req)
+	if err != nil {
+		return err
+	}
+	return c.receive(seq, true, func(typ, flags uint16, data []byte) error {
+		if flags&unix.NLM_F_DUMP_INTR != 0 {
+			return errDumpInterrupted
+		}
+		if typ&0xff != want || len(data) < 4 {
+			return nil
+		}
+		return fn(data[4:])
+	})
+}
+
+// chainList is the chains of one table, in the kernel's order.
+type chainList struct {
+	names   []string
+	handles []uint64
+}
+
+// listChains returns the chain names of a table and their handles, nil if
+// it does not exist.
+func listChains(c *nlConn, v6 bool, table string) ([]string, []uint64, error) {
+	lists, err := listFamilyChains(c, v6)
+	if err != nil || lists[table] == nil {
+		return nil, nil, err
+	}
+	return lists[table].names, lists[table].handles, nil
+}
+
+// listFamilyChains lists the chains of every table of a family, by table.
+// The kernel has no table filter for this dump, and it resumes it by
+// walking its chain list again from the first chain of the first table
+// up to where the last message buffer ended: the listing is quadratic in
+// the family's chains, about n^2/2/k chain visits for k chains a buffer.
+// A 32 KiB datagram (nlRecvBuffer) holds ~300 chains, so at 110,000 chains
+// (100k endpoints) that is ~20 million visits, 0.1-0.6 s measured; with the
+// 4 KiB datagrams the kernel starts with it was ~6 s (listed twice).
+func listFamilyChains(c *nlConn, v6 bool) (map[string]*chainList, error) {
+	req, err := request(nftMsgGetChain, true, v6)
+	if err != nil {
+		return nil, err
+	}
+	lists := map[string]*chainList{}
+	err = dump(c, req, nftMsgNewChain, func(b []byte) error {
+		ad, err := newAttrs(b)
+		if err != nil {
+			return err
+		}
+		t, name, h := chainAttrs(&ad)
+		l := lists[t]
+		if l == nil {
+			l = &chainList{}
+			lists[t] = l
+		}
+		l.names = append(l.names, name)
+		l.handles = append(l.handles, h)
+		return ad.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nf_tables list chains: %w", err)
+	}
+	return lists, nil
 }
 
 // chainAttrs reads a chain message's table, name and handle.
-func chainAttrs(ad *netlink.AttributeDecoder) (table, name string, handle uint64) {
+func chainAttrs(ad *nlAttrs) (table, name string, handle uint64) {
 	ad.ByteOrder = binary.BigEndian
 	for ad.Next() {
 		switch ad.Type() {
@@ -745,45 +809,43 @@ func chainAttrs(ad *netlink.AttributeDecoder) (table, name string, handle uint64
 }
 
 // chainExists asks for one chain; it returns the chain's handle too.
-func chainExists(c *netlink.Conn, v6 bool, table, chain string) (bool, uint64, error) {
+func chainExists(c *nlConn, v6 bool, table, chain string) (bool, uint64, error) {
 	req, err := request(nftMsgGetChain, false, v6,
 		netlink.Attribute{Type: nftaChainTable, Data: cstr(table)},
 		netlink.Attribute{Type: nftaChainName, Data: cstr(chain)})
 	if err != nil {
 		return false, 0, err
 	}
-	msgs, err := c.Execute(req)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return false, 0, nil
+	var handle uint64
+	err = c.execute(req, func(typ uint16, data []byte) error {
+		if typ&0xff != nftMsgNewChain || len(data) < 4 {
+			return nil
 		}
+		if ad, err := newAttrs(data[4:]); err == nil {
+			_, _, handle = chainAttrs(&ad)
+		}
+		return nil
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return false, 0, nil
+	}
+	if err != nil {
 		return false, 0, fmt.Errorf("nf_tables get chain %s %s: %w", table, chain, err)
 	}
-	for _, m := range msgs {
-		if m.Header.Type&0xff != nftMsgNewChain || len(m.Data) < 4 {
-			continue
-		}
-		if ad, err := netlink.NewAttributeDecoder(m.Data[4:]); err == nil {
-			_, _, h := chainAttrs(ad)
-			return true, h, nil
-		}
-	}
-	return true, 0, nil
+	return true, handle, nil
 }
 
 // dumpRules dumps the rules of a table (chain "" = all chains) and hands
 // each decoded rule, or the decode error, to fn in kernel order.
-func dumpRules(c *netlink.Conn, v6 bool, table, chain string, fn func(nlRule, error) error) error {
-	attrs := []netlink.Attribute{{Type: nftaRuleTable, Data: cstr(table)}}
+func dumpRules(c *nlConn, v6 bool, table, chain string, fn func(nlRule, error) error) error {
+	req := nlReq{typ: nfnlSubsysNFTables<<8 | nftMsgGetRule, flags: unix.NLM_F_REQUEST | unix.NLM_F_DUMP}
+	req.data = appendStrAttr(append(c.reqBuf[:0], nfgen(v6)...), nftaRuleTable, table)
 	if chain != "" {
-		attrs = append(attrs, netlink.Attribute{Type: nftaRuleChain, Data: cstr(chain)})
+		req.data = appendStrAttr(req.data, nftaRuleChain, chain)
 	}
-	req, err := request(nftMsgGetRule, true, v6, attrs...)
-	if err != nil {
-		return err
-	}
-	err = dump(c, req, nftMsgNewRule, func(b []byte) error {
-		r, derr := decodeRule(v6, b)
+	c.reqBuf = req.data
+	err := dump(c, req, nftMsgNewRule, func(b []byte) error {
+		r, derr := decodeRuleIn(v6, b, chain)
 		var ue *undecodableError
 		if derr != nil && !errors.As(derr, &ue) {
 			return derr

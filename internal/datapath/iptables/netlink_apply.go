@@ -6,8 +6,6 @@ package iptables
 
 import (
 	"context"
-
-	"github.com/mdlayher/netlink"
 )
 
 type tableKey struct {
@@ -95,7 +93,7 @@ func (n *NFTReader) reread(ctx context.Context, chains chainSet, whole map[table
 	if !need {
 		return nil
 	}
-	return n.withConn(func(c *netlink.Conn) error {
+	return n.withConn(func(c *nlConn) error {
 		for k := range whole {
 			if err := n.readTable(ctx, c, k.fam, k.table); err != nil {
 				return err

@@ -37,7 +37,6 @@ import (
 	"strings"
 
 	"github.com/google/nftables/expr"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,6 +57,7 @@ type nlRule struct {
 	handle uint64
 	key    uint64 // nlRuleKey of its expressions and user data
 	args   string // iptables-save arguments after "-A CHAIN"
+	line   string // "-A CHAIN args" (args is its tail); "": build it
 }
 
 // nf_tables attribute numbers (include/uapi/linux/netfilter/nf_tables.h).
@@ -85,10 +85,14 @@ const (
 
 // decodeRule decodes the attributes of one rule message (after the
 // nfgenmsg header). v6 selects the ip6 header layout.
-func decodeRule(v6 bool, data []byte) (nlRule, error) {
+func decodeRule(v6 bool, data []byte) (nlRule, error) { return decodeRuleIn(v6, data, "") }
+
+// decodeRuleIn is decodeRule for a message expected to be of chain: its
+// name is then shared, not copied.
+func decodeRuleIn(v6 bool, data []byte, chain string) (nlRule, error) {
 	var r nlRule
 	var exprs, udata []byte
-	ad, err := netlink.NewAttributeDecoder(data)
+	ad, err := newAttrs(data)
 	if err != nil {
 		return r, err
 	}
@@ -96,7 +100,9 @@ func decodeRule(v6 bool, data []byte) (nlRule, error) {
 	for ad.Next() {
 		switch ad.Type() {
 		case nftaRuleChain:
-			r.chain = ad.String()
+			if r.chain = chain; !isCString(ad.Bytes(), chain) {
+				r.chain = ad.String()
+			}
 		case nftaRuleHandle:
 			r.handle = ad.Uint64()
 		case nftaRuleExpressions:
@@ -117,8 +123,17 @@ func decodeRule(v6 bool, data []byte) (nlRule, error) {
 	if err != nil {
 		return r, &undecodableError{chain: r.chain, handle: r.handle, what: err.Error()}
 	}
-	r.args = b.render(comment)
+	r.line = b.render(r.chain, comment)
+	r.args = strings.TrimPrefix(r.line[len("-A ")+len(r.chain):], " ")
 	return r, nil
+}
+
+// isCString reports whether b is s, NUL-terminated or not.
+func isCString(b []byte, s string) bool {
+	if len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return s != "" && string(b) == s
 }
 
 // udataComment finds the comment TLV (type, length, value) in rule user data.
@@ -177,7 +192,7 @@ type ruleBuilder struct {
 }
 
 func (b *ruleBuilder) exprs(data []byte) error {
-	ad, err := netlink.NewAttributeDecoder(data)
+	ad, err := newAttrs(data)
 	if err != nil {
 		return err
 	}
@@ -198,15 +213,8 @@ func (b *ruleBuilder) exprs(data []byte) error {
 	return nil
 }
 
-func (b *ruleBuilder) fam() byte {
-	if b.v6 {
-		return unix.NFPROTO_IPV6
-	}
-	return unix.NFPROTO_IPV4
-}
-
 func (b *ruleBuilder) expr(elem []byte) error {
-	ad, err := netlink.NewAttributeDecoder(elem)
+	ad, err := newAttrs(elem)
 	if err != nil {
 		return err
 	}
@@ -215,7 +223,7 @@ func (b *ruleBuilder) expr(elem []byte) error {
 	for ad.Next() {
 		switch ad.Type() &^ unix.NLA_F_NESTED {
 		case nftaExprName:
-			name = ad.String()
+			name = exprName(ad.Bytes())
 		case nftaExprData:
 			data = ad.Bytes()
 		}
@@ -230,8 +238,8 @@ func (b *ruleBuilder) expr(elem []byte) error {
 	case "counter":
 		return nil
 	case "payload":
-		var e expr.Payload
-		if err := expr.Unmarshal(b.fam(), data, &e); err != nil {
+		e, err := decodePayload(data)
+		if err != nil {
 			return err
 		}
 		if e.OperationType != expr.PayloadLoad || e.DestRegister >= uint32(len(b.regs)) || e.Len == 0 {
@@ -240,8 +248,8 @@ func (b *ruleBuilder) expr(elem []byte) error {
 		b.regs[e.DestRegister] = regState{set: true, base: e.Base, off: e.Offset, len: e.Len}
 		return nil
 	case "meta":
-		var e expr.Meta
-		if err := expr.Unmarshal(b.fam(), data, &e); err != nil {
+		e, err := decodeMeta(data)
+		if err != nil {
 			return err
 		}
 		if e.SourceRegister || e.Register >= uint32(len(b.regs)) {
@@ -252,22 +260,18 @@ func (b *ruleBuilder) expr(elem []byte) error {
 	case "bitwise":
 		return b.bitwise(data)
 	case "cmp":
-		var e expr.Cmp
-		if err := expr.Unmarshal(b.fam(), data, &e); err != nil {
+		e, err := decodeCmp(data)
+		if err != nil {
 			return err
 		}
 		return b.cmp(&e)
 	case "immediate":
-		var imm expr.Immediate
-		if err := expr.Unmarshal(b.fam(), data, &imm); err != nil {
+		reg, v, err := decodeImmediate(data)
+		if err != nil {
 			return err
 		}
-		if imm.Register != unix.NFT_REG_VERDICT {
+		if reg != unix.NFT_REG_VERDICT {
 			return fmt.Errorf("immediate into a data register")
-		}
-		var v expr.Verdict
-		if err := expr.Unmarshal(b.fam(), data, &v); err != nil {
-			return err
 		}
 		return b.verdict(v)
 	case "match", "target":
@@ -296,9 +300,26 @@ func (b *ruleBuilder) expr(elem []byte) error {
 	return fmt.Errorf("expression %q not decoded", name)
 }
 
+// exprNames are the expression names the builder reads, shared rather
+// than allocated per expression.
+var exprNames = []string{"counter", "payload", "meta", "bitwise", "cmp", "immediate", "match", "target"}
+
+// exprName is an expression's name (NUL-terminated in the message).
+func exprName(b []byte) string {
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	for _, n := range exprNames {
+		if string(b) == n {
+			return n
+		}
+	}
+	return string(b)
+}
+
 // xtAttrs reads a match or target expression: extension name, revision, info.
 func xtAttrs(data []byte) (string, uint32, []byte, error) {
-	ad, err := netlink.NewAttributeDecoder(data)
+	ad, err := newAttrs(data)
 	if err != nil {
 		return "", 0, nil, err
 	}
@@ -320,7 +341,7 @@ func xtAttrs(data []byte) (string, uint32, []byte, error) {
 }
 
 func (b *ruleBuilder) bitwise(data []byte) error {
-	ad, err := netlink.NewAttributeDecoder(data)
+	ad, err := newAttrs(data)
 	if err != nil {
 		return err
 	}
@@ -360,7 +381,7 @@ func (b *ruleBuilder) bitwise(data []byte) error {
 
 // dataValue unwraps NFTA_DATA_VALUE.
 func dataValue(nested []byte) []byte {
-	ad, err := netlink.NewAttributeDecoder(nested)
+	ad, err := newAttrs(nested)
 	if err != nil {
 		return nil
 	}
@@ -702,23 +723,32 @@ func valMask(v, mask uint32) string {
 }
 
 // render joins the parts the way iptables-nft-save prints a rule.
-func (b *ruleBuilder) render(udataComment string) string {
-	var s strings.Builder
-	s.WriteString(b.src)
-	s.WriteString(b.dst)
-	s.WriteString(b.iif)
-	s.WriteString(b.oif)
-	s.WriteString(b.proto)
-	s.WriteString(b.frag)
-	for _, m := range b.matches {
-		s.WriteString(m)
-	}
+// render returns the rule's line, "-A CHAIN" and its parts, in one
+// allocation (but a comment that needs quoting).
+func (b *ruleBuilder) render(chain, udataComment string) string {
+	opt, comment := "", ""
 	if udataComment != "" {
-		s.WriteString(" -m comment --comment")
-		s.WriteString(saveString(udataComment))
+		opt, comment = " -m comment --comment", saveString(udataComment)
 	}
-	s.WriteString(b.target)
-	return strings.TrimPrefix(s.String(), " ")
+	parts := [...]string{"-A ", chain, b.src, b.dst, b.iif, b.oif, b.proto, b.frag, "", opt, comment, b.target}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	for _, m := range b.matches {
+		n += len(m)
+	}
+	var s strings.Builder
+	s.Grow(n)
+	for i, p := range parts {
+		if i == 8 {
+			for _, m := range b.matches {
+				s.WriteString(m)
+			}
+		}
+		s.WriteString(p)
+	}
+	return s.String()
 }
 
 // saveString quotes a value as xtables_save_string does (leading space).

@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mdlayher/netlink"
-
 	"github.com/netdrift/netdrift/internal/model"
-	"github.com/netdrift/netdrift/internal/nsutil"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
@@ -58,8 +55,8 @@ func savedRules(dump []byte) map[string][]string {
 func renderedRules(t testing.TB, ns string, v6 bool) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	err := nsutil.WithFd(ns, func(fd int) error {
-		c, err := netlink.Dial(0xc /* NETLINK_NETFILTER */, &netlink.Config{NetNS: fd})
+	err := func() error {
+		c, err := dialNFT(ns)
 		if err != nil {
 			return err
 		}
@@ -102,7 +99,7 @@ func renderedRules(t testing.TB, ns string, v6 bool) map[string][]string {
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,15 +376,11 @@ func firstMatch(t *testing.T, rules []byte, prefix string, n int) string {
 func currentGen(t *testing.T, ns string) uint32 {
 	t.Helper()
 	var gen uint32
-	err := nsutil.WithFd(ns, func(fd int) error {
-		c, err := netlink.Dial(0xc, &netlink.Config{NetNS: fd})
-		if err != nil {
-			return err
-		}
-		defer c.Close()
+	c, err := dialNFT(ns)
+	if err == nil {
 		gen, err = getGen(c)
-		return err
-	})
+		c.Close()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
