@@ -254,6 +254,9 @@ func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable) (
 	if t.read && t.table != nil && info == t.info && sum == t.sum {
 		return false, nil
 	}
+	// The old table goes before the new one is built: at 100k endpoints
+	// each is ~100 MiB, and both at once set the agent's peak RSS.
+	t.table, t.opaque, t.read = nil, nil, false
 	chains, err := decodeLegacyTable(v6, info, blob)
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", ErrLegacyUndecodable, err)
@@ -288,7 +291,9 @@ func emptyBuiltinTable(name string) *ipTable {
 func legacyIPTable(name string, chains []legacyChain) (*ipTable, map[string]string, error) {
 	t := &ipTable{name: name, chains: make(map[string]*ipChain, len(chains))}
 	opaque := map[string]string{}
-	for _, lc := range chains {
+	for i := range chains {
+		lc := chains[i]
+		chains[i].rules = nil // decoded once parsed: garbage as the table is built, not after
 		ch := &ipChain{name: lc.name}
 		t.chains[lc.name] = ch
 		t.order = append(t.order, ch)
