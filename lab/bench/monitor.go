@@ -38,9 +38,13 @@ const monitorMatchWindow = 50 * time.Millisecond
 // Commit is one nf_tables transaction as nft monitor printed it.
 type Commit struct {
 	Gen     uint32
-	PID     int    // -1 when the line names no process
-	Process string // the committing process's comm (15 characters at most)
-	At      time.Time
+	PID     int       // -1 when the line names no process
+	Process string    // the committing process's comm (15 characters at most)
+	At      time.Time // when the harness read the generation line
+	// First is when it read the transaction's first line (At when the
+	// generation line came alone): At - First is nft's time printing the
+	// transaction's events, all delivered with the NEWGEN at the commit.
+	First time.Time
 	// Tables are the "family table" pairs the transaction's object events
 	// named, in the order first seen.
 	Tables []string
@@ -112,23 +116,31 @@ func EventTable(line string) (string, bool) {
 	return f[2] + " " + f[3], true
 }
 
-// scanMonitor reads nft monitor output, stamping each generation line with
-// now() as it is read, and hands each transaction to add. Object events are
-// attributed to the next generation line. It returns the lines read and the
+// scanMonitor reads nft monitor output, stamping each line with now() as it
+// is read, and hands each transaction to add. Object events are attributed
+// to the next generation line. It returns the lines read and the
 // reader's error (nil at EOF).
 func scanMonitor(r io.Reader, now func() time.Time, add func(Commit)) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var tables []string
+	var first time.Time
 	lines := 0
 	for sc.Scan() {
+		at := now()
 		line := sc.Text()
 		lines++
 		g, pid, name, ok, err := ParseGenLine(line)
 		if ok {
-			add(Commit{Gen: g, PID: pid, Process: name, At: now(), Tables: tables})
-			tables = nil
+			if first.IsZero() {
+				first = at
+			}
+			add(Commit{Gen: g, PID: pid, Process: name, At: at, First: first, Tables: tables})
+			tables, first = nil, time.Time{}
 			continue
+		}
+		if first.IsZero() {
+			first = at
 		}
 		if err != nil {
 			continue // counted as a line, attributed to nothing
@@ -170,6 +182,7 @@ type MonitorMatch struct {
 	Diffs     []time.Duration // |T2 - commit read|, one per matched sample
 	Unmatched int             // samples with no commit within the window
 	T2After   int             // matched samples whose T2 is at or after the monitor's reading
+	Spans     []time.Duration // the matched commits' At - First (nft printing their events)
 }
 
 // MatchSamples matches each T2 to its commit (MatchCommit).
@@ -186,6 +199,7 @@ func MatchSamples(t2s []time.Time, cs []Commit, win time.Duration, tables []stri
 			m.T2After++
 		}
 		m.Diffs = append(m.Diffs, absDur(d))
+		m.Spans = append(m.Spans, c.At.Sub(c.First))
 	}
 	return m
 }

@@ -76,10 +76,12 @@ func TestParseMonitorEvents(t *testing.T) {
 	if err != nil || lines != 8 {
 		t.Fatalf("lines %d, err %v", lines, err)
 	}
+	at := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
 	want := []Commit{
-		{Gen: 20, PID: 100, Process: "nft", At: base.Add(time.Millisecond), Tables: []string{"ip kube-proxy"}},
-		{Gen: 21, PID: 101, Process: "nft", At: base.Add(2 * time.Millisecond), Tables: []string{"ip6 kube-proxy"}},
-		{Gen: 22, PID: 102, Process: "iptables-nft", At: base.Add(3 * time.Millisecond)},
+		{Gen: 20, PID: 100, Process: "nft", At: at(4), First: at(1), Tables: []string{"ip kube-proxy"}},
+		{Gen: 21, PID: 101, Process: "nft", At: at(6), First: at(5), Tables: []string{"ip6 kube-proxy"}},
+		// the unreadable generation line opens this one's transaction
+		{Gen: 22, PID: 102, Process: "iptables-nft", At: at(8), First: at(7)},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -131,7 +133,7 @@ func TestMatchSamplesQuantiles(t *testing.T) {
 	// every fourth, before) its commit: |diffs| 0.0 .. 9.9 ms.
 	for k := 0; k < 100; k++ {
 		c := base.Add(time.Duration(k) * time.Second)
-		cs = append(cs, Commit{Gen: uint32(k), At: c, Tables: []string{"ip filter"}})
+		cs = append(cs, Commit{Gen: uint32(k), At: c, First: c.Add(-time.Duration(k%3) * time.Millisecond), Tables: []string{"ip filter"}})
 		d := time.Duration(k) * 100 * time.Microsecond
 		if k%4 == 3 {
 			d = -d
@@ -140,7 +142,7 @@ func TestMatchSamplesQuantiles(t *testing.T) {
 	}
 	t2s = append(t2s, base.Add(500*time.Millisecond), base.Add(200*time.Second)) // two without a commit
 	m := MatchSamples(t2s, cs, monitorMatchWindow, v4)
-	if len(m.Diffs) != 100 || m.Unmatched != 2 || m.T2After != 75 {
+	if len(m.Diffs) != 100 || len(m.Spans) != 100 || m.Unmatched != 2 || m.T2After != 75 {
 		t.Fatalf("matched %d, unmatched %d, T2 after %d; want 100, 2, 75", len(m.Diffs), m.Unmatched, m.T2After)
 	}
 	for _, c := range []struct {
@@ -152,10 +154,10 @@ func TestMatchSamplesQuantiles(t *testing.T) {
 		}
 	}
 	x := Window{MonTables: v4, MonRunning: true, MonMatch: m, MonCommits: 100}
-	if got := monCells(x); got[0] != "100" || got[1] != "100" || got[2] != "2" || got[3] != "4.9 ms" || got[6] != "9.9 ms" || got[7] != "75/100" {
+	if got := monCells(x); got[0] != "100" || got[1] != "100" || got[2] != "2" || got[3] != "4.9 ms" || got[6] != "9.9 ms" || got[7] != "75/100" || got[8] != "1.0 ms / 2.0 ms" {
 		t.Errorf("report cells %q", got)
 	}
-	if got := monCells(Window{}); got[0] != "n/a (no nf_tables events)" {
+	if got := monCells(Window{}); len(got) != 9 || got[0] != "n/a (no nf_tables events)" {
 		t.Errorf("iptables-legacy cells %q", got)
 	}
 }
