@@ -204,15 +204,19 @@ func MatchSamples(t2s []time.Time, cs []Commit, win time.Duration, tables []stri
 	return m
 }
 
-// ProxyTables are the IPv4 tables kube-proxy writes in mode (nil: no
-// nf_tables, iptables-legacy): the commits a sample may be matched to.
-// Its IPv6 proxier's commits (same process names) are left out by table.
+// ProxyTables are the IPv4 tables in which kube-proxy programs an endpoint
+// change in mode (nil: no nf_tables, iptables-legacy): the commits a sample
+// may be matched to. Its IPv6 proxier's commits (same process names) are
+// left out by table. In iptables-nft mode iptables-nft-restore commits each
+// table of a sync on its own, filter then nat; the churn's changes (an
+// endpoint address replaced) are programmed in nat's KUBE-SVC/KUBE-SEP
+// chains, so the filter commit of the same sync is not a candidate.
 func ProxyTables(mode string) []string {
 	switch mode {
 	case "nftables":
 		return []string{"ip kube-proxy"}
 	case "iptables-nft":
-		return []string{"ip nat", "ip filter"}
+		return []string{"ip nat"}
 	}
 	return nil
 }

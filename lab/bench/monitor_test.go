@@ -119,6 +119,11 @@ func TestMatchCommit(t *testing.T) {
 	if _, ok := MatchCommit(cs, at(0), monitorMatchWindow, ProxyTables("iptables-nft")); ok {
 		t.Error("an nftables-mode commit matched the iptables-nft tables")
 	}
+	// iptables-nft: one sync commits filter, then nat; only nat's counts.
+	ipt := []Commit{{Gen: 7, At: at(0), Tables: []string{"ip filter"}}, {Gen: 8, At: at(9), Tables: []string{"ip nat"}}}
+	if got, ok := MatchCommit(ipt, at(1), monitorMatchWindow, ProxyTables("iptables-nft")); !ok || got.Gen != 8 {
+		t.Errorf("iptables-nft: got gen %d (ok %v), want the nat commit 8", got.Gen, ok)
+	}
 	if ProxyTables("iptables-legacy") != nil {
 		t.Error("iptables-legacy has nf_tables tables")
 	}
