@@ -162,18 +162,36 @@ func scanMonitor(r io.Reader, now func() time.Time, add func(Commit)) (int, erro
 }
 
 // MatchCommit returns the commit of cs that touched one of tables and was
-// read nearest to t2, within ±win (inclusive). ok is false when none is.
+// read nearest to t2, within ±win (inclusive). Nearness is to the span the
+// monitor took reading the transaction (First to At; zero inside it), so
+// a large transaction's printing time (hundreds of ms at 10k+ endpoints in
+// iptables-nft mode) does not push its commit out of the window. ok is
+// false when none is.
 func MatchCommit(cs []Commit, t2 time.Time, win time.Duration, tables []string) (Commit, bool) {
 	var best Commit
 	bestD := time.Duration(math.MaxInt64)
 	for _, c := range cs {
-		d := absDur(t2.Sub(c.At))
+		d := spanDist(t2, c.First, c.At)
 		if d > win || d >= bestD || !c.Touches(tables) {
 			continue
 		}
 		best, bestD = c, d
 	}
 	return best, bestD != time.Duration(math.MaxInt64)
+}
+
+// spanDist is how far t2 is from [first, at] (first zero: at).
+func spanDist(t2, first, at time.Time) time.Duration {
+	if first.IsZero() || first.After(at) {
+		first = at
+	}
+	switch {
+	case t2.Before(first):
+		return first.Sub(t2)
+	case t2.After(at):
+		return t2.Sub(at)
+	}
+	return 0
 }
 
 // MonitorMatch is the lag precision of one window's samples against the
@@ -183,6 +201,7 @@ type MonitorMatch struct {
 	Unmatched int             // samples with no commit within the window
 	T2After   int             // matched samples whose T2 is at or after the monitor's reading
 	Spans     []time.Duration // the matched commits' At - First (nft printing their events)
+	FromFirst []time.Duration // |T2 - First|: against the read of the transaction's first line
 }
 
 // MatchSamples matches each T2 to its commit (MatchCommit).
@@ -199,7 +218,12 @@ func MatchSamples(t2s []time.Time, cs []Commit, win time.Duration, tables []stri
 			m.T2After++
 		}
 		m.Diffs = append(m.Diffs, absDur(d))
-		m.Spans = append(m.Spans, c.At.Sub(c.First))
+		first := c.First
+		if first.IsZero() {
+			first = c.At
+		}
+		m.Spans = append(m.Spans, c.At.Sub(first))
+		m.FromFirst = append(m.FromFirst, absDur(t2.Sub(first)))
 	}
 	return m
 }

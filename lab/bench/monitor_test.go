@@ -119,6 +119,14 @@ func TestMatchCommit(t *testing.T) {
 	if _, ok := MatchCommit(cs, at(0), monitorMatchWindow, ProxyTables("iptables-nft")); ok {
 		t.Error("an nftables-mode commit matched the iptables-nft tables")
 	}
+	// A large transaction: read over 200 ms; a T2 inside its span is 0
+	// from it, one 40 ms before it still matches, 60 ms before does not.
+	big := []Commit{{Gen: 5, First: at(0), At: at(200), Tables: v4}}
+	for t2, want := range map[int]bool{100: true, -40: true, -60: false, 250: true, 251: false} {
+		if _, ok := MatchCommit(big, at(t2), monitorMatchWindow, v4); ok != want {
+			t.Errorf("T2 at %d ms against a 0-200 ms span: matched %v, want %v", t2, ok, want)
+		}
+	}
 	// iptables-nft: one sync commits filter, then nat; only nat's counts.
 	ipt := []Commit{{Gen: 7, At: at(0), Tables: []string{"ip filter"}}, {Gen: 8, At: at(9), Tables: []string{"ip nat"}}}
 	if got, ok := MatchCommit(ipt, at(1), monitorMatchWindow, ProxyTables("iptables-nft")); !ok || got.Gen != 8 {
@@ -147,7 +155,7 @@ func TestMatchSamplesQuantiles(t *testing.T) {
 	}
 	t2s = append(t2s, base.Add(500*time.Millisecond), base.Add(200*time.Second)) // two without a commit
 	m := MatchSamples(t2s, cs, monitorMatchWindow, v4)
-	if len(m.Diffs) != 100 || len(m.Spans) != 100 || m.Unmatched != 2 || m.T2After != 75 {
+	if len(m.Diffs) != 100 || len(m.Spans) != 100 || len(m.FromFirst) != 100 || m.Unmatched != 2 || m.T2After != 75 {
 		t.Fatalf("matched %d, unmatched %d, T2 after %d; want 100, 2, 75", len(m.Diffs), m.Unmatched, m.T2After)
 	}
 	for _, c := range []struct {
@@ -159,10 +167,10 @@ func TestMatchSamplesQuantiles(t *testing.T) {
 		}
 	}
 	x := Window{MonTables: v4, MonRunning: true, MonMatch: m, MonCommits: 100}
-	if got := monCells(x); got[0] != "100" || got[1] != "100" || got[2] != "2" || got[3] != "4.9 ms" || got[6] != "9.9 ms" || got[7] != "75/100" || got[8] != "1.0 ms / 2.0 ms" {
+	if got := monCells(x); got[0] != "100" || got[1] != "100" || got[2] != "2" || got[3] != "4.9 ms" || got[6] != "9.9 ms" || got[7] != "75/100" || got[8] != "1.0 ms / 2.0 ms" || got[9] != "5.4 ms / 11.2 ms" {
 		t.Errorf("report cells %q", got)
 	}
-	if got := monCells(Window{}); len(got) != 9 || got[0] != "n/a (no nf_tables events)" {
+	if got := monCells(Window{}); len(got) != 10 || got[0] != "n/a (no nf_tables events)" {
 		t.Errorf("iptables-legacy cells %q", got)
 	}
 }

@@ -134,9 +134,11 @@ func (r *Result) Write(w io.Writer) {
 		fmt.Fprintln(w, "    its printing of the transaction's events and the pipe; it times the commit, it does not check that it was the right one.")
 		fmt.Fprintln(w, "    mon unmatched: samples with no such commit within the window; T2>=mon: matched samples the agent dated at or after the monitor's read;")
 		fmt.Fprintln(w, "    mon print p50/max: over matched samples, the monitor's read of its commit's first event line -> its generation line (nft formatting the")
-		fmt.Fprintln(w, "    transaction's events, delivered together with the NEWGEN at the commit): that much of the mon figure is the monitor's own.")
+		fmt.Fprintln(w, "    transaction's events, delivered together with the NEWGEN at the commit): that much of the mon figure is the monitor's own;")
+		fmt.Fprintln(w, "    mon 1st p50/p99: |agent T2 - the read of that first line|, the nearer estimate of the commit's delivery when transactions are large.")
+		fmt.Fprintf(w, "    A sample matches the commit whose read span (first line .. generation line) is nearest its T2, within ±%s of the span.\n", monitorMatchWindow)
 		row("window", "changes", "errors", "samples", "(metric)", "superseded", "pending", "missing", "samples/change", "kp syncs", "p50", "p90", "p99", "max", "T2 outside its sync", "no sync",
-			"mon commits", "mon matched", "mon unmatched", "mon p50", "mon p90", "mon p99", "mon max", "T2>=mon", "mon print p50/max",
+			"mon commits", "mon matched", "mon unmatched", "mon p50", "mon p90", "mon p99", "mon max", "T2>=mon", "mon print p50/max", "mon 1st p50/p99",
 			"agent T2-T0 mean", "kube-proxy netprog mean", "drain")
 		for _, x := range r.Churn {
 			cells := []string{x.Name, fmt.Sprint(x.Changes), fmt.Sprint(x.ChangeErrors), fmt.Sprint(x.Samples), fmt.Sprint(x.SamplesMetric),
@@ -184,17 +186,18 @@ func (r *Result) Write(w io.Writer) {
 // monCells are the nft monitor columns of a churn window.
 func monCells(x Window) []string {
 	if x.MonTables == nil {
-		return []string{"n/a (no nf_tables events)", "-", "-", "-", "-", "-", "-", "-", "-"}
+		return []string{"n/a (no nf_tables events)", "-", "-", "-", "-", "-", "-", "-", "-", "-"}
 	}
 	if !x.MonRunning {
-		return []string{"n/a (no monitor)", "-", "-", "-", "-", "-", "-", "-", "-"}
+		return []string{"n/a (no monitor)", "-", "-", "-", "-", "-", "-", "-", "-", "-"}
 	}
 	m := x.MonMatch
 	return []string{fmt.Sprint(x.MonCommits), fmt.Sprint(len(m.Diffs)), fmt.Sprint(m.Unmatched),
 		ms(scenarios.Quantile(m.Diffs, .5)), ms(scenarios.Quantile(m.Diffs, .9)),
 		ms(scenarios.Quantile(m.Diffs, .99)), ms(scenarios.Quantile(m.Diffs, 1)),
 		fmt.Sprintf("%d/%d", m.T2After, len(m.Diffs)),
-		ms(scenarios.Quantile(m.Spans, .5)) + " / " + ms(scenarios.Quantile(m.Spans, 1))}
+		ms(scenarios.Quantile(m.Spans, .5)) + " / " + ms(scenarios.Quantile(m.Spans, 1)),
+		ms(scenarios.Quantile(m.FromFirst, .5)) + " / " + ms(scenarios.Quantile(m.FromFirst, .99))}
 }
 
 func sumCounts(m map[string]int) int {
