@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -124,18 +125,46 @@ func (r *Result) Write(w io.Writer) {
 			mib(r.AgentMem.RSS), mib(r.ProxyMem.RSS))
 	}
 	if len(r.Churn) > 0 {
-		fmt.Fprintln(w, "\nsamples per change and lag precision (|agent T2 - kube-proxy's logged sync completion|, matched as lab/scenarios lagprecision does):")
-		row("window", "changes", "errors", "samples", "(metric)", "superseded", "pending", "missing", "samples/change", "kp syncs", "p50", "p90", "p99", "max", "T2 outside its sync", "no sync", "agent T2-T0 mean", "kube-proxy netprog mean", "drain")
+		fmt.Fprintln(w, "\nsamples per change and lag precision, against two references:")
+		fmt.Fprintln(w, "  p50..max: |agent T2 - kube-proxy's logged sync completion| (\"SyncProxyRules complete\", matched as lab/scenarios lagprecision does).")
+		fmt.Fprintln(w, "    kube-proxy logs it after its post-commit work (nft/iptables-restore exiting, health servers, metrics): late by a variable amount.")
+		fmt.Fprintf(w, "  mon p50..max: |agent T2 - when the harness read the commit's \"# new generation\" line from `nft monitor` in the node's namespace|,\n")
+		fmt.Fprintf(w, "    the commit nearest to T2 within ±%s among those whose events named kube-proxy's IPv4 table(s) (%s).\n", monitorMatchWindow, strings.Join(ProxyTables(c.Mode), ", "))
+		fmt.Fprintln(w, "    Independent of kube-proxy: the kernel's multicast of the NEWGEN message the agent dates T2 by, plus the monitor's own wake-up,")
+		fmt.Fprintln(w, "    its printing of the transaction's events and the pipe; it times the commit, it does not check that it was the right one.")
+		fmt.Fprintln(w, "    mon unmatched: samples with no such commit within the window; T2>=mon: matched samples the agent dated at or after the monitor's read;")
+		fmt.Fprintln(w, "    mon print p50/max: over matched samples, the monitor's read of its commit's first event line -> its generation line (nft formatting the")
+		fmt.Fprintln(w, "    transaction's events, delivered together with the NEWGEN at the commit): that much of the mon figure is the monitor's own;")
+		fmt.Fprintln(w, "    mon 1st p50/p99: |agent T2 - the read of that first line|, the nearer estimate of the commit's delivery when transactions are large.")
+		fmt.Fprintf(w, "    A sample matches the commit whose read span (first line .. generation line) is nearest its T2, within ±%s of the span.\n", monitorMatchWindow)
+		row("window", "changes", "errors", "samples", "(metric)", "superseded", "pending", "missing", "samples/change", "kp syncs", "p50", "p90", "p99", "max", "T2 outside its sync", "no sync",
+			"mon commits", "mon matched", "mon unmatched", "mon p50", "mon p90", "mon p99", "mon max", "T2>=mon", "mon print p50/max", "mon 1st p50/p99",
+			"agent T2-T0 mean", "kube-proxy netprog mean", "drain")
 		for _, x := range r.Churn {
-			row(x.Name, fmt.Sprint(x.Changes), fmt.Sprint(x.ChangeErrors), fmt.Sprint(x.Samples), fmt.Sprint(x.SamplesMetric),
+			cells := []string{x.Name, fmt.Sprint(x.Changes), fmt.Sprint(x.ChangeErrors), fmt.Sprint(x.Samples), fmt.Sprint(x.SamplesMetric),
 				fmt.Sprint(x.Superseded), fmt.Sprint(x.PendingAtEnd), fmt.Sprint(x.Missing()),
 				ratio(float64(max(x.Samples, x.SamplesMetric)), float64(x.Changes-x.ChangeErrors)), fmt.Sprint(x.ProxySyncs),
 				ms(scenarios.Quantile(x.Precision, .5)), ms(scenarios.Quantile(x.Precision, .9)),
 				ms(scenarios.Quantile(x.Precision, .99)), ms(scenarios.Quantile(x.Precision, 1)),
-				fmt.Sprintf("%d/%d", x.OutsideSync, len(x.Precision)), fmt.Sprint(x.PrecisionNoSync),
-				ms(x.AgentT2T0Mean), fmt.Sprintf("%s (%d)", ms(x.ProxyNetProg), x.ProxyNetProgN), sec(x.DrainTook))
+				fmt.Sprintf("%d/%d", x.OutsideSync, len(x.Precision)), fmt.Sprint(x.PrecisionNoSync)}
+			cells = append(cells, monCells(x)...)
+			cells = append(cells, ms(x.AgentT2T0Mean), fmt.Sprintf("%s (%d)", ms(x.ProxyNetProg), x.ProxyNetProgN), sec(x.DrainTook))
+			row(cells...)
 		}
 		tw.Flush()
+		for _, x := range r.Churn {
+			if !x.MonRunning {
+				continue
+			}
+			fmt.Fprintf(w, "%s: nft monitor read %d commits from the window's start to the drain's end (by process: %s), %d of them naming %s; its CPU %s (in neither process's figures)\n",
+				x.Name, sumCounts(x.MonByProcess), countsString(x.MonByProcess), x.MonCommits, strings.Join(x.MonTables, " or "), sec(x.MonCPU))
+			if x.MonExited {
+				fmt.Fprintf(w, "%s: nft monitor had exited by the drain's end: its figures cover only what it read before\n", x.Name)
+			}
+		}
+		if r.Monitor != nil {
+			fmt.Fprintf(w, "nft monitor over all churn windows: %d lines, %d commits, CPU %s\n", r.Monitor.Lines, r.Monitor.Commits, sec(r.Monitor.CPU))
+		}
 		for _, x := range r.Churn {
 			if x.SamplesMetric > x.Samples {
 				fmt.Fprintf(w, "%s: /v1/lag listed %d samples, the metric counted %d (the listing keeps the newest 1,000): precision is over the listed ones\n",
@@ -152,6 +181,57 @@ func (r *Result) Write(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
+}
+
+// monCells are the nft monitor columns of a churn window.
+func monCells(x Window) []string {
+	if x.MonTables == nil {
+		return []string{"n/a (no nf_tables events)", "-", "-", "-", "-", "-", "-", "-", "-", "-"}
+	}
+	if !x.MonRunning {
+		return []string{"n/a (no monitor)", "-", "-", "-", "-", "-", "-", "-", "-", "-"}
+	}
+	m := x.MonMatch
+	return []string{fmt.Sprint(x.MonCommits), fmt.Sprint(len(m.Diffs)), fmt.Sprint(m.Unmatched),
+		ms(scenarios.Quantile(m.Diffs, .5)), ms(scenarios.Quantile(m.Diffs, .9)),
+		ms(scenarios.Quantile(m.Diffs, .99)), ms(scenarios.Quantile(m.Diffs, 1)),
+		fmt.Sprintf("%d/%d", m.T2After, len(m.Diffs)),
+		ms(scenarios.Quantile(m.Spans, .5)) + " / " + ms(scenarios.Quantile(m.Spans, 1)),
+		ms(scenarios.Quantile(m.FromFirst, .5)) + " / " + ms(scenarios.Quantile(m.FromFirst, .99))}
+}
+
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// countsString is "nft 61, iptables-nft 2" (most first, then by name).
+func countsString(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		name := k
+		if name == "" {
+			name = "(unnamed)"
+		}
+		parts[i] = fmt.Sprintf("%s %d", name, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func refBytes(rs []RefDump) int {

@@ -122,6 +122,14 @@ type Window struct {
 	ProxyNetProgN   int
 	LagPollErrors   []string // failed /v1/lag polls (samples may be missing from the listing)
 	MissingChanges  []Change // changes of services with fewer samples + supersessions than changes (first 10)
+	// The kernel-side reference (nft monitor in the node's namespace).
+	MonTables    []string       // the IPv4 tables kube-proxy writes (ProxyTables); nil: no nf_tables events in this mode
+	MonRunning   bool           // a monitor ran over the window
+	MonMatch     MonitorMatch   // the samples against the commits it read
+	MonCommits   int            // commits it read from the window's start to the drain's end that touched MonTables
+	MonByProcess map[string]int // every commit it read then, by committing process
+	MonCPU       time.Duration  // its CPU over the window (counted in neither process)
+	MonExited    bool           // it had exited by the drain's end
 }
 
 // Missing is the changes with neither a sample, a counted supersession nor
@@ -162,6 +170,7 @@ type Result struct {
 	Idle               *Window
 	Churn              []Window
 	AgentMem, ProxyMem Mem
+	Monitor            *MonitorStats // nft monitor over the churn windows (nil: none ran)
 	Notes              []string
 	Err                error
 }
@@ -333,12 +342,31 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	res.Idle = &idle
 	logf("idle %s: agent %s, kube-proxy %s", cfg.Idle, idle.Agent.Total(), idle.Proxy.Total())
 
+	// The kernel-side reference over the churn windows (not the idle one).
+	var mon *Monitor
+	if ProxyTables(cfg.Mode) != nil && len(cfg.Rates) > 0 {
+		mon, err = startMonitor(ctx, l, logf)
+		if err != nil {
+			res.Notes = append(res.Notes, "no nft monitor reference: "+err.Error())
+			mon = nil
+		}
+	}
+	if mon != nil {
+		defer func() {
+			st := mon.Stop()
+			res.Monitor = &st
+			if st.Err != nil {
+				res.Notes = append(res.Notes, st.Err.Error()+": "+st.Stderr)
+			}
+		}()
+	}
+
 	cursor := 0
 	for _, rate := range cfg.Rates {
 		if err := waitAgentClean(ctx, a, cfg.Drain, 500*time.Millisecond); err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("before the %g/s window the agent was not converged: %v", rate, err))
 		}
-		w, err := churnWindow(ctx, cfg, procs, a, proxy, l, cs, cl, rate, &cursor)
+		w, err := churnWindow(ctx, cfg, procs, a, proxy, l, cs, cl, mon, rate, &cursor)
 		res.Churn = append(res.Churn, w)
 		if err != nil {
 			return err
@@ -382,7 +410,7 @@ func measure(ctx context.Context, p pids, name string, d time.Duration, fn func(
 }
 
 func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, proxy *proxyMetrics,
-	l *labenv.Lab, cs kubernetes.Interface, cl *Cluster, rate float64, cursor *int) (Window, error) {
+	l *labenv.Lab, cs kubernetes.Interface, cl *Cluster, mon *Monitor, rate float64, cursor *int) (Window, error) {
 	am0, err := a.Metrics(ctx)
 	if err != nil {
 		return Window{}, err
@@ -394,6 +422,10 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	collected := map[string]scenarios.LagSample{}
 	var changes []Change
 	var lagErrs []string
+	var mon0 CPU
+	if mon != nil {
+		mon0, _ = ReadCPU(mon.PID())
+	}
 	start := time.Now()
 	w, err := measure(ctx, p, fmt.Sprintf("churn %g/s", rate), cfg.Window, func(ctx context.Context) {
 		done := make(chan struct{})
@@ -447,6 +479,26 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		lagErrs = append(lagErrs, "after the drain: "+err.Error())
 	}
 	w.LagPollErrors = lagErrs
+	end := time.Now()
+	w.MonTables = ProxyTables(cfg.Mode)
+	var commits []Commit
+	if mon != nil {
+		w.MonRunning, w.MonExited = true, mon.Exited()
+		if mon1, err := ReadCPU(mon.PID()); err == nil {
+			w.MonCPU = mon1.Sub(mon0).Total()
+		}
+		commits = mon.Commits()
+		w.MonByProcess = map[string]int{}
+		for _, c := range commits {
+			if c.At.Before(start) || c.At.After(end) {
+				continue
+			}
+			w.MonByProcess[c.Process]++
+			if c.Touches(w.MonTables) {
+				w.MonCommits++
+			}
+		}
+	}
 
 	var samples []scenarios.LagSample
 	for _, s := range collected {
@@ -515,7 +567,35 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		}
 		w.Precision = append(w.Precision, absDur(d))
 	}
+	// Lag precision against the commits nft monitor read.
+	if mon != nil {
+		t2s := make([]time.Time, len(samples))
+		for i, s := range samples {
+			t2s[i] = s.T2
+		}
+		w.MonMatch = MatchSamples(t2s, commits, monitorMatchWindow, w.MonTables)
+	}
 	return w, nil
+}
+
+// startMonitor starts nft monitor in the node's namespace and waits until
+// it has read the ruleset into its cache (outside the windows).
+func startMonitor(ctx context.Context, l *labenv.Lab, logf func(string, ...any)) (*Monitor, error) {
+	ns, err := l.NodeNetNS(node)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	mon, err := StartMonitor(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	if err := mon.WaitSettled(ctx, 2*time.Minute); err != nil {
+		st := mon.Stop()
+		return nil, fmt.Errorf("%w (%s)", err, st.Stderr)
+	}
+	logf("nft monitor (PID %d) in %s settled after %s", mon.PID(), ns, time.Since(t0).Round(time.Millisecond))
+	return mon, nil
 }
 
 func absDur(d time.Duration) time.Duration {
