@@ -5,7 +5,8 @@
 // CPU (with reaped children), peak RSS, idle CPU, start-up and lag
 // precision of both processes measured from /proc over the same windows.
 // Lag precision has two references: kube-proxy's logged sync completions,
-// and the commits `nft monitor` prints in the node's namespace (monitor.go).
+// and the commits the harness's own nf_tables netlink listener reads in the
+// node's namespace (monitor.go, monitor_nl.go).
 //
 // The API server's, etcd's and the controller manager's own costs are not
 // measured. The non-test files are pure or thin (/proc readers, object

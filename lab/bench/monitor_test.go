@@ -1,6 +1,10 @@
 package bench
 
 import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,82 +13,144 @@ import (
 	"github.com/netdrift/netdrift/lab/scenarios"
 )
 
-func TestParseGenLine(t *testing.T) {
-	for _, c := range []struct {
-		line string
-		gen  uint32
-		pid  int
-		name string
-	}{
-		{"# new generation 12 by process 3456 (nft)", 12, 3456, "nft"},
-		{"# new generation 7 by process 32669 (iptables-nft-re)\n", 7, 32669, "iptables-nft-re"},
-		{"# new generation 4294967295 by process 1 (a (b) c)", 4294967295, 1, "a (b) c"},
-		{"# new generation 9", 9, -1, ""},
-	} {
-		g, p, n, ok, err := ParseGenLine(c.line)
-		if err != nil || !ok || g != c.gen || p != c.pid || n != c.name {
-			t.Errorf("%q: got %d %d %q %v %v", c.line, g, p, n, ok, err)
+// nlMsg builds a netlink message of the nf_tables subsystem: family, then
+// attributes given as (type, value) pairs.
+func nlMsg(msg uint16, family uint8, attrs ...any) []byte {
+	var body []byte
+	body = append(body, family, 0, 0, 0)
+	for i := 0; i < len(attrs); i += 2 {
+		var v []byte
+		switch x := attrs[i+1].(type) {
+		case string:
+			v = append([]byte(x), 0)
+		case uint32:
+			v = binary.BigEndian.AppendUint32(nil, x)
+		}
+		body = binary.NativeEndian.AppendUint16(body, uint16(4+len(v)))
+		body = binary.NativeEndian.AppendUint16(body, attrs[i].(uint16))
+		body = append(body, v...)
+		for len(body)%4 != 0 {
+			body = append(body, 0)
 		}
 	}
-	for _, line := range []string{"add table ip t", "", "# xt_comment", "new generation 3 by process 1 (nft)"} {
-		if _, _, _, ok, err := ParseGenLine(line); ok || err != nil {
-			t.Errorf("%q: taken as a generation line (ok %v, err %v)", line, ok, err)
-		}
-	}
-	for _, line := range []string{"# new generation x by process 1 (nft)", "# new generation 3 by process y (nft)",
-		"# new generation 3 by pid 1 (nft)", "# new generation 3 by process 1 nft", "# new generation 4294967296"} {
-		if _, _, _, ok, err := ParseGenLine(line); ok || err == nil {
-			t.Errorf("%q: accepted (ok %v)", line, ok)
-		}
-	}
+	h := binary.NativeEndian.AppendUint32(nil, uint32(16+len(body)))
+	h = binary.NativeEndian.AppendUint16(h, nfnlSubsysNFTables<<8|msg)
+	h = append(h, make([]byte, 10)...)
+	return append(h, body...)
 }
 
-func TestParseMonitorEvents(t *testing.T) {
-	for line, want := range map[string]string{
-		"add element ip kube-proxy service-ips { 10.96.0.10 . tcp . 53 : goto service-X }": "ip kube-proxy",
-		"delete rule ip nat KUBE-SVC-ABC handle 12":                                        "ip nat",
-		"add table ip6 kube-proxy":                                                         "ip6 kube-proxy",
-		"create chain ip nat FOO":                                                          "ip nat",
-	} {
-		if got, ok := EventTable(line); !ok || got != want {
-			t.Errorf("%q: got %q %v, want %q", line, got, ok, want)
-		}
-	}
-	for _, line := range []string{"# new generation 3 by process 1 (nft)", "add table", "list table ip t", "add rule nonsense t c"} {
-		if got, ok := EventTable(line); ok {
-			t.Errorf("%q: took it as an event of %q", line, got)
-		}
-	}
-
-	// A whole stream: events belong to the next generation line, which is
-	// stamped when it is read; garbage is skipped but counted.
-	out := strings.Join([]string{
-		"add element ip kube-proxy service-ips { 10.96.0.1 . tcp . 443 : goto s1 }",
-		"delete element ip kube-proxy service-ips { 10.96.0.2 . tcp . 80 : goto s2 }",
-		"add rule ip kube-proxy s3 ip daddr 10.1.0.5 counter",
-		"# new generation 20 by process 100 (nft)",
-		"add rule ip6 kube-proxy s4 counter",
-		"# new generation 21 by process 101 (nft)",
-		"# new generation bogus",
-		"# new generation 22 by process 102 (iptables-nft)",
-	}, "\n") + "\n"
+func TestParseNFTDatagram(t *testing.T) {
 	base := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	n := 0
-	now := func() time.Time { n++; return base.Add(time.Duration(n) * time.Millisecond) }
-	var got []Commit
-	lines, err := scanMonitor(strings.NewReader(out), now, func(c Commit) { got = append(got, c) })
-	if err != nil || lines != 8 {
-		t.Fatalf("lines %d, err %v", lines, err)
-	}
 	at := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	var got []Commit
+	add := func(c Commit) { got = append(got, c) }
+	var tx txState
+	// A transaction over two datagrams: an element and a rule of ip
+	// kube-proxy, a chain of ip6 kube-proxy, then the NEWGEN.
+	d1 := append(nlMsg(12, 2, uint16(1), "kube-proxy", uint16(2), "service-ips"), nlMsg(6, 2, uint16(1), "kube-proxy")...)
+	d2 := append(nlMsg(3, 10, uint16(1), "kube-proxy"), nlMsg(nftMsgNewGen, 0, uint16(1), uint32(20), uint16(2), uint32(100), uint16(3), "nft")...)
+	// The next one: a NEWGEN alone, naming no process.
+	d3 := nlMsg(nftMsgNewGen, 0, uint16(1), uint32(21))
+	for i, d := range [][]byte{d1, d2, d3} {
+		if err := parseNFTDatagram(d, at(i+1), &tx, add); err != nil {
+			t.Fatalf("datagram %d: %v", i+1, err)
+		}
+	}
 	want := []Commit{
-		{Gen: 20, PID: 100, Process: "nft", At: at(4), First: at(1), Tables: []string{"ip kube-proxy"}},
-		{Gen: 21, PID: 101, Process: "nft", At: at(6), First: at(5), Tables: []string{"ip6 kube-proxy"}},
-		// the unreadable generation line opens this one's transaction
-		{Gen: 22, PID: 102, Process: "iptables-nft", At: at(8), First: at(7)},
+		{Gen: 20, PID: 100, Process: "nft", At: at(2), First: at(1), Tables: []string{"ip kube-proxy", "ip6 kube-proxy"}},
+		{Gen: 21, PID: -1, At: at(3), First: at(3)},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	// Another subsystem's message is skipped; a truncated one is an error
+	// and what came before it counts.
+	got, tx = nil, txState{}
+	other := nlMsg(nftMsgNewGen, 0, uint16(1), uint32(5))
+	other[5] = 9 // NFNL_SUBSYS_... other than nf_tables
+	bad := nlMsg(6, 2, uint16(1), "nat")
+	bad = bad[:len(bad)-2]
+	d := append(append(other, nlMsg(nftMsgNewGen, 0, uint16(1), uint32(22))...), bad...)
+	if err := parseNFTDatagram(d, at(9), &tx, add); err == nil {
+		t.Error("a truncated message was not an error")
+	}
+	if len(got) != 1 || got[0].Gen != 22 {
+		t.Errorf("before the truncated message: %+v, want gen 22 only", got)
+	}
+	if err := parseNFTDatagram(nlMsg(nftMsgNewGen, 0, uint16(2), uint32(1)), at(10), &txState{}, add); err == nil {
+		t.Error("a NEWGEN without a generation id was not an error")
+	}
+}
+
+// TestMonitorReadsCommits runs the listener against real commits of nft in
+// a network namespace of its own.
+func TestMonitorReadsCommits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (a network namespace and nft)")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft not installed: " + err.Error())
+	}
+	ns := fmt.Sprintf("ndmon%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	m, err := StartMonitor("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			m.Stop()
+		}
+	})
+	nft := func(script string) time.Time {
+		t.Helper()
+		cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("nft: %v: %s", err, out)
+		}
+		return time.Now()
+	}
+	t0 := time.Now()
+	nft("add table ip bench-a\nadd chain ip bench-a c\nadd table ip6 bench-b\n")
+	var elems strings.Builder
+	elems.WriteString("add set ip bench-a s { type ipv4_addr; }\n")
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&elems, "add element ip bench-a s { 10.%d.%d.1 }\n", i/250, i%250)
+	}
+	t1 := nft(elems.String())
+	var cs []Commit
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cs = m.Commits(); len(cs) >= 2 {
+			break
+		}
+	}
+	st := m.Stop()
+	stopped = true
+	if st.Err != nil || st.Overruns != 0 {
+		t.Fatalf("listener: err %v, overruns %d", st.Err, st.Overruns)
+	}
+	t.Logf("listener: %+v; commits %+v", st, cs)
+	if len(cs) != 2 {
+		t.Fatalf("read %d commits, want 2: %+v", len(cs), cs)
+	}
+	if !reflect.DeepEqual(cs[0].Tables, []string{"ip bench-a", "ip6 bench-b"}) || !reflect.DeepEqual(cs[1].Tables, []string{"ip bench-a"}) {
+		t.Errorf("tables %q, %q", cs[0].Tables, cs[1].Tables)
+	}
+	for i, c := range cs {
+		if c.Process != "nft" || c.PID <= 0 || c.At.Before(t0) || c.At.After(t1.Add(time.Second)) || c.First.After(c.At) {
+			t.Errorf("commit %d: %+v (window %s..%s)", i, c, t0.Format("15:04:05.000"), t1.Format("15:04:05.000"))
+		}
+	}
+	if cs[1].Gen != cs[0].Gen+1 {
+		t.Errorf("generations %d, %d: want consecutive", cs[0].Gen, cs[1].Gen)
+	}
+	if st.Datagrams < 3 || st.Commits != 2 {
+		t.Errorf("stats %+v: the 2000-element transaction fits in no one datagram", st)
 	}
 }
 

@@ -128,17 +128,16 @@ func (r *Result) Write(w io.Writer) {
 		fmt.Fprintln(w, "\nsamples per change and lag precision, against two references:")
 		fmt.Fprintln(w, "  p50..max: |agent T2 - kube-proxy's logged sync completion| (\"SyncProxyRules complete\", matched as lab/scenarios lagprecision does).")
 		fmt.Fprintln(w, "    kube-proxy logs it after its post-commit work (nft/iptables-restore exiting, health servers, metrics): late by a variable amount.")
-		fmt.Fprintf(w, "  mon p50..max: |agent T2 - when the harness read the commit's \"# new generation\" line from `nft monitor` in the node's namespace|,\n")
-		fmt.Fprintf(w, "    the commit nearest to T2 within ±%s among those whose events named kube-proxy's IPv4 table(s) (%s).\n", monitorMatchWindow, strings.Join(ProxyTables(c.Mode), ", "))
-		fmt.Fprintln(w, "    Independent of kube-proxy: the kernel's multicast of the NEWGEN message the agent dates T2 by, plus the monitor's own wake-up,")
-		fmt.Fprintln(w, "    its printing of the transaction's events and the pipe; it times the commit, it does not check that it was the right one.")
-		fmt.Fprintln(w, "    mon unmatched: samples with no such commit within the window; T2>=mon: matched samples the agent dated at or after the monitor's read;")
-		fmt.Fprintln(w, "    mon print p50/max: over matched samples, the monitor's read of its commit's first event line -> its generation line (nft formatting the")
-		fmt.Fprintln(w, "    transaction's events, delivered together with the NEWGEN at the commit): that much of the mon figure is the monitor's own;")
-		fmt.Fprintln(w, "    mon 1st p50/p99: |agent T2 - the read of that first line|, the nearer estimate of the commit's delivery when transactions are large.")
-		fmt.Fprintf(w, "    A sample matches the commit whose read span (first line .. generation line) is nearest its T2, within ±%s of the span.\n", monitorMatchWindow)
+		fmt.Fprintf(w, "  mon p50..max: |agent T2 - when the harness read the commit's NFT_MSG_NEWGEN from its own nf_tables netlink listener in the node's namespace|,\n")
+		fmt.Fprintf(w, "    the commit nearest to T2 within ±%s among those whose messages named kube-proxy's IPv4 table(s) (%s).\n", monitorMatchWindow, strings.Join(ProxyTables(c.Mode), ", "))
+		fmt.Fprintln(w, "    Independent of kube-proxy: the kernel's multicast of the NEWGEN message the agent dates T2 by, plus the listener's own wake-up;")
+		fmt.Fprintln(w, "    it times the commit, it does not check that it was the right one.")
+		fmt.Fprintln(w, "    mon unmatched: samples with no such commit within the window; T2>=mon: matched samples the agent dated at or after the listener's read;")
+		fmt.Fprintln(w, "    mon span p50/max: over matched samples, the listener's read of its commit's first datagram -> the NEWGEN's (receiving the")
+		fmt.Fprintln(w, "    transaction's messages, all queued at the commit); mon 1st p50/p99: |agent T2 - the read of that first datagram|.")
+		fmt.Fprintf(w, "    A sample matches the commit whose read span (first datagram .. NEWGEN) is nearest its T2, within ±%s of the span.\n", monitorMatchWindow)
 		row("window", "changes", "errors", "samples", "(metric)", "superseded", "pending", "missing", "samples/change", "kp syncs", "p50", "p90", "p99", "max", "T2 outside its sync", "no sync",
-			"mon commits", "mon matched", "mon unmatched", "mon p50", "mon p90", "mon p99", "mon max", "T2>=mon", "mon print p50/max", "mon 1st p50/p99",
+			"mon commits", "mon matched", "mon unmatched", "mon p50", "mon p90", "mon p99", "mon max", "T2>=mon", "mon span p50/max", "mon 1st p50/p99",
 			"agent T2-T0 mean", "kube-proxy netprog mean", "drain")
 		for _, x := range r.Churn {
 			cells := []string{x.Name, fmt.Sprint(x.Changes), fmt.Sprint(x.ChangeErrors), fmt.Sprint(x.Samples), fmt.Sprint(x.SamplesMetric),
@@ -156,14 +155,17 @@ func (r *Result) Write(w io.Writer) {
 			if !x.MonRunning {
 				continue
 			}
-			fmt.Fprintf(w, "%s: nft monitor read %d commits from the window's start to the drain's end (by process: %s), %d of them naming %s; its CPU %s (in neither process's figures)\n",
+			fmt.Fprintf(w, "%s: the nf_tables listener read %d commits from the window's start to the drain's end (by process: %s), %d of them naming %s; its CPU %s (in neither process's figures)\n",
 				x.Name, sumCounts(x.MonByProcess), countsString(x.MonByProcess), x.MonCommits, strings.Join(x.MonTables, " or "), sec(x.MonCPU))
+			if x.MonOverruns > 0 {
+				fmt.Fprintf(w, "%s: the kernel dropped notifications to the listener %d times (ENOBUFS): those commits are missing from its figures\n", x.Name, x.MonOverruns)
+			}
 			if x.MonExited {
-				fmt.Fprintf(w, "%s: nft monitor had exited by the drain's end: its figures cover only what it read before\n", x.Name)
+				fmt.Fprintf(w, "%s: the nf_tables listener had stopped on an error by the drain's end: its figures cover only what it read before\n", x.Name)
 			}
 		}
 		if r.Monitor != nil {
-			fmt.Fprintf(w, "nft monitor over all churn windows: %d lines, %d commits, CPU %s\n", r.Monitor.Lines, r.Monitor.Commits, sec(r.Monitor.CPU))
+			fmt.Fprintf(w, "nf_tables listener over all churn windows: %d datagrams, %d commits, %d overruns, CPU %s\n", r.Monitor.Datagrams, r.Monitor.Commits, r.Monitor.Overruns, sec(r.Monitor.CPU))
 		}
 		for _, x := range r.Churn {
 			if x.SamplesMetric > x.Samples {
@@ -183,7 +185,7 @@ func (r *Result) Write(w io.Writer) {
 	}
 }
 
-// monCells are the nft monitor columns of a churn window.
+// monCells are the nf_tables listener columns of a churn window.
 func monCells(x Window) []string {
 	if x.MonTables == nil {
 		return []string{"n/a (no nf_tables events)", "-", "-", "-", "-", "-", "-", "-", "-", "-"}

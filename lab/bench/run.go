@@ -122,14 +122,15 @@ type Window struct {
 	ProxyNetProgN   int
 	LagPollErrors   []string // failed /v1/lag polls (samples may be missing from the listing)
 	MissingChanges  []Change // changes of services with fewer samples + supersessions than changes (first 10)
-	// The kernel-side reference (nft monitor in the node's namespace).
+	// The kernel-side reference (the nf_tables listener in the node's namespace).
 	MonTables    []string       // the IPv4 tables kube-proxy writes (ProxyTables); nil: no nf_tables events in this mode
 	MonRunning   bool           // a monitor ran over the window
 	MonMatch     MonitorMatch   // the samples against the commits it read
 	MonCommits   int            // commits it read from the window's start to the drain's end that touched MonTables
 	MonByProcess map[string]int // every commit it read then, by committing process
 	MonCPU       time.Duration  // its CPU over the window (counted in neither process)
-	MonExited    bool           // it had exited by the drain's end
+	MonExited    bool           // it had stopped on an error by the drain's end
+	MonOverruns  int            // times the kernel dropped notifications to it (ENOBUFS)
 }
 
 // Missing is the changes with neither a sample, a counted supersession nor
@@ -170,7 +171,7 @@ type Result struct {
 	Idle               *Window
 	Churn              []Window
 	AgentMem, ProxyMem Mem
-	Monitor            *MonitorStats // nft monitor over the churn windows (nil: none ran)
+	Monitor            *MonitorStats // the nf_tables listener over the churn windows (nil: none ran)
 	Notes              []string
 	Err                error
 }
@@ -345,9 +346,9 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	// The kernel-side reference over the churn windows (not the idle one).
 	var mon *Monitor
 	if ProxyTables(cfg.Mode) != nil && len(cfg.Rates) > 0 {
-		mon, err = startMonitor(ctx, l, logf)
+		mon, err = startMonitor(l, logf)
 		if err != nil {
-			res.Notes = append(res.Notes, "no nft monitor reference: "+err.Error())
+			res.Notes = append(res.Notes, "no nf_tables listener reference: "+err.Error())
 			mon = nil
 		}
 	}
@@ -356,7 +357,7 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 			st := mon.Stop()
 			res.Monitor = &st
 			if st.Err != nil {
-				res.Notes = append(res.Notes, st.Err.Error()+": "+st.Stderr)
+				res.Notes = append(res.Notes, st.Err.Error())
 			}
 		}()
 	}
@@ -422,9 +423,10 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	collected := map[string]scenarios.LagSample{}
 	var changes []Change
 	var lagErrs []string
-	var mon0 CPU
+	var mon0 time.Duration
+	var over0 int
 	if mon != nil {
-		mon0, _ = ReadCPU(mon.PID())
+		mon0, over0 = mon.CPU(), mon.Overruns()
 	}
 	start := time.Now()
 	w, err := measure(ctx, p, fmt.Sprintf("churn %g/s", rate), cfg.Window, func(ctx context.Context) {
@@ -484,9 +486,7 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	var commits []Commit
 	if mon != nil {
 		w.MonRunning, w.MonExited = true, mon.Exited()
-		if mon1, err := ReadCPU(mon.PID()); err == nil {
-			w.MonCPU = mon1.Sub(mon0).Total()
-		}
+		w.MonCPU, w.MonOverruns = mon.CPU()-mon0, mon.Overruns()-over0
 		commits = mon.Commits()
 		w.MonByProcess = map[string]int{}
 		for _, c := range commits {
@@ -567,7 +567,7 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		}
 		w.Precision = append(w.Precision, absDur(d))
 	}
-	// Lag precision against the commits nft monitor read.
+	// Lag precision against the commits the nf_tables listener read.
 	if mon != nil {
 		t2s := make([]time.Time, len(samples))
 		for i, s := range samples {
@@ -578,23 +578,17 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	return w, nil
 }
 
-// startMonitor starts nft monitor in the node's namespace and waits until
-// it has read the ruleset into its cache (outside the windows).
-func startMonitor(ctx context.Context, l *labenv.Lab, logf func(string, ...any)) (*Monitor, error) {
+// startMonitor binds the nf_tables listener in the node's namespace.
+func startMonitor(l *labenv.Lab, logf func(string, ...any)) (*Monitor, error) {
 	ns, err := l.NodeNetNS(node)
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
-	mon, err := StartMonitor(ctx, ns)
+	mon, err := StartMonitor("/run/netns/" + ns)
 	if err != nil {
 		return nil, err
 	}
-	if err := mon.WaitSettled(ctx, 2*time.Minute); err != nil {
-		st := mon.Stop()
-		return nil, fmt.Errorf("%w (%s)", err, st.Stderr)
-	}
-	logf("nft monitor (PID %d) in %s settled after %s", mon.PID(), ns, time.Since(t0).Round(time.Millisecond))
+	logf("nf_tables listener bound in %s", ns)
 	return mon, nil
 }
 
