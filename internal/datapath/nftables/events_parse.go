@@ -51,7 +51,8 @@ type ChangeEvent struct {
 	// Lost is set when events were dropped before this one (socket overrun
 	// or a slow reader): the receiver must re-read everything it watches.
 	Lost bool
-	// Received is when the agent read the generation message.
+	// Received is when the watcher read the transaction's first message
+	// (all of them, the generation message last, are sent at the commit).
 	Received time.Time
 	// Ops are the transaction's rule and chain messages of the watcher's
 	// OpTables, in commit order; OpsComplete says they are all of them

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/mdlayher/netlink"
 )
@@ -107,5 +108,27 @@ func TestChangeBatchAndEvent(t *testing.T) {
 	}
 	if b.flush(); len(b.items) != 0 {
 		t.Error("flush did not empty the batch")
+	}
+}
+
+// TestEventDatedByFirstMessage: an event is dated by the read of its
+// transaction's first message, not by the later read of its NEWGEN (the
+// watcher decodes every message in between); a NEWGEN alone is dated by
+// its own read.
+func TestEventDatedByFirstMessage(t *testing.T) {
+	w := &ChangeWatcher{events: make(chan ChangeEvent, 2)}
+	var b changeBatch
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	rule := nftTestMsg(t, nftMsgNewRule, 2, nftStr(1, "nat"), nftStr(2, "KUBE-SVC-X"))
+	gen := func(id uint32) netlink.Message { return nftTestMsg(t, nftMsgNewGen, 0, nftU32(nftaGenID, id)) }
+	w.handle(rule, &b, t0)
+	w.handle(rule, &b, t0.Add(40*time.Millisecond))
+	w.handle(gen(7), &b, t0.Add(90*time.Millisecond))
+	w.handle(gen(8), &b, t0.Add(2*time.Second))
+	for i, want := range []time.Time{t0, t0.Add(2 * time.Second)} {
+		ev := <-w.events
+		if !ev.Received.Equal(want) {
+			t.Errorf("event %d (generation %d): received %s, want %s", i, ev.Generation, ev.Received.Format(time.StampMilli), want.Format(time.StampMilli))
+		}
 	}
 }
