@@ -151,7 +151,8 @@ func nlAlign(n int) int { return (n + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALI
 type Monitor struct {
 	stop atomic.Bool
 	done chan struct{}
-	cpu  atomic.Int64 // the thread's CPU (RUSAGE_THREAD), updated as it reads
+	cpu  atomic.Int64 // the thread's CPU (RUSAGE_THREAD) since the bind, updated as it reads
+	base int64        // the thread's CPU at the bind: it may have run other goroutines before
 
 	mu       sync.Mutex
 	commits  []Commit
@@ -181,6 +182,7 @@ func (m *Monitor) run(nsPath string, ready chan<- error) {
 	// a goroutine that exits locked takes its thread with it.
 	runtime.LockOSThread()
 	fd, err := openNFTSocket(nsPath)
+	m.base = threadCPU()
 	ready <- err
 	if err != nil {
 		return
@@ -229,10 +231,18 @@ func (m *Monitor) fail(err error) {
 }
 
 func (m *Monitor) noteCPU() {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) == nil {
-		m.cpu.Store(ru.Utime.Nano() + ru.Stime.Nano())
+	if c := threadCPU(); c >= 0 {
+		m.cpu.Store(c - m.base)
 	}
+}
+
+// threadCPU is the calling thread's CPU in ns (-1 when unknown).
+func threadCPU() int64 {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+		return -1
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // openNFTSocket enters the namespace (on the calling, locked thread) and

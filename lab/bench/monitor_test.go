@@ -96,6 +96,7 @@ func TestMonitorReadsCommits(t *testing.T) {
 		t.Fatalf("ip netns add: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	bound := time.Now()
 	m, err := StartMonitor("/run/netns/" + ns)
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +149,9 @@ func TestMonitorReadsCommits(t *testing.T) {
 	}
 	if cs[1].Gen != cs[0].Gen+1 {
 		t.Errorf("generations %d, %d: want consecutive", cs[0].Gen, cs[1].Gen)
+	}
+	if st.CPU < 0 || st.CPU > time.Since(bound) {
+		t.Errorf("listener CPU %s over %s since the bind: counted from before it", st.CPU, time.Since(bound))
 	}
 	if st.Datagrams < 3 || st.Commits != 2 {
 		t.Errorf("stats %+v: the 2000-element transaction fits in no one datagram", st)

@@ -58,13 +58,14 @@ func legacyChains(t testing.TB, ns string, v6 bool, table string) ([]legacyChain
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer unmapEntries(buf)
 	blob := buf[getEntriesHdr:]
 	zeroCounters(v6, blob)
 	chains, err := decodeLegacyTable(v6, info, blob)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return chains, blob
+	return chains, append([]byte(nil), blob...) // the mapping goes with the return
 }
 
 // legacyRendered is the in-process decoder's text of every rule, per table.
@@ -401,6 +402,7 @@ func TestWriteLegacyVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer unmapEntries(entries)
 			blob := entries[getEntriesHdr:]
 			zeroCounters(v.v6, blob)
 			fam := 4

@@ -88,7 +88,6 @@ type legacyTable struct {
 	info   tableInfo
 	sum    [sha256.Size]byte // of the decoded read's entries (counters zeroed)
 	read   bool              // sum is set: the table was read and decoded
-	spare  []byte            // the GET_ENTRIES buffer, reused by every read
 	table  *ipTable
 	opaque map[string]string // chain (not KUBE-*) -> why a rule of it was not decoded
 }
@@ -227,12 +226,12 @@ func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable) (
 	var info tableInfo
 	var buf []byte
 	var err error
+	defer func() { unmapEntries(buf) }()
 	for attempt := 0; ; attempt++ {
 		if info, err = getInfo(fd, v6, name); err != nil {
 			return false, err
 		}
-		buf, err = getEntries(fd, v6, name, info, t.spare)
-		t.spare = buf
+		buf, err = getEntries(fd, v6, name, info, buf)
 		if err == nil {
 			var after tableInfo
 			if after, err = getInfo(fd, v6, name); err != nil {

@@ -71,11 +71,16 @@ func getInfo(fd int, v6 bool, table string) (tableInfo, error) {
 }
 
 // getEntries copies the table's entries (IPT_SO_GET_ENTRIES) into buf
-// (grown as needed; returned) and checks the header has not moved since.
+// (replaced by a larger mapping as needed; returned, the caller unmaps it
+// with unmapEntries) and checks the header has not moved since.
 func getEntries(fd int, v6 bool, table string, info tableInfo, buf []byte) ([]byte, error) {
 	need := getEntriesHdr + int(info.size)
 	if cap(buf) < need {
-		buf = make([]byte, need)
+		unmapEntries(buf)
+		var err error
+		if buf, err = mapEntries(need); err != nil {
+			return nil, fmt.Errorf("getsockopt GET_ENTRIES %s: a %d-byte buffer: %w", table, need, err)
+		}
 	}
 	buf = buf[:need]
 	clear(buf[:getEntriesHdr])
@@ -91,4 +96,23 @@ func getEntries(fd int, v6 bool, table string, info tableInfo, buf []byte) ([]by
 		return buf, errTableChanged
 	}
 	return buf, nil
+}
+
+// mapEntries maps an n-byte GET_ENTRIES buffer outside the Go heap. At
+// 100k endpoints the nat table's entries are ~105 MB: kept in the heap
+// between reads they were live memory the collector's target grows with
+// (GOGC 50: another ~52 MB), and the RSS never gave them back; a mapping
+// of its own is returned to the kernel as soon as the read has decoded
+// (or hashed) it. The decoder copies what it keeps (strings), so nothing
+// points into the mapping after unmapEntries. MAP_POPULATE faults the
+// pages in with the mapping, not one by one during the kernel's copy.
+func mapEntries(n int) ([]byte, error) {
+	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+}
+
+// unmapEntries returns a mapEntries buffer (nil: nothing) to the kernel.
+func unmapEntries(buf []byte) {
+	if cap(buf) > 0 {
+		_ = unix.Munmap(buf[:cap(buf)])
+	}
 }
