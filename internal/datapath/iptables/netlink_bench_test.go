@@ -106,19 +106,8 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 		return gen
 	}
 	for b.Loop() {
-		for _, t := range []string{"nat", "filter"} {
-			if *noNFTSave {
-				break
-			}
-			cpu, err := nftSave(ns, t)
-			ref += cpu
-			if err != nil {
-				if !errors.Is(err, context.DeadlineExceeded) {
-					b.Fatal(err)
-				}
-				timedOut = true
-			}
-		}
+		cpu, late := nftSaveBoth(b, ns)
+		ref, timedOut = ref+cpu, timedOut || late
 		nr := &iptables.NFTReader{NetNS: ns}
 		var obs model.Observed
 		var err error
@@ -225,6 +214,26 @@ func oneServiceChains(b *testing.B, s bench.Spec) (string, string) {
 }
 
 // nftSave runs iptables-nft-save -t table in the netns and returns its CPU.
+// nftSaveBoth runs the reference, iptables-nft-save of nat and of filter
+// (unless -no-nft-save), and returns its CPU and whether it timed out.
+func nftSaveBoth(b *testing.B, ns string) (cpu time.Duration, timedOut bool) {
+	b.Helper()
+	for _, t := range []string{"nat", "filter"} {
+		if *noNFTSave {
+			break
+		}
+		c, err := nftSave(ns, t)
+		cpu += c
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				b.Fatal(err)
+			}
+			timedOut = true
+		}
+	}
+	return cpu, timedOut
+}
+
 func nftSave(ns, table string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), nftSaveTimeout)
 	defer cancel()

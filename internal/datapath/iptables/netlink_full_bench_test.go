@@ -4,7 +4,6 @@ package iptables_test
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -53,19 +52,8 @@ func benchNFTReaderFull(b *testing.B, scale string, s bench.Spec) {
 	timedOut := false
 	n := 0
 	for b.Loop() {
-		for _, t := range []string{"nat", "filter"} {
-			if *noNFTSave {
-				break
-			}
-			cpu, err := nftSave(ns, t)
-			ref += cpu
-			if err != nil {
-				if !errors.Is(err, context.DeadlineExceeded) {
-					b.Fatal(err)
-				}
-				timedOut = true
-			}
-		}
+		cpu, late := nftSaveBoth(b, ns)
+		ref, timedOut = ref+cpu, timedOut || late
 		var obs model.Observed
 		var err error
 		var p float64
