@@ -58,6 +58,7 @@ type NFTChange struct {
 // NFTStats counts the reader's work.
 type NFTStats struct {
 	FullReads   int           // whole-table reads
+	ReadRetries int           // full-read attempts dropped: a commit landed during them
 	ChainReads  int           // single chains re-read for change events
 	LastChains  int           // chains re-read by the last ApplyChanges
 	Rules       int           // rules kept by the last full read (KUBE-MARK-MASQ jumps are not)
@@ -411,6 +412,16 @@ func (n *NFTReader) withConn(fn func(*nlConn) error) error {
 	return fn(c)
 }
 
+// fullReadAttempts bounds the attempts of a full read; between two, the
+// reader waits fullReadBackoff, doubled each time (10+20+40+80 ms): a
+// kube-proxy sync commits several tables back to back (filter, nat, and
+// ip6's), and immediate retries all fell inside one such burst
+// (TestNFTReaderFullReadDuringCommits).
+const (
+	fullReadAttempts = 5
+	fullReadBackoff  = 10 * time.Millisecond
+)
+
 // fullRead reads every table. A commit during the read (the generation
 // moved, or a dump says it was interrupted) makes it read again, a few
 // times; after that the older generation is kept, so the next Snapshot
@@ -419,13 +430,19 @@ func (n *NFTReader) withConn(fn func(*nlConn) error) error {
 func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		last := attempt == 2
+		last := attempt == fullReadAttempts-1
+		if attempt > 0 {
+			if err := sleepCtx(ctx, fullReadBackoff<<(attempt-1)); err != nil {
+				return err
+			}
+		}
 		before, err := getGen(c)
 		if err != nil {
 			return err
 		}
 		fams, rules, err := n.readFamilies(ctx, c)
 		if errors.Is(err, errDumpInterrupted) && !last {
+			n.stats.ReadRetries++
 			continue
 		}
 		if err != nil {
@@ -437,6 +454,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 		}
 		n.stats.FullReads++
 		if after != before && !last {
+			n.stats.ReadRetries++
 			continue
 		}
 		n.fams, n.gen, n.obs = fams, before, model.Observed{}
@@ -859,4 +877,16 @@ func dumpRules(c *nlConn, v6 bool, table, chain string, fn func(nlRule, error) e
 		return fmt.Errorf("nf_tables rules of table %s: %w", table, err)
 	}
 	return nil
+}
+
+// sleepCtx waits d or until ctx is done (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -1,0 +1,97 @@
+//go:build linux
+
+package iptables_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/netdrift/netdrift/bench"
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/testutil/netnstest"
+	"github.com/netdrift/netdrift/internal/watch"
+)
+
+// TestNFTReaderFullReadDuringCommits: commits land while the iptables-nft
+// reader's full read runs (another table is created and deleted in a loop
+// for the read's first 60 ms, so the ruleset generation moves and dumps are
+// interrupted). The read must notice and read again, and what it returns
+// must be the tables kube-proxy wrote, the same as a read on a quiet
+// namespace.
+func TestNFTReaderFullReadDuringCommits(t *testing.T) {
+	netnstest.RequireRoot(t, "loads iptables-nft tables into a fresh network namespace")
+	spec := bench.Scale10k // a full read of some 100 ms or more, even without -race
+	ns := netnstest.New(t, "nd-nlretry")
+	netnstest.RunInput(t, ns, spec.IPTablesRestore(), "iptables-nft-restore")
+	hints := model.HintsFor(watch.Expected(bench.NodeName, spec.ClusterState()))
+	quiet := &iptables.NFTReader{NetNS: ns}
+	want, err := quiet.Snapshot(context.Background(), hints)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	commits := 0
+	begin := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var until time.Time
+		for i := 0; until.IsZero() || time.Now().Before(until); i++ {
+			select {
+			case <-begin:
+				until, begin = time.Now().Add(60*time.Millisecond), nil
+			default:
+			}
+			op := "add"
+			if i%2 == 1 {
+				op = "delete"
+			}
+			if out, err := netnstest.Cmd(ns, "nft", op, "table", "ip", "nd-hammer").CombinedOutput(); err != nil {
+				t.Errorf("nft %s table: %v: %s", op, err, out)
+				return
+			}
+			commits++
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // the loop is committing
+	nr := &iptables.NFTReader{NetNS: ns}
+	close(begin)
+	got, err := nr.Snapshot(context.Background(), hints)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("full read during %d commits: %v", commits, err)
+	}
+	st := nr.Stats()
+	t.Logf("%d commits; %d full reads, %d attempts dropped", commits, st.FullReads, st.ReadRetries)
+	if st.ReadRetries < 1 {
+		t.Errorf("no attempt dropped (%d full reads) during %d commits: want a second attempt after the generation moved", st.FullReads, commits)
+	}
+	if !reflect.DeepEqual(got.Frontends, want.Frontends) {
+		t.Errorf("read during commits: %d frontends, quiet read %d: %s", len(got.Frontends), len(want.Frontends), diffFrontends(got.Frontends, want.Frontends))
+	}
+	// Quiet again: the next read brings the reader to the current generation.
+	again, err := nr.Snapshot(context.Background(), hints)
+	if err != nil || !reflect.DeepEqual(again.Frontends, want.Frontends) {
+		t.Errorf("read after the commits: err %v, %d frontends, want %d", err, len(again.Frontends), len(want.Frontends))
+	}
+}
+
+func diffFrontends(a, b map[model.Frontend]model.Verdict) string {
+	for f, v := range a {
+		if w, ok := b[f]; !ok || !reflect.DeepEqual(v, w) {
+			return fmt.Sprintf("first difference at %v", f)
+		}
+	}
+	for f := range b {
+		if _, ok := a[f]; !ok {
+			return fmt.Sprintf("missing %v", f)
+		}
+	}
+	return "none by frontend"
+}
