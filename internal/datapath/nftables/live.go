@@ -34,7 +34,8 @@ type Config struct {
 	// Hints is what the API knows (service ports, frontend kinds); see SetHints.
 	Hints model.Hints
 	// Retries bounds re-reads when the ruleset changed during a read
-	// (default 3); the last read is used, with a warning, if none was stable.
+	// (default 3, 10 ms apart, doubled each time); the last read is used,
+	// with a warning, if none was stable.
 	Retries int
 	// BehindLimit bounds how long, once change events have been applied,
 	// a Snapshot may return the cache while the kernel's generation is
@@ -424,6 +425,22 @@ func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
 	return obs, nil
 }
 
+// fetchBackoff is the wait before fetch's first retry, doubled for each
+// further one (10+20+40 ms with the default 3 retries).
+const fetchBackoff = 10 * time.Millisecond
+
+// sleepCtx waits d or until ctx is done (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // fetch reads the tables (nil for absent ones), retrying on concurrent
 // change; it returns the generation of a stable read.
 func (n *Reader) fetch(ctx context.Context) ([]*nftTable, uint32, bool, error) {
@@ -433,6 +450,13 @@ func (n *Reader) fetch(ctx context.Context) ([]*nftTable, uint32, bool, error) {
 	}
 	var tables []*nftTable
 	for attempt := 0; attempt <= retries; attempt++ {
+		if attempt > 0 {
+			// Not at once: kube-proxy's IPv4 and IPv6 proxiers commit back
+			// to back, and immediate retries can all fall inside one burst.
+			if err := sleepCtx(ctx, fetchBackoff<<(attempt-1)); err != nil {
+				return nil, 0, false, err
+			}
+		}
 		before, err := n.generationLocked()
 		if err != nil {
 			return nil, 0, false, err
