@@ -51,7 +51,7 @@ BENCH_LIVE_SYNC_TIMEOUT ?= 30m
 BENCH_LIVE_AGENT_ARGS ?=
 # running or stopped: kube-proxy while the objects are created (default: running for iptables-nft only)
 BENCH_LIVE_PROXY_START ?=
-BENCH_LIVE_ENV = NETDRIFT_BENCH_LIVE=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift BENCH_LIVE_OUT=$(CURDIR)/$(BENCH_LIVE_OUT) \
+BENCH_LIVE_ENV = NETDRIFT_BENCH_LIVE=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift BENCH_LIVE_OUT=$(abspath $(BENCH_LIVE_OUT)) \
 	BENCH_LIVE_MODES='$(BENCH_LIVE_MODES)' BENCH_LIVE_SCALES='$(BENCH_LIVE_SCALES)' BENCH_LIVE_RATES='$(BENCH_LIVE_RATES)' \
 	BENCH_LIVE_SECONDS=$(BENCH_LIVE_SECONDS) BENCH_LIVE_IDLE_SECONDS=$(BENCH_LIVE_IDLE_SECONDS) \
 	BENCH_LIVE_SYNC_TIMEOUT=$(BENCH_LIVE_SYNC_TIMEOUT) BENCH_LIVE_AGENT_ARGS='$(BENCH_LIVE_AGENT_ARGS)' BENCH_LIVE_PROXY_START=$(BENCH_LIVE_PROXY_START)
@@ -61,9 +61,9 @@ BENCH_LIVE_ENV = NETDRIFT_BENCH_LIVE=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift BE
 bench-live: bench-deps build lab-bins
 	@test "$$(id -u)" = 0 || { echo "make bench-live needs root (the lab: network namespaces, kube-proxy)"; exit 1; }
 	mkdir -p $(BENCH_LIVE_OUT)
-	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -c -o $(CURDIR)/$(BENCH_LIVE_OUT)/benchlive.test ./bench
-	set -o pipefail; cd $(LAB_DIR)/bench && { uptime; $(BENCH_LIVE_ENV) $(CURDIR)/$(BENCH_LIVE_OUT)/benchlive.test \
-	  -test.run '^TestBenchLive$$' -test.v -test.timeout 12h; rc=$$?; uptime; exit $$rc; } 2>&1 | tee $(CURDIR)/$(BENCH_LIVE_OUT)/bench-live.log
+	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -c -o $(abspath $(BENCH_LIVE_OUT))/benchlive.test ./bench
+	set -o pipefail; cd $(LAB_DIR)/bench && { uptime; $(BENCH_LIVE_ENV) $(abspath $(BENCH_LIVE_OUT))/benchlive.test \
+	  -test.run '^TestBenchLive$$' -test.v -test.timeout 12h; rc=$$?; uptime; exit $$rc; } 2>&1 | tee $(abspath $(BENCH_LIVE_OUT))/bench-live.log
 
 # The CI variant (root, ~50 s per mode): 1,000 endpoints, one 30 s window at
 # 5 changes/s in nftables and iptables-nft mode; asserts that every change
