@@ -432,9 +432,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 	for attempt := 0; ; attempt++ {
 		last := attempt == fullReadAttempts-1
 		if attempt > 0 {
-			if err := sleepCtx(ctx, fullReadBackoff<<(attempt-1)); err != nil {
-				return err
-			}
+			time.Sleep(fullReadBackoff << (attempt - 1)) // 150 ms in all; the read checks ctx
 		}
 		before, err := getGen(c)
 		if err != nil {
@@ -877,16 +875,4 @@ func dumpRules(c *nlConn, v6 bool, table, chain string, fn func(nlRule, error) e
 		return fmt.Errorf("nf_tables rules of table %s: %w", table, err)
 	}
 	return nil
-}
-
-// sleepCtx waits d or until ctx is done (its error then).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,42 +34,19 @@ func TestNFTReaderFullReadDuringCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var wg sync.WaitGroup
-	commits := 0
-	begin := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var until time.Time
-		for i := 0; until.IsZero() || time.Now().Before(until); i++ {
-			select {
-			case <-begin:
-				until, begin = time.Now().Add(60*time.Millisecond), nil
-			default:
-			}
-			op := "add"
-			if i%2 == 1 {
-				op = "delete"
-			}
-			if out, err := netnstest.Cmd(ns, "nft", op, "table", "ip", "nd-hammer").CombinedOutput(); err != nil {
-				t.Errorf("nft %s table: %v: %s", op, err, out)
-				return
-			}
-			commits++
-		}
-	}()
+	commits := netnstest.StartCommits(t, ns)
 	time.Sleep(50 * time.Millisecond) // the loop is committing
 	nr := &iptables.NFTReader{NetNS: ns}
-	close(begin)
+	commits.Begin()
 	got, err := nr.Snapshot(context.Background(), hints)
-	wg.Wait()
+	n := commits.Wait()
 	if err != nil {
-		t.Fatalf("full read during %d commits: %v", commits, err)
+		t.Fatalf("full read during %d commits: %v", n, err)
 	}
 	st := nr.Stats()
-	t.Logf("%d commits; %d full reads, %d attempts dropped", commits, st.FullReads, st.ReadRetries)
+	t.Logf("%d commits; %d full reads, %d attempts dropped", n, st.FullReads, st.ReadRetries)
 	if st.ReadRetries < 1 {
-		t.Errorf("no attempt dropped (%d full reads) during %d commits: want a second attempt after the generation moved", st.FullReads, commits)
+		t.Errorf("no attempt dropped (%d full reads) during %d commits: want a second attempt after the generation moved", st.FullReads, n)
 	}
 	if !reflect.DeepEqual(got.Frontends, want.Frontends) {
 		t.Errorf("read during commits: %d frontends, quiet read %d: %s", len(got.Frontends), len(want.Frontends), diffFrontends(got.Frontends, want.Frontends))

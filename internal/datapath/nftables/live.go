@@ -426,20 +426,8 @@ func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
 }
 
 // fetchBackoff is the wait before fetch's first retry, doubled for each
-// further one (10+20+40 ms with the default 3 retries).
+// further one up to 8x (10+20+40 ms with the default 3 retries).
 const fetchBackoff = 10 * time.Millisecond
-
-// sleepCtx waits d or until ctx is done (its error then).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // fetch reads the tables (nil for absent ones), retrying on concurrent
 // change; it returns the generation of a stable read.
@@ -453,9 +441,7 @@ func (n *Reader) fetch(ctx context.Context) ([]*nftTable, uint32, bool, error) {
 		if attempt > 0 {
 			// Not at once: kube-proxy's IPv4 and IPv6 proxiers commit back
 			// to back, and immediate retries can all fall inside one burst.
-			if err := sleepCtx(ctx, fetchBackoff<<(attempt-1)); err != nil {
-				return nil, 0, false, err
-			}
+			time.Sleep(min(fetchBackoff<<(attempt-1), 8*fetchBackoff)) // the read checks ctx
 		}
 		before, err := n.generationLocked()
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,39 +29,16 @@ func TestSnapshotDuringCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var wg sync.WaitGroup
-	commits := 0
-	begin := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var until time.Time
-		for i := 0; until.IsZero() || time.Now().Before(until); i++ {
-			select {
-			case <-begin:
-				until, begin = time.Now().Add(60*time.Millisecond), nil
-			default:
-			}
-			op := "add"
-			if i%2 == 1 {
-				op = "delete"
-			}
-			if out, err := netnstest.Cmd(ns, "nft", op, "table", "ip", "nd-hammer").CombinedOutput(); err != nil {
-				t.Errorf("nft %s table: %v: %s", op, err, out)
-				return
-			}
-			commits++
-		}
-	}()
+	commits := netnstest.StartCommits(t, ns)
 	time.Sleep(50 * time.Millisecond) // the loop is committing
 	nr := &Reader{Config: Config{NetNS: ns}}
-	close(begin)
+	commits.Begin()
 	got, err := nr.Snapshot(context.Background())
-	wg.Wait()
+	n := commits.Wait()
 	if err != nil {
-		t.Fatalf("read during %d commits: %v", commits, err)
+		t.Fatalf("read during %d commits: %v", n, err)
 	}
-	t.Logf("%d commits; kernel requests %d, a quiet read's %d", commits, nr.kernelReads, quiet.kernelReads)
+	t.Logf("%d commits; kernel requests %d, a quiet read's %d", n, nr.kernelReads, quiet.kernelReads)
 	if nr.kernelReads <= quiet.kernelReads {
 		t.Errorf("kernel requests %d, a quiet read's %d: want the read repeated after the generation moved", nr.kernelReads, quiet.kernelReads)
 	}
