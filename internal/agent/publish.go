@@ -10,16 +10,13 @@ import (
 	"github.com/netdrift/netdrift/internal/model"
 )
 
-// publishLocked keeps what the last audit found for State. The desired state
-// and the lag samples are not copied here but in State, when asked: an audit
-// runs many times a second under churn, a query far less often.
 // observedLocked is the published observation made safe to hand out: a
 // copy when the reader changes its frontends in place (datapath.Freezer),
 // taken at most once per version. The copy may be a change event newer than
 // the published findings (the read that follows an event is immediate).
 func (a *Agent) observedLocked(pub model.Observed) model.Observed {
-	fz, ok := a.src.(datapath.Freezer)
-	if !ok || a.src == nil {
+	fz, ok := a.src.(datapath.Freezer) // false when src is nil
+	if !ok {
 		return pub
 	}
 	if a.frozenObs.Version != 0 && a.frozenObs.Version == pub.Version {
@@ -32,6 +29,9 @@ func (a *Agent) observedLocked(pub model.Observed) model.Observed {
 	return pub
 }
 
+// publishLocked keeps what the last audit found for State. The desired state
+// and the lag samples are not copied here but in State, when asked: an audit
+// runs many times a second under churn, a query far less often.
 func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	s := State{
 		Node: a.cfg.NodeName, Datapath: a.mode, DatapathReason: a.reason,

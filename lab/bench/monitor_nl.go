@@ -154,11 +154,11 @@ type Monitor struct {
 	cpu  atomic.Int64 // the thread's CPU (RUSAGE_THREAD) since the bind, updated as it reads
 	base int64        // the thread's CPU at the bind: it may have run other goroutines before
 
-	mu       sync.Mutex
-	commits  []Commit
-	messages int
-	overruns int // ENOBUFS: notifications the kernel dropped
-	err      error
+	mu        sync.Mutex
+	commits   []Commit
+	datagrams int
+	overruns  int // ENOBUFS: notifications the kernel dropped
+	err       error
 }
 
 // StartMonitor binds the listener in the namespace at nsPath (a
@@ -218,7 +218,7 @@ func (m *Monitor) parse(b []byte, at time.Time, tx *txState) error {
 	var got []Commit
 	err := parseNFTDatagram(b, at, tx, func(c Commit) { got = append(got, c) })
 	m.mu.Lock()
-	m.messages++
+	m.datagrams++
 	m.commits = append(m.commits, got...)
 	m.mu.Unlock()
 	return err
@@ -311,7 +311,7 @@ func (m *Monitor) Stop() MonitorStats {
 	<-m.done
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return MonitorStats{Datagrams: m.messages, Commits: len(m.commits), Overruns: m.overruns, CPU: m.CPU(), Err: m.err}
+	return MonitorStats{Datagrams: m.datagrams, Commits: len(m.commits), Overruns: m.overruns, CPU: m.CPU(), Err: m.err}
 }
 
 // Overruns is how many times the kernel dropped notifications so far.
