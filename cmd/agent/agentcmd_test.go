@@ -3,9 +3,16 @@ package main
 import (
 	"bytes"
 	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // TestAgentFlagsValidatedUpFront: every bad flag is refused before anything
@@ -23,6 +30,8 @@ func TestAgentFlagsValidatedUpFront(t *testing.T) {
 		{"--max-procs", "-1"},
 		{"--event-poll", "0s"},
 		{"--full-audit-interval", "-1m"},
+		{"--pprof-listen", "0.0.0.0:9762"},
+		{"--pprof-listen", "9762"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
@@ -66,5 +75,42 @@ func TestAgentProcs(t *testing.T) {
 	fs, f = parse("--max-procs=1")
 	if agentProcs(fs, f.maxProcs); runtime.GOMAXPROCS(0) != 1 {
 		t.Errorf("$GOMAXPROCS=2, --max-procs=1: GOMAXPROCS %d, want 1", runtime.GOMAXPROCS(0))
+	}
+}
+
+// TestAPICompression: the client asks for gzip only with --api-compression
+// (the header the API server decides by, seen by a TLS server standing in
+// for it: over plain HTTP client-go uses the default transport whatever the
+// setting, and the agent always talks TLS).
+func TestAPICompression(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		var got atomic.Value
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got.Store(r.Header.Get("Accept-Encoding"))
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"major":"1","minor":"37","gitVersion":"v1.37.2"}`))
+		}))
+		kc := filepath.Join(t.TempDir(), "kubeconfig")
+		cfgText := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + srv.URL + "\", insecure-skip-tls-verify: true}}]\n" +
+			"users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+		if err := os.WriteFile(kc, []byte(cfgText), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := restConfig(kc, on)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.Discovery().ServerVersion(); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		enc, _ := got.Load().(string)
+		if asks := strings.Contains(enc, "gzip"); asks != on {
+			t.Errorf("--api-compression=%v: Accept-Encoding %q", on, enc)
+		}
 	}
 }

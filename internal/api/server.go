@@ -3,7 +3,9 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -120,9 +122,36 @@ func (h *Handler) drift(w http.ResponseWriter, _ *http.Request) {
 		Warnings: s.Observed.Warnings})
 }
 
-func (h *Handler) lag(w http.ResponseWriter, _ *http.Request) {
+// lag serves the recent samples; ?since=RFC 3339 time keeps those delivered
+// (T1) at or after it, percentiles included: a poller asks only for what it
+// has not seen instead of the newest thousand every time.
+func (h *Handler) lag(w http.ResponseWriter, r *http.Request) {
+	var since time.Time
+	if v := r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			http.Error(w, "since: want an RFC 3339 time such as 2026-11-29T14:25:00.18Z, got "+strconv.Quote(v), http.StatusBadRequest)
+			return
+		}
+		since = t
+	}
 	s := h.state()
-	writeJSON(w, LagOf(s.Node, s.Recent, s.PendingChanges, s.Now))
+	writeJSON(w, LagOf(s.Node, samplesSince(s.Recent, since), s.PendingChanges, s.Now))
+}
+
+// samplesSince is the samples with T1 at or after since (all when zero).
+// Samples are kept in the order they were measured, not by T1: filter all.
+func samplesSince(samples []drift.LagSample, since time.Time) []drift.LagSample {
+	if since.IsZero() {
+		return samples
+	}
+	var out []drift.LagSample
+	for _, s := range samples {
+		if !s.T1.Before(since) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (h *Handler) service(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sort"
@@ -429,6 +430,7 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		mon0, over0 = mon.CPU(), mon.Overruns()
 	}
 	start := time.Now()
+	poll := &lagPoll{start: start, into: collected}
 	w, err := measure(ctx, p, fmt.Sprintf("churn %g/s", rate), cfg.Window, func(ctx context.Context) {
 		done := make(chan struct{})
 		go func() {
@@ -443,7 +445,7 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 			case <-done:
 				return
 			case <-t.C:
-				if err := collectLag(ctx, a, start, collected); err != nil {
+				if err := poll.collect(ctx, a); err != nil {
 					lagErrs = append(lagErrs, err.Error())
 				}
 			}
@@ -470,14 +472,14 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 			break
 		}
 		if time.Since(lastPoll) > time.Second {
-			_ = collectLag(ctx, a, start, collected) // the listing keeps 1,000
+			_ = poll.collect(ctx, a) // the listing keeps 1,000
 			lastPoll = time.Now()
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	w.DrainTook = time.Since(d0)
 	w.PendingAtEnd = st.PendingChanges
-	if err := collectLag(ctx, a, start, collected); err != nil {
+	if err := poll.collect(ctx, a); err != nil {
 		lagErrs = append(lagErrs, "after the drain: "+err.Error())
 	}
 	w.LagPollErrors = lagErrs
@@ -599,25 +601,48 @@ func absDur(d time.Duration) time.Duration {
 	return d
 }
 
-// collectLag adds /v1/lag samples of changes delivered since start. A busy
-// agent may answer slowly: three attempts.
-func collectLag(ctx context.Context, a *scenarios.Agent, since time.Time, into map[string]scenarios.LagSample) error {
+// lagPoll collects the /v1/lag samples of changes delivered since start,
+// asking each time only for what it has not seen: ?since the newest T1
+// collected, or the oldest pending change's T1 when earlier (it may still
+// converge). The agent's CPU includes serving these polls.
+type lagPoll struct {
+	start time.Time
+	next  time.Time
+	into  map[string]scenarios.LagSample
+}
+
+// collect polls once. A busy agent may answer slowly: three attempts.
+func (p *lagPoll) collect(ctx context.Context, a *scenarios.Agent) error {
+	path := "/v1/lag"
+	if !p.next.IsZero() {
+		path += "?since=" + url.QueryEscape(p.next.Format(time.RFC3339Nano))
+	}
 	var lag scenarios.Lag
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if err = a.Get(ctx, "/v1/lag", &lag); err == nil {
+		if err = a.Get(ctx, path, &lag); err == nil {
 			break
 		}
 	}
 	if err != nil {
 		return err
 	}
+	next := p.next
 	for _, s := range lag.Samples {
-		if s.T1.Before(since) || !strings.HasPrefix(s.Service, Namespace+"/") {
+		if s.T1.Before(p.start) || !strings.HasPrefix(s.Service, Namespace+"/") {
 			continue
 		}
-		into[s.Service+"@"+s.T1.Format(time.RFC3339Nano)] = s
+		p.into[s.Service+"@"+s.T1.Format(time.RFC3339Nano)] = s
+		if s.T1.After(next) {
+			next = s.T1
+		}
 	}
+	for _, c := range lag.Pending {
+		if !c.T1.IsZero() && c.T1.Before(next) {
+			next = c.T1
+		}
+	}
+	p.next = next
 	return nil
 }
 

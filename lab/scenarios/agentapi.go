@@ -78,9 +78,10 @@ type Lag struct {
 	Node    string      `json:"node"`
 	Samples []LagSample `json:"samples"`
 	Pending []struct {
-		Service    string  `json:"service"`
-		Change     string  `json:"change"`
-		AgeSeconds float64 `json:"age_seconds"`
+		Service    string    `json:"service"`
+		Change     string    `json:"change"`
+		T1         time.Time `json:"t1"`
+		AgeSeconds float64   `json:"age_seconds"`
 	} `json:"pending"`
 }
 
