@@ -18,6 +18,9 @@ type ipTable struct {
 	slab   []ipRule   // rules are allocated in blocks
 	ptrs   []*ipRule  // and chains' first rule slots too
 	toks   []string   // the netlink reader's tokenizer buffer, reused
+	// netlink reader only: chain names by handle (chainByHandle), nil
+	// until first asked
+	byHandle map[uint64]string
 }
 
 // ipChain is one chain and, once walked, where it sends traffic.

@@ -590,7 +590,7 @@ func (n *NFTReader) readChain(ctx context.Context, c *nlConn, f *nlFamily, table
 	if old := t.chains[name]; old != nil {
 		old.dead = true
 	}
-	t.chains[name] = ch
+	t.setChain(ch)
 	return nil
 }
 

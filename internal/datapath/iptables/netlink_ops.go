@@ -245,10 +245,45 @@ func (p *chainPatch) place(ops []NFTOp, i int) (int32, bool) {
 
 // otherChainHandle reports whether a chain other than name has handle h.
 func (t *ipTable) otherChainHandle(name string, h uint64) bool {
-	for n, c := range t.chains {
-		if c.handle == h && n != name {
-			return true
+	n := t.chainByHandle(h)
+	return n != "" && n != name
+}
+
+// chainByHandle names the chain with handle h ("" none) from an index built
+// on first use: a sync's messages name every chain kube-proxy declares, and
+// a walk of all chains for each (10,000 and more) was a fifth of the agent's
+// CPU under churn. An entry whose chain is gone or has another handle now
+// is dropped; a chain that takes a handle is noted (setChain, noteHandle).
+// The kernel never hands a table's handle out twice.
+func (t *ipTable) chainByHandle(h uint64) string {
+	if t.byHandle == nil {
+		t.byHandle = make(map[uint64]string, len(t.chains))
+		for n, c := range t.chains {
+			if c.handle != 0 {
+				t.byHandle[c.handle] = n
+			}
 		}
 	}
-	return false
+	n, ok := t.byHandle[h]
+	if !ok {
+		return ""
+	}
+	if c := t.chains[n]; c == nil || c.handle != h {
+		delete(t.byHandle, h)
+		return ""
+	}
+	return n
+}
+
+// noteHandle records that chain name now has handle h (index built only).
+func (t *ipTable) noteHandle(name string, h uint64) {
+	if t.byHandle != nil && h != 0 {
+		t.byHandle[h] = name
+	}
+}
+
+// setChain caches a chain read or patched over netlink, keeping the index.
+func (t *ipTable) setChain(c *ipChain) {
+	t.chains[c.name] = c
+	t.noteHandle(c.name, c.handle)
 }

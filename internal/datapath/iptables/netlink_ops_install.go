@@ -35,12 +35,13 @@ func (p *chainPatch) install(v6 bool, t *ipTable, name string, n *NFTReader) pat
 	}
 	if old != nil && samePtrs(old.rules, rules) {
 		old.nl, old.handle = slots, p.handle
+		t.noteHandle(name, p.handle)
 		return patchSame
 	}
 	if old != nil {
 		old.dead = true
 	}
-	t.chains[name] = &ipChain{name: name, handle: p.handle, nl: slots, rules: rules}
+	t.setChain(&ipChain{name: name, handle: p.handle, nl: slots, rules: rules})
 	return patchDone
 }
 

@@ -127,3 +127,39 @@ func TestRulePool(t *testing.T) {
 		t.Error("a chain that did not exist has no old rules")
 	}
 }
+
+// TestChainByHandle: the handle index answers as a walk of the chains
+// would, after chains are replaced, re-handled and deleted behind it.
+func TestChainByHandle(t *testing.T) {
+	tb, _ := opsChain(1, 2)
+	if n := tb.chainByHandle(200); n != "KUBE-Y" {
+		t.Fatalf("handle 200: %q, want KUBE-Y", n)
+	}
+	if !tb.otherChainHandle("KUBE-Z", 100) || tb.otherChainHandle("KUBE-X", 100) {
+		t.Error("handle 100 is KUBE-X's: other for KUBE-Z, not for KUBE-X")
+	}
+	tb.setChain(&ipChain{name: "KUBE-Z", handle: 300}) // created after the index
+	if n := tb.chainByHandle(300); n != "KUBE-Z" {
+		t.Errorf("handle 300 after setChain: %q, want KUBE-Z", n)
+	}
+	delete(tb.chains, "KUBE-Y") // gone without a note
+	if n := tb.chainByHandle(200); n != "" {
+		t.Errorf("handle 200 after KUBE-Y's deletion: %q, want none", n)
+	}
+	tb.chains["KUBE-X"].handle = 400 // re-handled: the old handle is no one's
+	tb.noteHandle("KUBE-X", 400)
+	if a, b := tb.chainByHandle(100), tb.chainByHandle(400); a != "" || b != "KUBE-X" {
+		t.Errorf("after KUBE-X took handle 400: 100 -> %q, 400 -> %q; want none, KUBE-X", a, b)
+	}
+	for h := uint64(1); h <= 500; h++ { // against a walk, for every handle
+		want := ""
+		for n, c := range tb.chains {
+			if c.handle == h {
+				want = n
+			}
+		}
+		if got := tb.chainByHandle(h); got != want {
+			t.Errorf("handle %d: index %q, walk %q", h, got, want)
+		}
+	}
+}

@@ -36,6 +36,7 @@ type ChangeWatcher struct {
 	opsB       opsBatch          // the current transaction's ops (run goroutine only)
 	names      map[string]string // the current transaction's names, interned
 	txFirst    time.Time         // when the current transaction's first message was read (run goroutine only)
+	readAt     time.Time         // when the datagram being handled was read (run goroutine only)
 }
 
 // WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
@@ -145,9 +146,18 @@ func (w *ChangeWatcher) Close() error {
 func (w *ChangeWatcher) run() {
 	defer close(w.events)
 	var batch changeBatch
+	r, err := newDatagramReader(w.conn)
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	handle := func(m netlink.Message) { w.handle(m, &batch, w.readAt) }
 	for {
-		msgs, err := w.conn.Receive()
-		at := time.Now()
+		b, err := r.read()
+		w.readAt = time.Now()
+		if err == nil {
+			err = eachMessage(b, handle)
+		}
 		if err != nil {
 			select {
 			case <-w.done:
@@ -158,15 +168,17 @@ func (w *ChangeWatcher) run() {
 				w.overrun(&batch)
 				continue
 			}
-			w.errMu.Lock()
-			w.err = err
-			w.errMu.Unlock()
+			w.fail(err)
 			return
 		}
-		for _, m := range msgs {
-			w.handle(m, &batch, at)
-		}
 	}
+}
+
+// fail records the error that ends the subscription.
+func (w *ChangeWatcher) fail(err error) {
+	w.errMu.Lock()
+	w.err = err
+	w.errMu.Unlock()
 }
 
 // overrun handles notifications the kernel dropped (socket buffer full):
