@@ -63,16 +63,36 @@ func (n *NFTReader) opsByChain(ev NFTEvent) map[opChain][]NFTOp {
 	if !ev.OpsComplete || len(ev.Ops) == 0 || int32(ev.Gen-n.gen) <= 0 {
 		return nil
 	}
-	out := map[opChain][]NFTOp{}
+	// Two passes, one backing array carved per chain: a sync carries
+	// thousands of ops, and growing a slice per chain was a tenth of what
+	// the agent allocated under iptables-nft churn.
+	count := map[opChain]int{}
 	for _, op := range ev.Ops {
-		f := n.family(op.Family)
-		if f == nil || (op.Table != "nat" && op.Table != "filter") {
-			continue
+		if k, ok := n.opKey(op); ok {
+			count[k]++
 		}
-		k := opChain{f, op.Table, op.Chain}
-		out[k] = append(out[k], op)
+	}
+	all := make([]NFTOp, 0, len(ev.Ops))
+	out := make(map[opChain][]NFTOp, len(count))
+	for k, c := range count {
+		out[k] = all[len(all) : len(all) : len(all)+c]
+		all = all[:len(all)+c]
+	}
+	for _, op := range ev.Ops {
+		if k, ok := n.opKey(op); ok {
+			out[k] = append(out[k], op) // within its carved capacity
+		}
 	}
 	return out
+}
+
+// opKey is the cached chain an op is for; false for tables not kept.
+func (n *NFTReader) opKey(op NFTOp) (opChain, bool) {
+	f := n.family(op.Family)
+	if f == nil || (op.Table != "nat" && op.Table != "filter") {
+		return opChain{}, false
+	}
+	return opChain{f, op.Table, op.Chain}, true
 }
 
 // patchChain applies one chain's ops to the cached table.

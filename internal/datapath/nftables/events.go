@@ -37,6 +37,7 @@ type ChangeWatcher struct {
 	names      map[string]string // the current transaction's names, interned
 	txFirst    time.Time         // when the current transaction's first message was read (run goroutine only)
 	readAt     time.Time         // when the datagram being handled was read (run goroutine only)
+	opsHint    int               // ops the last transaction carried (run goroutine only)
 }
 
 // WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
@@ -234,6 +235,9 @@ func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch, at time.Ti
 	w.txFirst = time.Time{}
 	if len(w.opTables) > 0 && len(w.events) < w.opsQueue {
 		ev.Ops, ev.OpsComplete = w.opsB.ops, !w.opsB.overflow
+	}
+	if n := len(w.opsB.ops); n > 0 {
+		w.opsHint = n
 	}
 	w.opsB.reset()
 	select {

@@ -97,6 +97,11 @@ func (w *ChangeWatcher) addOp(m netlink.Message, it ChangeItem) {
 		b.overflow, b.ops = true, nil
 		return
 	}
+	if b.ops == nil {
+		// As many as the last transaction's: kube-proxy's syncs are alike,
+		// and growing a slice of thousands of ops by doubling is garbage.
+		b.ops = make([]Op, 0, max(w.opsHint, 16))
+	}
 	b.ops = append(b.ops, op)
 }
 
