@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
@@ -94,6 +95,9 @@ type iptablesReader struct {
 	nlOff   string    // why the netlink reader is not used ("" = it is)
 	nlRetry time.Time // when to try netlink again after a fallback
 	inProc  bool      // the last read was in process (no CPU to report)
+	// fromNL: the last Snapshot returned the netlink reader's observation,
+	// whose frontends its next ApplyEvent changes in place (Frozen)
+	fromNL atomic.Bool
 
 	lg legacyState // the in-process iptables-legacy path (legacy.go)
 }
@@ -174,6 +178,16 @@ func (k *iptablesReader) SelfAudits() (audits, differed uint64) {
 	return uint64(st.Audits), uint64(st.AuditDiffs)
 }
 
+// Frozen is the netlink reader's (datapath.Freezer) while the last
+// Snapshot came from it; the other paths' observations are never changed.
+// It takes no lock of this reader: a read may be running.
+func (k *iptablesReader) Frozen() (model.Observed, bool) {
+	if k.nl == nil || !k.fromNL.Load() {
+		return model.Observed{}, false
+	}
+	return k.nl.Frozen()
+}
+
 // LastReadCPU is the CPU time the last dump cost (iptables-save
 // processes); 0 after an in-process netlink read.
 func (k *iptablesReader) LastReadCPU() time.Duration {
@@ -215,9 +229,11 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 			k.nlOK = false
 		default:
 			k.nlOff, k.inProc = "", true
+			k.fromNL.Store(true)
 			return obs, nil // versioned by the netlink reader: a new version whenever it walked again
 		}
 	}
+	k.fromNL.Store(false)
 	if obs, ok := k.legacySnapshot(ctx); ok {
 		return obs, nil
 	}

@@ -82,12 +82,14 @@ type NFTReader struct {
 	IPv6  bool
 
 	mu    sync.Mutex
+	pubMu sync.Mutex  // held while obs or its frontends change; Frozen takes only it
 	fams  []*nlFamily // nil: nothing cached
 	gen   uint32      // nf_tables generation the cache reflects
 	stats NFTStats
 
 	hints   model.Hints    // the walk's
 	obs     model.Observed // the walk of the cached tables; Version 0: none
+	frozen  model.Observed // Frozen's copy of the latest version
 	lastOut uint64         // the Version Snapshot returned last
 	// behind is when a Snapshot first found the kernel's generation ahead of
 	// the cache (zero: not behind). kube-proxy commits a sync as several
@@ -130,7 +132,8 @@ func (n *NFTReader) Stats() NFTStats {
 func (n *NFTReader) Drop() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.fams, n.obs = nil, model.Observed{}
+	n.fams = nil
+	n.setObs(model.Observed{})
 }
 
 // Snapshot returns the observed state. It reads everything when nothing is
@@ -138,8 +141,10 @@ func (n *NFTReader) Drop() {
 // (a change not delivered through ApplyChanges), else returns the walk of
 // the cache, which ApplyChanges keeps current.
 //
-// The result is shared and never modified (copy before changing it). Its
-// Version changes only when its content may; after change events it names,
+// The result's Frontends are shared with the cache and changed in place
+// by the next ApplyEvent (take Frozen to keep or hand on an observation;
+// never change it). Its Version changes only when its content may; after
+// change events it names,
 // in Since and Changed, the only frontends that differ from the state the
 // previous Snapshot returned. Hints are compared by identity: pass a new
 // Hints value when they change (the whole table is walked again).
@@ -169,7 +174,8 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 		if prev == nil {
 			// Not an audit: the cached tables are not needed during the
 			// read (kept, they would double the heap while it runs).
-			n.fams, n.obs = nil, model.Observed{}
+			n.fams = nil
+			n.setObs(model.Observed{})
 		}
 		if err := n.fullRead(ctx, c); err != nil {
 			return err
@@ -180,7 +186,8 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 		return nil
 	})
 	if err != nil {
-		n.fams, n.obs = nil, model.Observed{}
+		n.fams = nil
+		n.setObs(model.Observed{})
 		return model.Observed{}, err
 	}
 	if n.obs.Version == 0 || !sameHints(hints, n.hints) {
@@ -239,14 +246,16 @@ func (n *NFTReader) ApplyEvent(ctx context.Context, ev NFTEvent) error {
 		return nil // the next Snapshot reads everything
 	}
 	if ev.Lost {
-		n.fams, n.obs = nil, model.Observed{}
+		n.fams = nil
+		n.setObs(model.Observed{})
 		return nil
 	}
 	chains, whole := n.namedChains(ev.Changes)
 	n.patch(ev, chains, whole)
 	err := n.reread(ctx, chains, whole)
 	if err != nil {
-		n.fams, n.obs = nil, model.Observed{}
+		n.fams = nil
+		n.setObs(model.Observed{})
 		return err
 	}
 	if int32(ev.Gen-n.gen) > 0 {
@@ -263,7 +272,8 @@ func (n *NFTReader) ApplyEvent(ctx context.Context, ev NFTEvent) error {
 		return out
 	}
 	if err := n.rewalk(func(f *nlFamily) ([]string, []string) { return names(f, "nat"), names(f, "filter") }); err != nil {
-		n.fams, n.obs = nil, model.Observed{}
+		n.fams = nil
+		n.setObs(model.Observed{})
 		return err
 	}
 	return nil
@@ -309,7 +319,10 @@ func (n *NFTReader) rewalk(changed func(*nlFamily) (nat, filter []string)) error
 	if len(changedFronts) == 0 && !warnings {
 		return nil // same state, same version
 	}
-	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: maps.Clone(n.obs.Frontends), Warnings: n.obs.Warnings}
+	// In place (Frozen gives a copy to whatever keeps one): a copy of every
+	// frontend per change made the cost of a change grow with the cluster.
+	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: n.obs.Frontends, Warnings: n.obs.Warnings}
+	n.pubMu.Lock()
 	for _, d := range deltas {
 		for _, f := range d.gone {
 			delete(obs.Frontends, f)
@@ -318,6 +331,7 @@ func (n *NFTReader) rewalk(changed func(*nlFamily) (nat, filter []string)) error
 			obs.Frontends[fv.f] = fv.v
 		}
 	}
+	n.pubMu.Unlock()
 	if warnings {
 		obs.Warnings = nil
 		for _, f := range n.fams {
@@ -339,7 +353,8 @@ func (n *NFTReader) walkAll() error {
 		f.view = newIPView(f.fam, f.tag, f.tables, idx, nil)
 		for chain, why := range f.opaque["nat"] {
 			if c := f.view.nat.chains[chain]; c != nil && c.done {
-				n.fams, n.obs = nil, model.Observed{}
+				n.fams = nil
+				n.setObs(model.Observed{})
 				return fmt.Errorf("%w: %s nat chain %s, reached from kube-proxy's chains: %s", ErrUndecodable, f.fam, chain, why)
 			}
 		}
@@ -370,7 +385,32 @@ func (n *NFTReader) stamp(obs model.Observed, changed map[model.Frontend]bool) {
 			obs.Since, obs.Changed = prev.Since, merged
 		}
 	}
+	n.setObs(obs)
+}
+
+// setObs replaces the walk's observation under pubMu (Frozen's lock).
+func (n *NFTReader) setObs(obs model.Observed) {
+	n.pubMu.Lock()
 	n.obs = obs
+	n.pubMu.Unlock()
+}
+
+// Frozen returns a copy of the latest observation that nothing changes,
+// made at most once per version; false when nothing is cached (an earlier
+// observation is then not changed any more either). It waits for no
+// kernel read: only for a change of the observation itself.
+func (n *NFTReader) Frozen() (model.Observed, bool) {
+	n.pubMu.Lock()
+	defer n.pubMu.Unlock()
+	if n.obs.Version == 0 {
+		return model.Observed{}, false
+	}
+	if n.frozen.Version != n.obs.Version {
+		obs := n.obs
+		obs.Frontends, obs.Since, obs.Changed = maps.Clone(obs.Frontends), 0, nil
+		n.frozen = obs
+	}
+	return n.frozen, true
 }
 
 // versions is the source of every Observed.Version this package's readers
@@ -455,7 +495,8 @@ func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 			n.stats.ReadRetries++
 			continue
 		}
-		n.fams, n.gen, n.obs = fams, before, model.Observed{}
+		n.fams, n.gen = fams, before
+		n.setObs(model.Observed{})
 		n.patched, n.lastFull = false, time.Now()
 		n.stats.Rules = rules
 		n.stats.LastReadDur = time.Since(start)

@@ -5,6 +5,7 @@ package iptables_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -360,5 +361,56 @@ func TestNFTPatchSeriesMatchesFullRead(t *testing.T) {
 	}
 	if st := r.nr.Stats(); st.Audits != 1 || st.AuditDiffs != 0 || st.FullReads != 2 {
 		t.Errorf("audit: stats %+v", st)
+	}
+}
+
+// TestNFTInPlaceFrozen: an event changes the frontends the last Snapshot
+// returned in place; a Frozen copy taken before it does not move; the next
+// Snapshot names every frontend that changed since that one and equals a
+// fresh read; a copy taken after it has the new content in a map of its own.
+func TestNFTInPlaceFrozen(t *testing.T) {
+	r := newOpsRig(t)
+	ctx := context.Background()
+	s0, err := r.nr.Snapshot(ctx, r.hints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f0, ok := r.nr.Frozen()
+	if !ok || f0.Version != s0.Version {
+		t.Fatalf("Frozen: ok %v version %d, want the snapshot's %d", ok, f0.Version, s0.Version)
+	}
+	before := maps.Clone(s0.Frontends)
+	_, dest, _ := firstEndpoint(t, r.spec)
+	r.restore(strings.Replace(syncText(r.spec.IPTablesRestore()), "--to-destination "+dest, "--to-destination 10.255.0.1:8080", 1))
+	r.apply()
+	if reflect.DeepEqual(before, s0.Frontends) {
+		t.Fatal("an endpoint move left the returned frontends as they were: not changed in place (the test's premise)")
+	}
+	if !reflect.DeepEqual(before, f0.Frontends) {
+		t.Fatal("the Frozen copy changed with the cache")
+	}
+	s1, err := r.nr.Snapshot(ctx, r.hints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s1.Since != s0.Version || len(s1.Changed) == 0 {
+		t.Fatalf("since %d, %d changed: want the changes named since the last snapshot (%d)", s1.Since, len(s1.Changed), s0.Version)
+	}
+	for fe, v := range before {
+		if !reflect.DeepEqual(v, s1.Frontends[fe]) && !s1.Changed[fe] {
+			t.Errorf("%v changed and is not named", fe)
+		}
+	}
+	r.sameAsFresh("after an in-place change")
+	f1, _ := r.nr.Frozen()
+	if f1.Version != s1.Version || !reflect.DeepEqual(f1.Frontends, s1.Frontends) {
+		t.Fatal("a Frozen copy after the change is not the new state")
+	}
+	for fe := range f1.Frontends {
+		delete(f1.Frontends, fe) // a map of its own: the cache keeps its frontends
+		break
+	}
+	if len(f1.Frontends) == len(s1.Frontends) {
+		t.Fatal("the Frozen copy shares its map with the cache")
 	}
 }

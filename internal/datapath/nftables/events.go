@@ -37,7 +37,7 @@ type ChangeWatcher struct {
 	names      map[string]string // the current transaction's names, interned
 	txFirst    time.Time         // when the current transaction's first message was read (run goroutine only)
 	readAt     time.Time         // when the datagram being handled was read (run goroutine only)
-	opsHint    int               // ops the last transaction carried (run goroutine only)
+	opsHint    map[TableRef]int  // ops the last transaction begun in a table carried (run goroutine only)
 }
 
 // WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
@@ -237,7 +237,10 @@ func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch, at time.Ti
 		ev.Ops, ev.OpsComplete = w.opsB.ops, !w.opsB.overflow
 	}
 	if n := len(w.opsB.ops); n > 0 {
-		w.opsHint = n
+		if w.opsHint == nil {
+			w.opsHint = map[TableRef]int{}
+		}
+		w.opsHint[w.opsB.first] = n
 	}
 	w.opsB.reset()
 	select {

@@ -63,6 +63,7 @@ type opsBatch struct {
 	ops      []Op
 	bytes    int
 	overflow bool
+	first    TableRef // the table of the first op
 }
 
 func (b *opsBatch) reset() { *b = opsBatch{} }
@@ -98,9 +99,12 @@ func (w *ChangeWatcher) addOp(m netlink.Message, it ChangeItem) {
 		return
 	}
 	if b.ops == nil {
-		// As many as the last transaction's: kube-proxy's syncs are alike,
-		// and growing a slice of thousands of ops by doubling is garbage.
-		b.ops = make([]Op, 0, max(w.opsHint, 16))
+		// As many as the last transaction that began in this table carried:
+		// kube-proxy's syncs are alike (an iptables-nft sync commits nat
+		// and filter apart, thousands of ops against tens), and growing a
+		// slice of thousands of ops by doubling is garbage.
+		b.first = TableRef{Family: it.Family, Table: it.Table}
+		b.ops = make([]Op, 0, max(w.opsHint[b.first], 16))
 	}
 	b.ops = append(b.ops, op)
 }
