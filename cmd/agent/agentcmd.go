@@ -225,9 +225,9 @@ func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.L
 	defer w.close()
 	g, ctx := errgroup.WithContext(ctx)
 	w.start(ctx, g)
-	g.Go(func() error { return serveHTTP(ctx, f.listen, w.handler, log) })
+	g.Go(func() error { return serveHTTP(ctx, "--listen", f.listen, w.handler, log) })
 	if f.pprofListen != "" {
-		g.Go(func() error { return servePprof(ctx, f.pprofListen, log) })
+		g.Go(func() error { return serveHTTP(ctx, "--pprof-listen", f.pprofListen, pprofHandler(), log) })
 	}
 	if f.secureListen != "" {
 		h, tlsCfg, err := secureHandler(f, client, w.handler, log)
@@ -239,10 +239,11 @@ func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.L
 	return g.Wait()
 }
 
-func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+// serveHTTP serves h on addr (given by flag) until ctx ends.
+func serveHTTP(ctx context.Context, flagName, addr string, h http.Handler, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return fmt.Errorf("%s: %w", flagName, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()

@@ -114,3 +114,19 @@ func TestAPICompression(t *testing.T) {
 		}
 	}
 }
+
+// TestPprofHandler: the profiles --pprof-listen serves are Go's own.
+func TestPprofHandler(t *testing.T) {
+	srv := httptest.NewServer(pprofHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(b.String(), "heap profile") {
+		t.Errorf("heap profile: status %d, body %.80q", resp.StatusCode, b.String())
+	}
+}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -22,24 +20,14 @@ func checkPprofAddr(addr string) error {
 	return nil
 }
 
-// servePprof serves Go's runtime profiles under /debug/pprof/ until ctx ends
-// (off unless --pprof-listen is given; never on the API's listener).
-func servePprof(ctx context.Context, addr string, log *slog.Logger) error {
+// pprofHandler serves Go's runtime profiles under /debug/pprof/ (on its
+// own listener, --pprof-listen; never on the API's).
+func pprofHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--pprof-listen: %w", err)
-	}
-	srv := &http.Server{Handler: mux}
-	go func() { <-ctx.Done(); _ = srv.Close() }()
-	log.Info("serving Go profiles", "addr", ln.Addr().String())
-	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-		return err
-	}
-	return nil
+	return mux
 }

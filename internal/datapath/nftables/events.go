@@ -36,7 +36,6 @@ type ChangeWatcher struct {
 	opsB       opsBatch          // the current transaction's ops (run goroutine only)
 	names      map[string]string // the current transaction's names, interned
 	txFirst    time.Time         // when the current transaction's first message was read (run goroutine only)
-	readAt     time.Time         // when the datagram being handled was read (run goroutine only)
 	opsHint    map[TableRef]int  // ops the last transaction begun in a table carried (run goroutine only)
 }
 
@@ -152,10 +151,11 @@ func (w *ChangeWatcher) run() {
 		w.fail(err)
 		return
 	}
-	handle := func(m netlink.Message) { w.handle(m, &batch, w.readAt) }
+	var at time.Time // when the datagram being handled was read
+	handle := func(m netlink.Message) { w.handle(m, &batch, at) }
 	for {
 		b, err := r.read()
-		w.readAt = time.Now()
+		at = time.Now()
 		if err == nil {
 			err = eachMessage(b, handle)
 		}

@@ -1,7 +1,6 @@
 package nftables
 
 import (
-	"encoding/binary"
 	"fmt"
 	"syscall"
 
@@ -62,25 +61,21 @@ func (r *datagramReader) read() ([]byte, error) {
 	return r.buf[:n], nil
 }
 
-// eachMessage calls fn for every netlink message of a datagram; Data
-// aliases b.
+// eachMessage calls fn for every netlink message of a datagram, split by
+// the standard library (syscall.ParseNetlinkMessage: Data aliases b).
 func eachMessage(b []byte, fn func(netlink.Message)) error {
-	for len(b) >= unix.NLMSG_HDRLEN {
-		l := int(binary.NativeEndian.Uint32(b))
-		if l < unix.NLMSG_HDRLEN || l > len(b) {
-			return fmt.Errorf("netlink message length %d of %d bytes", l, len(b))
-		}
+	msgs, err := syscall.ParseNetlinkMessage(b)
+	if err != nil {
+		return fmt.Errorf("netlink datagram of %d bytes: %w", len(b), err)
+	}
+	for _, m := range msgs {
 		fn(netlink.Message{
 			Header: netlink.Header{
-				Length:   uint32(l),
-				Type:     netlink.HeaderType(binary.NativeEndian.Uint16(b[4:])),
-				Flags:    netlink.HeaderFlags(binary.NativeEndian.Uint16(b[6:])),
-				Sequence: binary.NativeEndian.Uint32(b[8:]),
-				PID:      binary.NativeEndian.Uint32(b[12:]),
+				Length: m.Header.Len, Type: netlink.HeaderType(m.Header.Type),
+				Flags: netlink.HeaderFlags(m.Header.Flags), Sequence: m.Header.Seq, PID: m.Header.Pid,
 			},
-			Data: b[unix.NLMSG_HDRLEN:l],
+			Data: m.Data,
 		})
-		b = b[min(len(b), (l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1)):]
 	}
 	return nil
 }
