@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -254,14 +253,6 @@ func serveHTTP(ctx context.Context, flagName, addr string, h http.Handler, log *
 	return nil
 }
 
-// agentGCPercent is the agent's GC target unless GOGC is set. Its heap is
-// mostly the tables it keeps (large, long-lived) and it allocates little per
-// change: at the default 100 the heap may grow to twice the live tables
-// before a collection, which at 100k endpoints put the agent's peak RSS above
-// kube-proxy's. At 50 the headroom is halved for a few more collections of a
-// heap that is mostly live (BENCHMARKS.md, "Live").
-const agentGCPercent = 50
-
 // agentProcs sets GOMAXPROCS: 1 by default. The agent's work is one loop
 // fed by watch and change-event goroutines; a second P makes it no faster
 // but adds scheduler wake-ups and spinning to every delivery (measured: a
@@ -272,11 +263,5 @@ func agentProcs(fs *flag.FlagSet, n int) {
 	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "max-procs" })
 	if n > 0 && (given || os.Getenv("GOMAXPROCS") == "") {
 		runtime.GOMAXPROCS(n)
-	}
-}
-
-func agentGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(agentGCPercent)
 	}
 }
