@@ -17,13 +17,16 @@ import (
 const agentGCPercent = 50
 
 // agentGCMinHeadroom is the least garbage the agent lets accumulate between
-// two collections. At 50 % of a small heap (10k endpoints: ~25 MiB live) a
-// collection came every ~12 MiB allocated, which under churn made the
+// two collections. At 50 % of a small heap (10k endpoints: ~25-45 MiB live)
+// a collection came every ~12-20 MiB allocated, which under churn made the
 // collector a sixth of the agent's CPU; each cycle marks the whole live heap,
 // so the GC's cost is the live heap over the headroom. The floor raises the
 // percent while the live heap is below twice the floor, and leaves large
 // heaps (100k endpoints, where the RSS goal binds) at agentGCPercent.
-const agentGCMinHeadroom = 32 << 20
+// Measured at 10k, 20 changes/s (BENCHMARKS.md, "Live"): 32 MiB put the
+// iptables-nft agent's peak RSS at 0.99x kube-proxy's; 24 MiB keeps it at
+// 0.93x for nearly the same CPU.
+const agentGCMinHeadroom = 24 << 20
 
 // gcPercentFor is the GC percent that gives a live heap of live bytes at
 // least minHeadroom of headroom, and never less than base (capped at 400: a

@@ -93,7 +93,7 @@ func topologyAllows(e *endpoint, mode, nodeName, zone string) bool {
 // filtered; if there are none anywhere, serving-terminating ones.
 func selectCluster(eps []*endpoint, nodeName, zone string) selection {
 	mode, why := topologyMode(eps, nodeName, zone)
-	var sel selection
+	sel := newSelection(len(eps))
 	if why != "" {
 		sel.evidence = append(sel.evidence, why)
 	}
@@ -152,7 +152,7 @@ func selectLocal(eps []*endpoint, nodeName, policy string) selection {
 	for _, e := range eps {
 		localReady = localReady || (e.usable && e.local && e.Ready)
 	}
-	var sel selection
+	sel := newSelection(len(eps))
 	n := 0
 	for _, e := range eps {
 		in := e.usable && e.local && (e.Ready || (!localReady && e.servingTerminating()))
@@ -190,6 +190,12 @@ func localReason(e *endpoint, in, localReady bool) string {
 	return reasonNotReady
 }
 
+// newSelection sizes a selection for n endpoints (each verdict of a
+// changed service builds one; growing them was a fifth of that work).
+func newSelection(n int) selection {
+	return selection{endpoints: make([]model.Endpoint, 0, n), backends: make([]netip.AddrPort, 0, n)}
+}
+
 func (s *selection) add(e *endpoint, in bool, reason string) {
 	me := e.Endpoint
 	me.Included, me.Reason = in, reason
@@ -213,7 +219,7 @@ func (s selection) finish() selection {
 
 // rejectAll is the selection when no endpoint is usable anywhere.
 func rejectAll(eps []*endpoint) selection {
-	var sel selection
+	sel := newSelection(len(eps))
 	for _, e := range eps {
 		sel.add(e, false, clusterReason(e, false, true, topoNone))
 	}

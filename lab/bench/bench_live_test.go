@@ -62,6 +62,13 @@ func TestBenchLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	ensureBins(t)
+	offlineRuns := 5
+	if v := os.Getenv("BENCH_LIVE_OFFLINE_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if offlineRuns = n; err != nil || n < 0 {
+			t.Fatalf("BENCH_LIVE_OFFLINE_RUNS=%q: want a count of runs (0: none)", v)
+		}
+	}
 	for _, mode := range modes {
 		for _, sc := range scales {
 			eps, err := ParseScale(sc)
@@ -72,7 +79,7 @@ func TestBenchLive(t *testing.T) {
 				res := Run(context.Background(), Config{
 					Mode: mode, Endpoints: eps, Rates: rates, Window: window, Idle: idle, SyncTimeout: syncTimeout,
 					Agent: bin, AgentArgs: strings.Fields(os.Getenv("BENCH_LIVE_AGENT_ARGS")), Logf: t.Logf,
-					ProxyStart: os.Getenv("BENCH_LIVE_PROXY_START"),
+					ProxyStart: os.Getenv("BENCH_LIVE_PROXY_START"), OfflineRuns: offlineRuns,
 				})
 				var buf bytes.Buffer
 				res.Write(&buf)
@@ -105,7 +112,7 @@ func TestBenchLiveQuick(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			res := Run(context.Background(), Config{
 				Mode: mode, Endpoints: 1000, Rates: []float64{5}, Window: 30 * time.Second, Idle: 5 * time.Second,
-				SyncTimeout: 3 * time.Minute, Drain: time.Minute, Agent: bin,
+				SyncTimeout: 3 * time.Minute, Drain: time.Minute, Agent: bin, OfflineRuns: 1,
 				LabName: "blq" + Modes[mode].Short, Logf: t.Logf,
 			})
 			var buf bytes.Buffer

@@ -40,6 +40,8 @@ func sec(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
+func msec(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 
 func ratio(a, b float64) string {
@@ -88,6 +90,9 @@ func (r *Result) Write(w io.Writer) {
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "agent RSS at ready %s; %.0f frontends observed; table dump %d bytes\n", mib(r.StartupRSS), r.Frontends, refBytes(r.Refs))
+	}
+	if o := r.Offline; o != nil {
+		writeOffline(w, o)
 	}
 
 	if r.Idle != nil || len(r.Churn) > 0 {
@@ -241,4 +246,18 @@ func refBytes(rs []RefDump) int {
 		return 0
 	}
 	return rs[0].Bytes
+}
+
+func writeOffline(w io.Writer, o *OfflineDiff) {
+	fmt.Fprintf(w, "\noffline `netdrift diff` of that table (before the agent started; a fresh process per run: start, both files, compare, report):\n")
+	fmt.Fprintf(w, "  dump %d bytes (%s), cluster file %d bytes (services, EndpointSlices, nodes listed from the API, as kubectl -o json prints them)\n",
+		o.DumpBytes, o.Ref.Cmd, o.ClusterBytes)
+	cpus := make([]string, len(o.CPU))
+	for i, c := range o.CPU {
+		cpus[i] = msec(c)
+	}
+	med := o.Median()
+	fmt.Fprintf(w, "  diff CPU per run %s; best %s, median %s, peak RSS %s; the dump's CPU %s (the cheaper reference run): diff/dump %s best, %s median\n",
+		strings.Join(cpus, " "), msec(o.Best()), msec(med), mib(o.MaxRSS), msec(o.Ref.CPU),
+		ratio(o.Best().Seconds(), o.Ref.CPU.Seconds()), ratio(med.Seconds(), o.Ref.CPU.Seconds()))
 }

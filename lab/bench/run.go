@@ -52,6 +52,10 @@ type Config struct {
 	ProxyStart string // "", "running" or "stopped"
 	Agent      string // the netdrift binary
 	AgentArgs  []string
+	// OfflineRuns: run `netdrift diff` this many times on the reference
+	// dump and a cluster file listed from the API, before the agent starts
+	// (0: not at all).
+	OfflineRuns int
 	LabName    string
 	Logf       func(format string, args ...any)
 }
@@ -148,6 +152,7 @@ type RefDump struct {
 	CPU   time.Duration // rusage of the child(ren)
 	Wall  time.Duration
 	Bytes int
+	Out   []byte // what it printed (the commands' outputs in order)
 }
 
 // Result is one run.
@@ -165,6 +170,7 @@ type Result struct {
 	ProxyCaughtUp      time.Duration // ProxyStart running: last create -> kube-proxy holding every service
 	ProxyCreateCPU     CPU           // ProxyStart running: kube-proxy's CPU over creation and catching up
 	Refs               []RefDump
+	Offline            *OfflineDiff // netdrift diff of the last reference dump (nil: not run)
 	StartupTook        time.Duration // agent start -> ready, zero pending, zero findings
 	StartupCPU         CPU
 	StartupRSS         int64
@@ -309,6 +315,14 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		}
 		res.Refs = append(res.Refs, r)
 		logf("reference %s: CPU %s wall %s (%d bytes)", r.Cmd, r.CPU, r.Wall.Round(time.Millisecond), r.Bytes)
+	}
+	if cfg.OfflineRuns > 0 {
+		od, err := offlineDiff(ctx, cs, cfg, cheapest(res.Refs))
+		if err != nil {
+			return fmt.Errorf("offline diff of kube-proxy's table: %w", err)
+		}
+		res.Offline = &od
+		logf("offline diff: CPU %s (runs %v) against %s's %s; cluster file %d bytes", od.Best(), od.CPU, od.Ref.Cmd, od.Ref.CPU, od.ClusterBytes)
 	}
 
 	// Agent start-up.
@@ -804,9 +818,22 @@ func refDump(ctx context.Context, l *labenv.Lab, mode string) (RefDump, error) {
 			r.CPU += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
 		r.Bytes += out.Len()
+		r.Out = append(r.Out, out.Bytes()...)
 	}
 	r.Cmd = strings.Join(names, " + ")
 	return r, nil
+}
+
+// cheapest is the reference run that cost the least CPU: the ratio to it
+// is the harder one.
+func cheapest(refs []RefDump) RefDump {
+	best := refs[0]
+	for _, r := range refs[1:] {
+		if r.CPU < best.CPU {
+			best = r
+		}
+	}
+	return best
 }
 
 // createTimed creates the run's objects (kube-proxy "running" or "stopped"

@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+)
+
+// OfflineDiff is `netdrift diff` of a table kube-proxy wrote: the dump a
+// responder takes on the node (the run's reference dump) and the cluster
+// objects as `kubectl get services,endpointslices,nodes -A -o json` prints
+// them, both files read by a fresh process each run.
+type OfflineDiff struct {
+	Ref          RefDump         // the dump command it is set against
+	CPU          []time.Duration // user+system of each run (rusage of the child)
+	Wall         []time.Duration
+	ClusterBytes int
+	DumpBytes    int
+	MaxRSS       int64 // the largest run's peak RSS, bytes
+}
+
+// Best is the cheapest run (the least disturbed by the shared machine).
+func (o OfflineDiff) Best() time.Duration {
+	var b time.Duration
+	for i, c := range o.CPU {
+		if i == 0 || c < b {
+			b = c
+		}
+	}
+	return b
+}
+
+// Median is the middle run (the lower middle of an even count).
+func (o OfflineDiff) Median() time.Duration {
+	if len(o.CPU) == 0 {
+		return 0
+	}
+	c := slices.Clone(o.CPU)
+	slices.Sort(c)
+	return c[(len(c)-1)/2]
+}
+
+// offlineDiff writes the dump and the cluster file to a temporary
+// directory and runs the diff cfg.OfflineRuns times. Every run must exit 0
+// (no findings) and print no warning: the table is kube-proxy's own, synced.
+func offlineDiff(ctx context.Context, cs kubernetes.Interface, cfg Config, ref RefDump) (OfflineDiff, error) {
+	od := OfflineDiff{Ref: ref, DumpBytes: len(ref.Out)}
+	dir, err := os.MkdirTemp("", "netdrift-bench-offline-")
+	if err != nil {
+		return od, err
+	}
+	defer os.RemoveAll(dir)
+	cluster, err := clusterFile(ctx, cs)
+	if err != nil {
+		return od, err
+	}
+	od.ClusterBytes = len(cluster)
+	cpath, dpath := filepath.Join(dir, "cluster.json"), filepath.Join(dir, "dump")
+	if err := os.WriteFile(cpath, cluster, 0o600); err != nil {
+		return od, err
+	}
+	if err := os.WriteFile(dpath, ref.Out, 0o600); err != nil {
+		return od, err
+	}
+	dumpFlag := "--iptables-save"
+	if cfg.Mode == "nftables" {
+		dumpFlag = "--nft-json"
+	}
+	args := []string{"diff", "--node", node, "--cluster", cpath, dumpFlag, dpath}
+	for range cfg.OfflineRuns {
+		cpu, wall, rss, err := runDiff(ctx, cfg.Agent, args)
+		if err != nil {
+			return od, err
+		}
+		od.CPU, od.Wall, od.MaxRSS = append(od.CPU, cpu), append(od.Wall, wall), max(od.MaxRSS, rss)
+	}
+	return od, nil
+}
+
+func runDiff(ctx context.Context, bin string, args []string) (cpu, wall time.Duration, rss int64, err error) {
+	var out, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	wall = time.Since(start)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("%s %s: %v (it must find nothing on kube-proxy's synced table):\n%.2000s%.1000s",
+			bin, strings.Join(args, " "), err, out.String(), stderr.String())
+	}
+	if strings.Contains(out.String(), "warning:") {
+		return 0, 0, 0, fmt.Errorf("netdrift diff warned on kube-proxy's synced table:\n%.2000s", out.String())
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		rss = ru.Maxrss << 10
+	}
+	return cpu, wall, rss, nil
+}
+
+// clusterFile lists services, EndpointSlices and nodes and prints them as
+// kubectl's `-o json` does: a v1 List whose items carry apiVersion and kind,
+// indented by four spaces.
+func clusterFile(ctx context.Context, cs kubernetes.Interface) ([]byte, error) {
+	var items []runtime.Object
+	svcs, err := cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range svcs.Items {
+		o := &svcs.Items[i]
+		o.APIVersion, o.Kind = "v1", "Service"
+		items = append(items, o)
+	}
+	eps, err := cs.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range eps.Items {
+		o := &eps.Items[i]
+		o.APIVersion, o.Kind = "discovery.k8s.io/v1", "EndpointSlice"
+		items = append(items, o)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range nodes.Items {
+		o := &nodes.Items[i]
+		o.APIVersion, o.Kind = "v1", "Node"
+		items = append(items, o)
+	}
+	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items,
+		"metadata": map[string]string{"resourceVersion": ""}}
+	return json.MarshalIndent(list, "", "    ")
+}
