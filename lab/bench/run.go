@@ -56,8 +56,8 @@ type Config struct {
 	// dump and a cluster file listed from the API, before the agent starts
 	// (0: not at all).
 	OfflineRuns int
-	LabName    string
-	Logf       func(format string, args ...any)
+	LabName     string
+	Logf        func(format string, args ...any)
 }
 
 func (c *Config) defaults() error {
@@ -170,7 +170,7 @@ type Result struct {
 	ProxyCaughtUp      time.Duration // ProxyStart running: last create -> kube-proxy holding every service
 	ProxyCreateCPU     CPU           // ProxyStart running: kube-proxy's CPU over creation and catching up
 	Refs               []RefDump
-	Offline            *OfflineDiff // netdrift diff of the last reference dump (nil: not run)
+	Offline            *OfflineDiff  // netdrift diff of the last reference dump (nil: not run)
 	StartupTook        time.Duration // agent start -> ready, zero pending, zero findings
 	StartupCPU         CPU
 	StartupRSS         int64
