@@ -16,42 +16,59 @@ import (
 // heap that is mostly live (BENCHMARKS.md, "Live").
 const agentGCPercent = 50
 
-// agentGCMinHeadroom is the least garbage the agent lets accumulate between
-// two collections. At 50 % of a small heap (10k endpoints: ~25-45 MiB live)
-// a collection came every ~12-20 MiB allocated, which under churn made the
-// collector a sixth of the agent's CPU; each cycle marks the whole live heap,
-// so the GC's cost is the live heap over the headroom. The floor raises the
-// percent while the live heap is below twice the floor, and leaves large
-// heaps (100k endpoints, where the RSS goal binds) at agentGCPercent.
-// Measured at 10k, 20 changes/s (BENCHMARKS.md, "Live"): 32 MiB put the
-// iptables-nft agent's peak RSS at 0.99x kube-proxy's; 24 MiB keeps it at
-// 0.93x for nearly the same CPU.
-const agentGCMinHeadroom = 24 << 20
+// The agent's GC headroom (the garbage let accumulate between two
+// collections) as a function of its live heap L:
+//
+//	L <= gcKnee:  max(gcMinHeadroom, L x agentGCPercent %)
+//	L >  gcKnee:  gcKnee x agentGCPercent % + (L - gcKnee) / gcLargeDiv
+//
+// Each collection marks the whole live heap, so the GC's CPU is about the
+// live heap over the headroom, times the allocation rate; the RSS is about
+// the live heap plus the headroom. Small heaps (10k endpoints: 25-45 MiB
+// live) had a collection every 12-20 MiB allocated at 50 %, which under
+// churn made the collector a sixth of the agent's CPU: the floor raises the
+// headroom to gcMinHeadroom. Measured at 10k, 20 changes/s (BENCHMARKS.md,
+// "Live"): 32 MiB put the iptables-nft agent's peak RSS at 0.99x
+// kube-proxy's, 24 MiB at 0.93x for nearly the same CPU. Large heaps (100k
+// endpoints: 250-300 MiB live in the iptables modes, mostly the tables kept
+// and the watch cache) are where the peak-RSS goal binds: above gcKnee each
+// further MiB live adds only 1/gcLargeDiv MiB of headroom, at the price of
+// more collections of that heap.
+const (
+	gcMinHeadroom = 24 << 20
+	gcKnee        = 128 << 20
+	gcLargeDiv    = 8
+)
 
-// gcPercentFor is the GC percent that gives a live heap of live bytes at
-// least minHeadroom of headroom, and never less than base (capped at 400: a
-// nearly empty heap at start-up).
-func gcPercentFor(live uint64, base int, minHeadroom uint64) int {
+// gcHeadroom is the headroom for a live heap of live bytes at base percent.
+func gcHeadroom(live uint64, base int) uint64 {
+	if live <= gcKnee {
+		return max(gcMinHeadroom, live*uint64(base)/100)
+	}
+	return gcKnee*uint64(base)/100 + (live-gcKnee)/gcLargeDiv
+}
+
+// gcPercentFor is the GC percent that gives a live heap of live bytes the
+// headroom of gcHeadroom, within [1, 400] (400: a nearly empty heap at
+// start-up).
+func gcPercentFor(live uint64, base int) int {
 	if live == 0 {
 		return base
 	}
-	need := int(minHeadroom * 100 / live)
-	return min(max(base, need), 400)
+	return int(min(max(gcHeadroom(live, base)*100/live, 1), 400))
 }
 
 // gcFloor re-tunes the GC percent after every collection from the live heap
 // that collection measured. It runs on the finalizer goroutine.
 type gcFloor struct {
 	base        int
-	minHeadroom uint64
 	current     atomic.Int64
 	stopped     atomic.Bool
 	sample      []metrics.Sample
 }
 
-func startGCFloor(base int, minHeadroom uint64) *gcFloor {
-	g := &gcFloor{base: base, minHeadroom: minHeadroom,
-		sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+func startGCFloor(base int) *gcFloor {
+	g := &gcFloor{base: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	g.current.Store(int64(base))
 	debug.SetGCPercent(base)
 	g.arm()
@@ -81,22 +98,20 @@ func (g *gcFloor) tune() {
 	if g.sample[0].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	pct := gcPercentFor(g.sample[0].Value.Uint64(), g.base, g.minHeadroom)
+	pct := gcPercentFor(g.sample[0].Value.Uint64(), g.base)
 	cur := int(g.current.Load())
 	// Retune on a change of more than a tenth: every collection's live
 	// heap differs a little.
-	if pct == cur || (pct > cur*9/10 && pct < cur*11/10 && pct != g.base) {
+	if pct == cur || (pct > cur*9/10 && pct < cur*11/10) {
 		return
 	}
 	g.current.Store(int64(pct))
 	debug.SetGCPercent(pct)
 }
 
-// agentGC sets the agent's GC policy unless $GOGC is set: agentGCPercent,
-// raised while the live heap is small so that the headroom is at least
-// agentGCMinHeadroom.
+// agentGC sets the agent's GC policy (gcHeadroom) unless $GOGC is set.
 func agentGC() {
 	if os.Getenv("GOGC") == "" {
-		startGCFloor(agentGCPercent, agentGCMinHeadroom)
+		startGCFloor(agentGCPercent)
 	}
 }

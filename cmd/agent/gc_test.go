@@ -8,38 +8,50 @@ import (
 )
 
 func TestGCPercentFor(t *testing.T) {
+	const mib = 1 << 20
 	for _, c := range []struct {
 		live  uint64
 		want  int
 		about string
 	}{
 		{0, 50, "nothing measured yet: the base"},
-		{8 << 20, 400, "a nearly empty heap: capped"},
-		{32 << 20, 100, "32 MiB live: 32 MiB of headroom is 100 %"},
-		{64 << 20, 50, "at twice the floor the base takes over"},
-		{600 << 20, 50, "a large heap keeps the base"},
+		{4 * mib, 400, "a nearly empty heap: capped"},
+		{24 * mib, 100, "24 MiB live: the 24 MiB floor is 100 %"},
+		{48 * mib, 50, "at twice the floor the base takes over"},
+		{128 * mib, 50, "the knee: still the base"},
+		{256 * mib, 31, "past the knee: 64 MiB + 128/8 MiB = 80 MiB of 256"},
+		{640 * mib, 20, "64 MiB + 512/8 MiB = 128 MiB of 640"},
 	} {
-		if got := gcPercentFor(c.live, 50, 32<<20); got != c.want {
-			t.Errorf("%s: gcPercentFor(%d MiB) = %d, want %d", c.about, c.live>>20, got, c.want)
+		if got := gcPercentFor(c.live, 50); got != c.want {
+			t.Errorf("%s: gcPercentFor(%d MiB) = %d, want %d", c.about, c.live/mib, got, c.want)
 		}
+	}
+	// Headroom never shrinks as the live heap grows (no cliff at the knee).
+	prev := uint64(0)
+	for live := uint64(mib); live < 1<<30; live += mib {
+		h := gcHeadroom(live, 50)
+		if h < prev {
+			t.Fatalf("headroom at %d MiB live (%d) is below that at one MiB less (%d)", live/mib, h, prev)
+		}
+		prev = h
 	}
 }
 
-// TestGCFloorRetunes runs the floor in this process: after a collection of a
-// small heap the percent is raised above the base, and a heap made large
+// TestGCFloorRetunes runs the tuner in this process: after a collection of
+// a small heap the percent is raised above the base, and a heap made large
 // (kept live) brings it back to the base.
 func TestGCFloorRetunes(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	g := startGCFloor(50, 16<<20)
+	g := startGCFloor(50)
 	defer g.stop()
 	waitPercent(t, g, func(p int) bool { return p > 50 }, "above the base for a small heap")
 
-	big := make([][]byte, 48)
+	big := make([][]byte, 64)
 	for i := range big {
 		big[i] = make([]byte, 1<<20)
 		big[i][0] = byte(i)
 	}
-	waitPercent(t, g, func(p int) bool { return p == 50 }, "the base with 48 MiB live")
+	waitPercent(t, g, func(p int) bool { return p == 50 }, "the base with 64 MiB live")
 	runtime.KeepAlive(big)
 	if got := debug.SetGCPercent(-1); got != int(g.current.Load()) {
 		t.Errorf("the runtime's percent is %d, the floor says %d", got, g.current.Load())
