@@ -71,7 +71,10 @@ type LegacyReader struct {
 	obs      model.Observed
 	haveObs  bool
 	hintsGen uint64 // of the hints obs was walked with
-	stats    LegacyStats
+	// needTables: this read walks even if no table changed (no observation
+	// yet, or new hints), so it needs every table decoded.
+	needTables bool
+	stats      LegacyStats
 }
 
 // legacyFamily holds one family's tables as last read.
@@ -88,7 +91,8 @@ type legacyTable struct {
 	info   tableInfo
 	sum    [sha256.Size]byte // of the decoded read's entries (counters zeroed)
 	read   bool              // sum is set: the table was read and decoded
-	table  *ipTable
+	kube   int               // its KUBE-* chains
+	table  *ipTable          // nil once walked (dropTables): decoded again when needed
 	opaque map[string]string // chain (not KUBE-*) -> why a rule of it was not decoded
 }
 
@@ -108,7 +112,17 @@ func (l *LegacyReader) Snapshot(ctx context.Context, hints model.Hints, hintsGen
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := time.Now()
+	// The decoded tables are dropped after each walk: only a new walk of
+	// unchanged bytes (the hints changed) decodes them again.
+	l.needTables = !l.haveObs || hintsGen != l.hintsGen
 	changed, err := l.read(ctx)
+	if err == nil && changed && l.missingTables() {
+		// A walk needs every table: decode the unchanged ones dropped after
+		// the last walk (at 100k endpoints nat changes on every sync of
+		// kube-proxy's, filter far less often; it is the small one).
+		l.needTables = true
+		_, err = l.read(ctx)
+	}
 	l.stats.Reads++
 	l.stats.LastReadDur = time.Since(start)
 	if err != nil {
@@ -117,12 +131,8 @@ func (l *LegacyReader) Snapshot(ctx context.Context, hints model.Hints, hintsGen
 	}
 	kube = 0
 	for _, f := range l.fams {
-		if t := f.tables["nat"]; t != nil && t.table != nil {
-			for name := range t.table.chains {
-				if strings.HasPrefix(name, "KUBE-") {
-					kube++
-				}
-			}
+		if t := f.tables["nat"]; t != nil {
+			kube += t.kube
 		}
 	}
 	l.stats.KubeChains = kube
@@ -131,12 +141,40 @@ func (l *LegacyReader) Snapshot(ctx context.Context, hints model.Hints, hintsGen
 		return l.obs, false, kube, nil
 	}
 	obs, err = l.walk(hints)
+	l.dropTables()
 	if err != nil {
 		l.haveObs = false
 		return model.Observed{}, false, kube, err
 	}
 	l.obs, l.haveObs, l.hintsGen = obs, true, hintsGen
 	return obs, true, kube, nil
+}
+
+// missingTables reports whether a table read is not decoded (dropped).
+func (l *LegacyReader) missingTables() bool {
+	for _, f := range l.fams {
+		for _, t := range f.tables {
+			if t.table == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dropTables lets the decoded tables go once walked: what a read compares
+// is the digest of the bytes, and what Snapshot returns is the walk's
+// observation. At 100k endpoints the decoded rules were some 100 MB kept
+// between polls for nothing but a walk after a change of hints (rare: a
+// service port added or removed), which now decodes them again.
+func (l *LegacyReader) dropTables() {
+	for _, f := range l.fams {
+		for _, t := range f.tables {
+			if t.read {
+				t.table, t.opaque = nil, nil
+			}
+		}
+	}
 }
 
 // read refreshes every table; changed says whether any differs from the
@@ -250,7 +288,7 @@ func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable) (
 	zeroCounters(v6, blob)
 	l.stats.Bytes += len(blob)
 	sum := sha256.Sum256(blob)
-	if t.read && t.table != nil && info == t.info && sum == t.sum {
+	if t.read && (t.table != nil || !l.needTables) && info == t.info && sum == t.sum {
 		return false, nil
 	}
 	// The old table goes before the new one is built: at 100k endpoints
@@ -266,8 +304,18 @@ func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable) (
 	}
 	l.stats.Decodes++
 	t.info, t.table, t.opaque = info, tb, opaque
-	t.sum, t.read = sum, true
+	t.sum, t.read, t.kube = sum, true, kubeChains(tb)
 	return true, nil
+}
+
+func kubeChains(t *ipTable) int {
+	n := 0
+	for name := range t.chains {
+		if strings.HasPrefix(name, "KUBE-") {
+			n++
+		}
+	}
+	return n
 }
 
 // emptyBuiltinTable is a table with its built-in chains and no rules.
