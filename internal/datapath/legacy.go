@@ -55,6 +55,7 @@ func (k *iptablesReader) legacySnapshot(ctx context.Context) (model.Observed, bo
 		return model.Observed{}, false
 	}
 	lg.off, k.inProc = "", true
+	k.dropSaveCache()
 	if fresh {
 		lg.obs = k.versioned(obs)
 	}

@@ -65,6 +65,9 @@ COMMIT
 	if err != nil || src.r.Stats().At != dumpAt || src.LastReadCPU() != 0 || src.lg.lr.Stats().Reads != 1 {
 		t.Fatalf("second read not in process: err %v, dump at %v (was %v), legacy stats %+v", err, src.r.Stats().At, dumpAt, src.lg.lr.Stats())
 	}
+	if src.dumps != nil || len(src.obs.Frontends) != 0 {
+		t.Error("the iptables-save path's dump and parse are still kept after the in-process reader took over")
+	}
 	if src.Evented() {
 		t.Fatal("iptables-legacy reported as described by nf_tables change events: the agent would poll too slowly")
 	}

@@ -229,6 +229,7 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 			k.nlOK = false
 		default:
 			k.nlOff, k.inProc = "", true
+			k.dropSaveCache()
 			k.fromNL.Store(true)
 			return obs, nil // versioned by the netlink reader: a new version whenever it walked again
 		}
@@ -293,8 +294,17 @@ func (k *iptablesReader) saveSnapshot(ctx context.Context) (model.Observed, erro
 		return model.Observed{}, fmt.Errorf("iptables (%s backend): %w", st.Backend, err)
 	}
 	obs = k.versioned(obs)
-	if genErr == nil {
+	if genErr == nil && st.Backend == iptables.BackendNFT {
+		// Only an nft-backend dump can be reused (while the generation
+		// stands); a legacy one has no generation to check it by.
 		k.dumps, k.gen, k.obs, k.parsed = &dumps, gen, obs, true
 	}
 	return obs, nil
+}
+
+// dropSaveCache lets the iptables-save path's cached dump and parse go
+// once an in-process reader serves: at 100k endpoints the text and its
+// parse were ~70 MB kept for a fallback that reads again anyway.
+func (k *iptablesReader) dropSaveCache() {
+	k.dumps, k.obs, k.parsed = nil, model.Observed{}, false
 }
