@@ -243,6 +243,9 @@ func TestLegacyReaderUnchangedAndChanged(t *testing.T) {
 	if d := lr.Stats().Decodes - st.Decodes; d != 2 {
 		t.Errorf("a change of nat alone: %d decodes, want 2 (nat, and filter decoded again for the walk)", d)
 	}
+	if c := lr.Stats().Copies - st.Copies; c != 3 {
+		t.Errorf("a change of nat alone: %d tables copied, want 3 (nat and filter, then filter alone to decode it)", c)
+	}
 }
 
 func assertSameObservedQuiet(a, b model.Observed) bool {

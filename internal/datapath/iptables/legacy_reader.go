@@ -54,6 +54,7 @@ var ErrLegacyUndecodable = errors.New("iptables-legacy table not decodable in pr
 type LegacyStats struct {
 	Reads       int           // Snapshot calls that read the kernel
 	Decodes     int           // tables decoded (changed or first seen)
+	Copies      int           // tables copied from the kernel (GET_ENTRIES)
 	Unchanged   int           // reads where every table was byte-identical to the last
 	Walks       int           // walks of the decoded tables into model.Observed
 	Bytes       int           // size of the tables read by the last read
@@ -74,7 +75,11 @@ type LegacyReader struct {
 	// needTables: this read walks even if no table changed (no observation
 	// yet, or new hints), so it needs every table decoded.
 	needTables bool
-	stats      LegacyStats
+	// onlyMissing: this read copies only the tables not decoded (the
+	// second read of a Snapshot; copying and hashing the changed nat table
+	// again cost as much as its first read at 100k endpoints).
+	onlyMissing bool
+	stats       LegacyStats
 }
 
 // legacyFamily holds one family's tables as last read.
@@ -120,8 +125,9 @@ func (l *LegacyReader) Snapshot(ctx context.Context, hints model.Hints, hintsGen
 		// A walk needs every table: decode the unchanged ones dropped after
 		// the last walk (at 100k endpoints nat changes on every sync of
 		// kube-proxy's, filter far less often; it is the small one).
-		l.needTables = true
+		l.needTables, l.onlyMissing = true, true
 		_, err = l.read(ctx)
+		l.onlyMissing = false
 	}
 	l.stats.Reads++
 	l.stats.LastReadDur = time.Since(start)
@@ -193,7 +199,9 @@ func (l *LegacyReader) read(ctx context.Context) (bool, error) {
 		}
 	}
 	changed := false
-	l.stats.Bytes = 0
+	if !l.onlyMissing {
+		l.stats.Bytes = 0
+	}
 	for _, f := range l.fams {
 		c, err := l.readFamily(ctx, f)
 		if err != nil {
@@ -240,6 +248,9 @@ func (l *LegacyReader) readFamily(ctx context.Context, f *legacyFamily) (bool, e
 			f.tables[name] = t
 			changed = true
 		}
+		if l.onlyMissing && t.table != nil {
+			continue
+		}
 		if !present[name] {
 			// iptables-legacy-save -t filter would instantiate the table and
 			// print its empty built-in chains; the same without creating it.
@@ -284,6 +295,7 @@ func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable) (
 			return false, err
 		}
 	}
+	l.stats.Copies++
 	blob := buf[getEntriesHdr:]
 	zeroCounters(v6, blob)
 	l.stats.Bytes += len(blob)
