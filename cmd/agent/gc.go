@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -39,27 +38,7 @@ const (
 	gcMinHeadroom = 24 << 20
 	gcKnee        = 128 << 20
 	gcLargeDiv    = 8
-	// gcLimitSlack is what the memory limit allows past the heap goal for
-	// the runtime's own memory (stacks, GC metadata) and the live heap's
-	// growth until the next collection re-tunes it.
-	gcLimitSlack = 32 << 20
 )
-
-// gcLimitFor is the soft memory limit (runtime/debug.SetMemoryLimit) for a
-// live heap of live bytes: none up to gcKnee; past it the heap goal plus
-// gcLimitSlack. The percent alone sets when a collection starts, but the
-// runtime returns freed pages to the kernel only slowly in the background,
-// and each sync decoded under churn at 100k endpoints left the RSS 70-90 MiB
-// above the heap goal; under a limit the pages are returned as the total
-// nears it. The limit follows the live heap at every collection, so it never
-// sits below the live heap for long, and the runtime bounds the collector
-// to half the CPU when it would.
-func gcLimitFor(live uint64, base int) int64 {
-	if live <= gcKnee {
-		return math.MaxInt64
-	}
-	return int64(live + gcHeadroom(live, base) + gcLimitSlack)
-}
 
 // gcHeadroom is the headroom for a live heap of live bytes at base percent.
 func gcHeadroom(live uint64, base int) uint64 {
@@ -82,18 +61,15 @@ func gcPercentFor(live uint64, base int) int {
 // gcFloor re-tunes the GC percent after every collection from the live heap
 // that collection measured. It runs on the finalizer goroutine.
 type gcFloor struct {
-	base    int
-	limits  bool // set the memory limit too ($GOMEMLIMIT unset)
-	limit   atomic.Int64
-	current atomic.Int64
-	stopped atomic.Bool
-	sample  []metrics.Sample
+	base        int
+	current     atomic.Int64
+	stopped     atomic.Bool
+	sample      []metrics.Sample
 }
 
-func startGCFloor(base int, limits bool) *gcFloor {
-	g := &gcFloor{base: base, limits: limits, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+func startGCFloor(base int) *gcFloor {
+	g := &gcFloor{base: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	g.current.Store(int64(base))
-	g.limit.Store(math.MaxInt64)
 	debug.SetGCPercent(base)
 	g.arm()
 	return g
@@ -122,15 +98,7 @@ func (g *gcFloor) tune() {
 	if g.sample[0].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	live := g.sample[0].Value.Uint64()
-	if g.limits {
-		lim, cur := gcLimitFor(live, g.base), g.limit.Load()
-		if lim != cur && (lim == math.MaxInt64 || cur == math.MaxInt64 || lim > cur*21/20 || lim < cur*19/20) {
-			g.limit.Store(lim)
-			debug.SetMemoryLimit(lim)
-		}
-	}
-	pct := gcPercentFor(live, g.base)
+	pct := gcPercentFor(g.sample[0].Value.Uint64(), g.base)
 	cur := int(g.current.Load())
 	// Retune on a change of more than a tenth: every collection's live
 	// heap differs a little.
@@ -141,10 +109,9 @@ func (g *gcFloor) tune() {
 	debug.SetGCPercent(pct)
 }
 
-// agentGC sets the agent's GC policy (gcHeadroom, gcLimitFor) unless
-// $GOGC is set; $GOMEMLIMIT set keeps the user's limit.
+// agentGC sets the agent's GC policy (gcHeadroom) unless $GOGC is set.
 func agentGC() {
 	if os.Getenv("GOGC") == "" {
-		startGCFloor(agentGCPercent, os.Getenv("GOMEMLIMIT") == "")
+		startGCFloor(agentGCPercent)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -27,12 +26,6 @@ func TestGCPercentFor(t *testing.T) {
 			t.Errorf("%s: gcPercentFor(%d MiB) = %d, want %d", c.about, c.live/mib, got, c.want)
 		}
 	}
-	if l := gcLimitFor(100*mib, 50); l != math.MaxInt64 {
-		t.Errorf("a 100 MiB live heap has a memory limit (%d MiB): want none below the knee", l/mib)
-	}
-	if l, want := gcLimitFor(256*mib, 50), int64((256+80+32)*mib); l != want {
-		t.Errorf("memory limit at 256 MiB live: %d MiB, want %d (heap goal + 32 MiB)", l/mib, want/mib)
-	}
 	// Headroom never shrinks as the live heap grows (no cliff at the knee).
 	prev := uint64(0)
 	for live := uint64(mib); live < 1<<30; live += mib {
@@ -49,8 +42,7 @@ func TestGCPercentFor(t *testing.T) {
 // (kept live) brings it back to the base.
 func TestGCFloorRetunes(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	g := startGCFloor(50, true)
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	g := startGCFloor(50)
 	defer g.stop()
 	waitPercent(t, g, func(p int) bool { return p > 50 }, "above the base for a small heap")
 
@@ -60,34 +52,10 @@ func TestGCFloorRetunes(t *testing.T) {
 		big[i][0] = byte(i)
 	}
 	waitPercent(t, g, func(p int) bool { return p == 50 }, "the base with 64 MiB live")
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 || g.limit.Load() != math.MaxInt64 {
-		t.Errorf("memory limit %d with 64 MiB live: want none (below the knee)", got)
-	}
+	runtime.KeepAlive(big)
 	if got := debug.SetGCPercent(-1); got != int(g.current.Load()) {
 		t.Errorf("the runtime's percent is %d, the floor says %d", got, g.current.Load())
 	}
-	debug.SetGCPercent(int(g.current.Load()))
-
-	// Past the knee the memory limit follows the live heap.
-	more := make([][]byte, 160)
-	for i := range more {
-		more[i] = make([]byte, 1<<20)
-		more[i][0] = byte(i)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for g.limit.Load() == math.MaxInt64 && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	lim := g.limit.Load()
-	if lim == math.MaxInt64 || lim < 224<<20 {
-		t.Errorf("memory limit %d MiB with 224 MiB live: want the heap goal and its slack", lim>>20)
-	}
-	if got := debug.SetMemoryLimit(-1); got != lim {
-		t.Errorf("the runtime's memory limit is %d, the tuner says %d", got, lim)
-	}
-	runtime.KeepAlive(more)
-	runtime.KeepAlive(big)
 }
 
 func waitPercent(t *testing.T, g *gcFloor, ok func(int) bool, what string) {
