@@ -28,7 +28,6 @@ type OfflineDiff struct {
 	Wall         []time.Duration
 	ClusterBytes int
 	DumpBytes    int
-	MaxRSS       int64 // the largest run's peak RSS, bytes
 }
 
 // Best is the cheapest run (the least disturbed by the shared machine).
@@ -80,16 +79,19 @@ func offlineDiff(ctx context.Context, cs kubernetes.Interface, cfg Config, ref R
 	}
 	args := []string{"diff", "--node", node, "--cluster", cpath, dumpFlag, dpath}
 	for range cfg.OfflineRuns {
-		cpu, wall, rss, err := runDiff(ctx, cfg.Agent, args)
+		cpu, wall, err := runDiff(ctx, cfg.Agent, args)
 		if err != nil {
 			return od, err
 		}
-		od.CPU, od.Wall, od.MaxRSS = append(od.CPU, cpu), append(od.Wall, wall), max(od.MaxRSS, rss)
+		od.CPU, od.Wall = append(od.CPU, cpu), append(od.Wall, wall)
 	}
 	return od, nil
 }
 
-func runDiff(ctx context.Context, bin string, args []string) (cpu, wall time.Duration, rss int64, err error) {
+// runDiff runs one diff; its CPU is the child's own rusage. (Not its
+// ru_maxrss: a child started with CLONE_VM starts with its parent's high-water
+// mark, the harness's own RSS.)
+func runDiff(ctx context.Context, bin string, args []string) (cpu, wall time.Duration, err error) {
 	var out, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -97,17 +99,16 @@ func runDiff(ctx context.Context, bin string, args []string) (cpu, wall time.Dur
 	err = cmd.Run()
 	wall = time.Since(start)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("%s %s: %v (it must find nothing on kube-proxy's synced table):\n%.2000s%.1000s",
+		return 0, 0, fmt.Errorf("%s %s: %v (it must find nothing on kube-proxy's synced table):\n%.2000s%.1000s",
 			bin, strings.Join(args, " "), err, out.String(), stderr.String())
 	}
 	if strings.Contains(out.String(), "warning:") {
-		return 0, 0, 0, fmt.Errorf("netdrift diff warned on kube-proxy's synced table:\n%.2000s", out.String())
+		return 0, 0, fmt.Errorf("netdrift diff warned on kube-proxy's synced table:\n%.2000s", out.String())
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		rss = ru.Maxrss << 10
 	}
-	return cpu, wall, rss, nil
+	return cpu, wall, nil
 }
 
 // clusterFile lists services, EndpointSlices and nodes and prints them as

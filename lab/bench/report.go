@@ -259,7 +259,7 @@ func writeOffline(w io.Writer, o *OfflineDiff) {
 		cpus[i] = msec(c)
 	}
 	med := o.Median()
-	fmt.Fprintf(w, "  diff CPU per run %s; best %s, median %s, peak RSS %s; the dump's CPU %s (the cheaper reference run): diff/dump %s best, %s median\n",
-		strings.Join(cpus, " "), msec(o.Best()), msec(med), mib(o.MaxRSS), msec(o.Ref.CPU),
+	fmt.Fprintf(w, "  diff CPU per run %s; best %s, median %s; the dump's CPU %s (the cheaper reference run): diff/dump %s best, %s median\n",
+		strings.Join(cpus, " "), msec(o.Best()), msec(med), msec(o.Ref.CPU),
 		ratio(o.Best().Seconds(), o.Ref.CPU.Seconds()), ratio(med.Seconds(), o.Ref.CPU.Seconds()))
 }
