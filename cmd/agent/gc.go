@@ -61,10 +61,10 @@ func gcPercentFor(live uint64, base int) int {
 // gcFloor re-tunes the GC percent after every collection from the live heap
 // that collection measured. It runs on the finalizer goroutine.
 type gcFloor struct {
-	base        int
-	current     atomic.Int64
-	stopped     atomic.Bool
-	sample      []metrics.Sample
+	base    int
+	current atomic.Int64
+	stopped atomic.Bool
+	sample  []metrics.Sample
 }
 
 func startGCFloor(base int) *gcFloor {
