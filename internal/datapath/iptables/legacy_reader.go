@@ -72,15 +72,24 @@ type LegacyReader struct {
 	obs      model.Observed
 	haveObs  bool
 	hintsGen uint64 // of the hints obs was walked with
-	// needTables: this read walks even if no table changed (no observation
-	// yet, or new hints), so it needs every table decoded.
-	needTables bool
-	// onlyMissing: this read copies only the tables not decoded (the
-	// second read of a Snapshot; copying and hashing the changed nat table
-	// again cost as much as its first read at 100k endpoints).
-	onlyMissing bool
-	stats       LegacyStats
+	stats    LegacyStats
 }
+
+// readNeed says what a read copies from the kernel and what it decodes.
+type readNeed int
+
+const (
+	// needChanged copies every table and decodes those whose bytes changed.
+	needChanged readNeed = iota
+	// needAll copies every table and decodes the changed ones and those
+	// dropped after the last walk: the read walks whatever changed (no
+	// observation yet, or new hints).
+	needAll
+	// needMissing copies and decodes only the tables dropped after the last
+	// walk (the second read of a Snapshot; copying and hashing the changed
+	// nat table again cost as much as its first read at 100k endpoints).
+	needMissing
+)
 
 // legacyFamily holds one family's tables as last read.
 type legacyFamily struct {
@@ -119,15 +128,16 @@ func (l *LegacyReader) Snapshot(ctx context.Context, hints model.Hints, hintsGen
 	start := time.Now()
 	// The decoded tables are dropped after each walk: only a new walk of
 	// unchanged bytes (the hints changed) decodes them again.
-	l.needTables = !l.haveObs || hintsGen != l.hintsGen
-	changed, err := l.read(ctx)
+	need := needChanged
+	if !l.haveObs || hintsGen != l.hintsGen {
+		need = needAll
+	}
+	changed, err := l.read(ctx, need)
 	if err == nil && changed && l.missingTables() {
 		// A walk needs every table: decode the unchanged ones dropped after
 		// the last walk (at 100k endpoints nat changes on every sync of
 		// kube-proxy's, filter far less often; it is the small one).
-		l.needTables, l.onlyMissing = true, true
-		_, err = l.read(ctx)
-		l.onlyMissing = false
+		_, err = l.read(ctx, needMissing)
 	}
 	l.stats.Reads++
 	l.stats.LastReadDur = time.Since(start)
@@ -185,7 +195,7 @@ func (l *LegacyReader) dropTables() {
 
 // read refreshes every table; changed says whether any differs from the
 // last read.
-func (l *LegacyReader) read(ctx context.Context) (bool, error) {
+func (l *LegacyReader) read(ctx context.Context, need readNeed) (bool, error) {
 	if l.fams == nil {
 		for _, v6 := range []bool{false, true} {
 			if v6 && !l.IPv6 {
@@ -199,11 +209,11 @@ func (l *LegacyReader) read(ctx context.Context) (bool, error) {
 		}
 	}
 	changed := false
-	if !l.onlyMissing {
+	if need != needMissing {
 		l.stats.Bytes = 0
 	}
 	for _, f := range l.fams {
-		c, err := l.readFamily(ctx, f)
+		c, err := l.readFamily(ctx, f, need)
 		if err != nil {
 			return false, fmt.Errorf("iptables-legacy %s: %w", f.fam, err)
 		}
@@ -212,7 +222,7 @@ func (l *LegacyReader) read(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-func (l *LegacyReader) readFamily(ctx context.Context, f *legacyFamily) (bool, error) {
+func (l *LegacyReader) readFamily(ctx context.Context, f *legacyFamily, need readNeed) (bool, error) {
 	file := "ip_tables_names"
 	if f.v6 {
 		file = "ip6_tables_names"
@@ -248,7 +258,7 @@ func (l *LegacyReader) readFamily(ctx context.Context, f *legacyFamily) (bool, e
 			f.tables[name] = t
 			changed = true
 		}
-		if l.onlyMissing && t.table != nil {
+		if need == needMissing && t.table != nil {
 			continue
 		}
 		if !present[name] {
@@ -260,7 +270,7 @@ func (l *LegacyReader) readFamily(ctx context.Context, f *legacyFamily) (bool, e
 			}
 			continue
 		}
-		c, err := l.readTable(fd, f.v6, name, t)
+		c, err := l.readTable(fd, f.v6, name, t, need)
 		if err != nil {
 			return false, fmt.Errorf("%s table: %w", name, err)
 		}
@@ -271,7 +281,7 @@ func (l *LegacyReader) readFamily(ctx context.Context, f *legacyFamily) (bool, e
 
 // readTable copies one table and decodes it unless its bytes are those of
 // the last read. A table replaced between the two getsockopts is read again.
-func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable) (bool, error) {
+func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable, need readNeed) (bool, error) {
 	var info tableInfo
 	var buf []byte
 	var err error
@@ -300,7 +310,7 @@ func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable) (
 	zeroCounters(v6, blob)
 	l.stats.Bytes += len(blob)
 	sum := sha256.Sum256(blob)
-	if t.read && (t.table != nil || !l.needTables) && info == t.info && sum == t.sum {
+	if t.read && (t.table != nil || need == needChanged) && info == t.info && sum == t.sum {
 		return false, nil
 	}
 	// The old table goes before the new one is built: at 100k endpoints
