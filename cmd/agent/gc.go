@@ -8,12 +8,12 @@ import (
 	"sync/atomic"
 )
 
-// agentGCPercent is the agent's GC target unless GOGC is set. Its heap is
-// mostly the tables it keeps (large, long-lived) and it allocates little per
-// change: at the default 100 the heap may grow to twice the live tables
-// before a collection, which at 100k endpoints put the agent's peak RSS above
-// kube-proxy's. At 50 the headroom is halved for a few more collections of a
-// heap that is mostly live (BENCHMARKS.md, "Live").
+// agentGCPercent is the base of the agent's GC headroom (gcHeadroom). Its
+// heap is mostly the tables it keeps (large, long-lived) and it allocates
+// little per change: at the default 100 the heap may grow to twice the live
+// tables before a collection, which at 100k endpoints put the agent's peak
+// RSS above kube-proxy's. At 50 the headroom is halved for a few more
+// collections of a heap that is mostly live (BENCHMARKS.md, "Live").
 const agentGCPercent = 50
 
 // The agent's GC headroom (the garbage let accumulate between two
@@ -58,17 +58,17 @@ func gcPercentFor(live uint64, base int) int {
 	return int(min(max(gcHeadroom(live, base)*100/live, 1), 400))
 }
 
-// gcFloor re-tunes the GC percent after every collection from the live heap
+// gcTuner re-tunes the GC percent after every collection from the live heap
 // that collection measured. It runs on the finalizer goroutine.
-type gcFloor struct {
+type gcTuner struct {
 	base    int
 	current atomic.Int64
 	stopped atomic.Bool
 	sample  []metrics.Sample
 }
 
-func startGCFloor(base int) *gcFloor {
-	g := &gcFloor{base: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+func startGCTuner(base int) *gcTuner {
+	g := &gcTuner{base: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	g.current.Store(int64(base))
 	debug.SetGCPercent(base)
 	g.arm()
@@ -80,7 +80,7 @@ func startGCFloor(base int) *gcFloor {
 // finalized object alive with its neighbours) does not take it.
 type gcSentinel struct{ _ *byte }
 
-func (g *gcFloor) arm() {
+func (g *gcTuner) arm() {
 	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) {
 		if g.stopped.Load() {
 			return
@@ -91,9 +91,9 @@ func (g *gcFloor) arm() {
 }
 
 // stop ends the re-tuning after the next collection (the percent stays).
-func (g *gcFloor) stop() { g.stopped.Store(true) }
+func (g *gcTuner) stop() { g.stopped.Store(true) }
 
-func (g *gcFloor) tune() {
+func (g *gcTuner) tune() {
 	metrics.Read(g.sample)
 	if g.sample[0].Value.Kind() != metrics.KindUint64 {
 		return
@@ -112,6 +112,6 @@ func (g *gcFloor) tune() {
 // agentGC sets the agent's GC policy (gcHeadroom) unless $GOGC is set.
 func agentGC() {
 	if os.Getenv("GOGC") == "" {
-		startGCFloor(agentGCPercent)
+		startGCTuner(agentGCPercent)
 	}
 }

@@ -37,12 +37,12 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
-// TestGCFloorRetunes runs the tuner in this process: after a collection of
+// TestGCTunerRetunes runs the tuner in this process: after a collection of
 // a small heap the percent is raised above the base, and a heap made large
 // (kept live) brings it back to the base.
-func TestGCFloorRetunes(t *testing.T) {
+func TestGCTunerRetunes(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	g := startGCFloor(50)
+	g := startGCTuner(50)
 	defer g.stop()
 	waitPercent(t, g, func(p int) bool { return p > 50 }, "above the base for a small heap")
 
@@ -58,7 +58,7 @@ func TestGCFloorRetunes(t *testing.T) {
 	}
 }
 
-func waitPercent(t *testing.T, g *gcFloor, ok func(int) bool, what string) {
+func waitPercent(t *testing.T, g *gcTuner, ok func(int) bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
