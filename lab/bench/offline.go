@@ -13,8 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -25,7 +28,6 @@ import (
 type OfflineDiff struct {
 	Ref          RefDump         // the dump command it is set against
 	CPU          []time.Duration // user+system of each run (rusage of the child)
-	Wall         []time.Duration
 	ClusterBytes int
 	DumpBytes    int
 }
@@ -79,11 +81,11 @@ func offlineDiff(ctx context.Context, cs kubernetes.Interface, cfg Config, ref R
 	}
 	args := []string{"diff", "--node", node, "--cluster", cpath, dumpFlag, dpath}
 	for range cfg.OfflineRuns {
-		cpu, wall, err := runDiff(ctx, cfg.Agent, args)
+		cpu, err := runDiff(ctx, cfg.Agent, args)
 		if err != nil {
 			return od, err
 		}
-		od.CPU, od.Wall = append(od.CPU, cpu), append(od.Wall, wall)
+		od.CPU = append(od.CPU, cpu)
 	}
 	return od, nil
 }
@@ -91,59 +93,59 @@ func offlineDiff(ctx context.Context, cs kubernetes.Interface, cfg Config, ref R
 // runDiff runs one diff; its CPU is the child's own rusage. (Not its
 // ru_maxrss: a child started with CLONE_VM starts with its parent's high-water
 // mark, the harness's own RSS.)
-func runDiff(ctx context.Context, bin string, args []string) (cpu, wall time.Duration, err error) {
+func runDiff(ctx context.Context, bin string, args []string) (time.Duration, error) {
 	var out, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	wall = time.Since(start)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%s %s: %v (it must find nothing on kube-proxy's synced table):\n%.2000s%.1000s",
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s %s: %v (it must find nothing on kube-proxy's synced table):\n%.2000s%.1000s",
 			bin, strings.Join(args, " "), err, out.String(), stderr.String())
 	}
 	if strings.Contains(out.String(), "warning:") {
-		return 0, 0, fmt.Errorf("netdrift diff warned on kube-proxy's synced table:\n%.2000s", out.String())
+		return 0, fmt.Errorf("netdrift diff warned on kube-proxy's synced table:\n%.2000s", out.String())
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, fmt.Errorf("%s: no rusage for the child", bin)
 	}
-	return cpu, wall, nil
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // clusterFile lists services, EndpointSlices and nodes and prints them as
 // kubectl's `-o json` does: a v1 List whose items carry apiVersion and kind,
-// indented by four spaces.
+// indented by four spaces (the lab module's own copy of what the main
+// module's bench.Spec.ClusterFile prints for generated objects).
 func clusterFile(ctx context.Context, cs kubernetes.Interface) ([]byte, error) {
-	var items []runtime.Object
 	svcs, err := cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
-	}
-	for i := range svcs.Items {
-		o := &svcs.Items[i]
-		o.APIVersion, o.Kind = "v1", "Service"
-		items = append(items, o)
 	}
 	eps, err := cs.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	for i := range eps.Items {
-		o := &eps.Items[i]
-		o.APIVersion, o.Kind = "discovery.k8s.io/v1", "EndpointSlice"
-		items = append(items, o)
-	}
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	for i := range nodes.Items {
-		o := &nodes.Items[i]
-		o.APIVersion, o.Kind = "v1", "Node"
-		items = append(items, o)
-	}
+	items := withKind(nil, svcs.Items, corev1.SchemeGroupVersion.WithKind("Service"))
+	items = withKind(items, eps.Items, discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"))
+	items = withKind(items, nodes.Items, corev1.SchemeGroupVersion.WithKind("Node"))
 	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items,
 		"metadata": map[string]string{"resourceVersion": ""}}
 	return json.MarshalIndent(list, "", "    ")
+}
+
+// withKind appends objs to items with their apiVersion and kind set (a
+// List from the API leaves them empty in its items).
+func withKind[T any, P interface {
+	*T
+	runtime.Object
+}](items []runtime.Object, objs []T, gvk schema.GroupVersionKind) []runtime.Object {
+	for i := range objs {
+		o := P(&objs[i])
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		items = append(items, o)
+	}
+	return items
 }

@@ -24,15 +24,8 @@ import (
 // namespace.
 func TestNFTReaderFullReadDuringCommits(t *testing.T) {
 	netnstest.RequireRoot(t, "loads iptables-nft tables into a fresh network namespace")
-	spec := bench.Scale10k // a full read of some 100 ms or more, even without -race
-	ns := netnstest.New(t, "nd-nlretry")
-	netnstest.RunInput(t, ns, spec.IPTablesRestore(), "iptables-nft-restore")
-	hints := model.HintsFor(watch.Expected(bench.NodeName, spec.ClusterState()))
-	quiet := &iptables.NFTReader{NetNS: ns}
-	want, err := quiet.Snapshot(context.Background(), hints)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// bench.Scale10k: a full read of some 100 ms or more, even without -race
+	ns, hints, _, want := quietRead(t, bench.Scale10k)
 
 	commits := netnstest.StartCommits(t, ns)
 	time.Sleep(50 * time.Millisecond) // the loop is committing
@@ -56,6 +49,22 @@ func TestNFTReaderFullReadDuringCommits(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(again.Frontends, want.Frontends) {
 		t.Errorf("read after the commits: err %v, %d frontends, want %d", err, len(again.Frontends), len(want.Frontends))
 	}
+}
+
+// quietRead loads spec's iptables-nft tables into a new namespace and reads
+// them once with no commit running: the reference a disturbed read must
+// match.
+func quietRead(t *testing.T, spec bench.Spec) (ns string, hints model.Hints, quiet *iptables.NFTReader, want model.Observed) {
+	t.Helper()
+	ns = netnstest.New(t, "nd-nlretry")
+	netnstest.RunInput(t, ns, spec.IPTablesRestore(), "iptables-nft-restore")
+	hints = model.HintsFor(watch.Expected(bench.NodeName, spec.ClusterState()))
+	quiet = &iptables.NFTReader{NetNS: ns}
+	want, err := quiet.Snapshot(context.Background(), hints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, hints, quiet, want
 }
 
 // fullReadAttempts is netlink.go's: a full read tries this many times.
@@ -93,14 +102,7 @@ func TestNFTReaderFullReadCommitsThroughout(t *testing.T) {
 }
 
 func testFullReadCommitsThroughout(t *testing.T, spec bench.Spec, pause time.Duration) {
-	ns := netnstest.New(t, "nd-nlretry")
-	netnstest.RunInput(t, ns, spec.IPTablesRestore(), "iptables-nft-restore")
-	hints := model.HintsFor(watch.Expected(bench.NodeName, spec.ClusterState()))
-	quiet := &iptables.NFTReader{NetNS: ns}
-	want, err := quiet.Snapshot(context.Background(), hints)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, hints, quiet, want := quietRead(t, spec)
 	if len(want.Frontends) == 0 {
 		t.Fatal("quiet read: no frontends")
 	}
@@ -117,6 +119,7 @@ func testFullReadCommitsThroughout(t *testing.T, spec bench.Spec, pause time.Dur
 		nr  *iptables.NFTReader
 		got model.Observed
 		st  iptables.NFTStats
+		err error
 	)
 	// On a loaded machine the commit loop can stall for longer than an
 	// attempt: a read that then ends early proves nothing, so it is run
