@@ -112,6 +112,19 @@ func (k *iptablesReader) versioned(obs model.Observed) model.Observed {
 // netlink reader is tried again.
 const nlRetryAfter = 5 * time.Minute
 
+// nlRetryAt is when the netlink reader is tried again after err. A read
+// that failed only because kube-proxy kept committing through it falls
+// back to iptables-save for that read alone: the next read tries netlink
+// again (iptables-save of a table that busy costs far more). Any other
+// failure (a rule it cannot decode, no nf_tables access) lasts
+// nlRetryAfter.
+func nlRetryAt(err error, now time.Time) time.Time {
+	if iptables.Transient(err) {
+		return now
+	}
+	return now.Add(nlRetryAfter)
+}
+
 func (k *iptablesReader) Name() string { return model.ModeIPTables }
 
 func (k *iptablesReader) SetHints(h model.Hints) {
@@ -222,7 +235,7 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 		obs, err := k.nl.Snapshot(ctx, k.hints)
 		switch {
 		case err != nil:
-			k.nlOff, k.nlRetry = err.Error(), time.Now().Add(nlRetryAfter)
+			k.nlOff, k.nlRetry = err.Error(), nlRetryAt(err, time.Now())
 		case len(obs.Frontends) == 0 && k.r.Config.Backend != iptables.BackendNFT:
 			// Nothing in nf_tables: maybe kube-proxy moved to the legacy
 			// backend. The iptables-save path detects again.

@@ -779,6 +779,13 @@ func getGen(c *nlConn) (uint32, error) {
 // errDumpInterrupted: a commit happened during a dump.
 var errDumpInterrupted = errors.New("nf_tables dump interrupted by a commit")
 
+// Transient reports a read that failed only because kube-proxy committed
+// during it (a dump interrupted, a chain gone between listing and reading
+// it): reading again once the commits pause succeeds.
+func Transient(err error) bool {
+	return errors.Is(err, errDumpInterrupted) || errors.Is(err, unix.ENOENT)
+}
+
 // dump runs a dump request and hands each message's attributes to fn (a
 // slice of the receive buffer, valid only during the call).
 // An interrupted dump (a commit during it) is an error: the caller re-reads.

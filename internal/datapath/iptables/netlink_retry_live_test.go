@@ -165,6 +165,9 @@ func testFullReadCommitsThroughout(t *testing.T, spec bench.Spec, pause time.Dur
 		if !strings.Contains(err.Error(), "interrupted by a commit") {
 			t.Errorf("error %q does not name the interrupted dump", err)
 		}
+		if !iptables.Transient(err) {
+			t.Errorf("error %q not reported transient: the reader would give up netlink for minutes", err)
+		}
 		if len(got.Frontends) != 0 || got.Version != 0 {
 			t.Errorf("failed read returned %d frontends, version %d", len(got.Frontends), got.Version)
 		}

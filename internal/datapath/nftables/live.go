@@ -448,18 +448,55 @@ func (n *Reader) fetch(ctx context.Context) ([]*nftTable, uint32, bool, error) {
 			return nil, 0, false, err
 		}
 		tables, err = n.read(ctx)
-		if err != nil && !nftIsNotFound(err) {
-			return nil, 0, false, err
-		}
 		after, gerr := n.generationLocked()
 		if gerr != nil {
 			return nil, 0, false, gerr
 		}
-		if before == after && err == nil {
+		switch fetchOutcome(before, after, err, attempt == retries) {
+		case fetchStable:
 			return tables, after, true, nil
+		case fetchMixed:
+			return tables, 0, false, nil
+		case fetchFailed:
+			return nil, 0, false, fetchError(err, retries+1)
 		}
 	}
-	return tables, 0, false, nil
+	panic("unreachable: the last attempt decides")
+}
+
+type fetchResult int
+
+const (
+	fetchRetry  fetchResult = iota // try again
+	fetchStable                    // one generation throughout: cache it
+	fetchMixed                     // complete, but the generation moved on every attempt
+	fetchFailed                    // an error, or an incomplete last attempt
+)
+
+// fetchOutcome decides one attempt of fetch. An object that vanished during
+// the read (ENOENT: a concurrent commit deleted it) is retried like a moved
+// generation; on the last attempt it fails the read: what was read is
+// incomplete (a table, chain or set is missing from it) and would report
+// every rule it lacks as missing.
+func fetchOutcome(before, after uint32, err error, last bool) fetchResult {
+	switch {
+	case err != nil && !nftIsNotFound(err):
+		return fetchFailed
+	case err == nil && before == after:
+		return fetchStable
+	case !last:
+		return fetchRetry
+	case err == nil:
+		return fetchMixed
+	}
+	return fetchFailed
+}
+
+func fetchError(err error, attempts int) error {
+	if !nftIsNotFound(err) {
+		return err
+	}
+	return fmt.Errorf("the ruleset kept changing: objects vanished during each of %d reads, last %w; the previous reading stands, the next read tries again", attempts, err)
 }
 
 func (n *Reader) withConn(fn func(*nftables.Conn) error) error {
