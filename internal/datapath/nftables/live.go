@@ -496,7 +496,7 @@ func fetchError(err error, attempts int) error {
 	if !nftIsNotFound(err) {
 		return err
 	}
-	return fmt.Errorf("the ruleset kept changing: objects vanished during each of %d reads, last %w; the previous reading stands, the next read tries again", attempts, err)
+	return fmt.Errorf("the ruleset kept changing: objects vanished during each of %d reads, last %w; the next read tries again", attempts, err)
 }
 
 func (n *Reader) withConn(fn func(*nftables.Conn) error) error {
