@@ -29,6 +29,9 @@ type NodeSource struct {
 
 	mu   sync.Mutex
 	info nodecheck.Info
+	// eps: the endpoints of the slices the last run saw, converted (runs
+	// never overlap: startExtrasLocked starts one at a time)
+	eps watch.EndpointInfoCache
 }
 
 // NewNodeSource builds the node-level finding source.
@@ -43,7 +46,7 @@ func (n *NodeSource) Name() string { return "node" }
 // cluster-scope findings (which need no kernel state) are still returned,
 // beside the error.
 func (n *NodeSource) Findings(ctx context.Context, cs *watch.ClusterState, desired model.Desired) ([]model.Finding, error) {
-	in := watch.NodeCheckInputs(n.cfg.Node, cs)
+	in := watch.NodeCheckInputsCached(n.cfg.Node, cs, &n.eps)
 	in.Desired = desired.Frontends
 	snap, err := nodestate.ReadWith(ctx, nodestate.Config{Netns: n.cfg.NetNS, ProcPath: n.cfg.ProcPath})
 	if err == nil {

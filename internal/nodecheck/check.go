@@ -16,7 +16,7 @@ func Check(in Inputs, cfg Config, now time.Time) ([]model.Finding, Info) {
 		PodNetworkSource: w.podNetSrc,
 		StaleConntrack:   map[model.Protocol]int{model.TCP: 0, model.UDP: 0},
 	}
-	fs := endpointRule(w, in.Endpoints, &info)
+	fs := endpointRule(w, in.Endpoints, in.EndpointsBySlice, &info)
 	if s := in.Snapshot; s != nil {
 		fs = append(fs, routeRules(w, s, &info)...)
 		fs = append(fs, linkRules(w, in, s, &info)...)

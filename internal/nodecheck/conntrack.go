@@ -3,6 +3,7 @@ package nodecheck
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,17 +36,20 @@ type ConntrackIndex struct {
 // NewConntrackIndex indexes desired frontends; local holds the node's own
 // addresses (node ports answer on any of them).
 func NewConntrackIndex(desired map[model.Frontend]model.Verdict, local map[netip.Addr]bool) *ConntrackIndex {
-	x := &ConntrackIndex{desired: desired, byIP: map[ipKey]model.Frontend{}, nodePorts: map[npKey]model.Frontend{}, local: local}
-	for _, fe := range model.SortedFrontends(desired) {
+	x := &ConntrackIndex{desired: desired, byIP: make(map[ipKey]model.Frontend, len(desired)), nodePorts: map[npKey]model.Frontend{}, local: local}
+	// Where frontends share a key the least (model.Frontend.Less) wins:
+	// the same as taking the first in sorted order, without sorting them
+	// all on every run.
+	for fe := range desired {
 		if fe.Kind == model.NodePort || !fe.IP.IsValid() {
 			k := npKey{fe.Family, fe.Port, fe.Protocol}
-			if _, dup := x.nodePorts[k]; !dup {
+			if old, dup := x.nodePorts[k]; !dup || fe.Less(old) {
 				x.nodePorts[k] = fe
 			}
 			continue
 		}
 		k := ipKey{fe.IP.Unmap(), fe.Port, fe.Protocol}
-		if _, dup := x.byIP[k]; !dup {
+		if old, dup := x.byIP[k]; !dup || fe.Less(old) {
 			x.byIP[k] = fe
 		}
 	}
@@ -72,7 +76,7 @@ func (x *ConntrackIndex) Frontend(f model.Flow) (model.Frontend, bool) {
 // terminating or not) is not stale: its pod still exists. Uncertain
 // frontends are never stale.
 func (x *ConntrackIndex) Classify(f model.Flow) (fe model.Frontend, stale bool) {
-	if f.Dying || !f.DNATed() || f.TCPState == "TIME_WAIT" || f.TCPState == "CLOSE" {
+	if !maybeStale(f) {
 		return model.Frontend{}, false
 	}
 	fe, ok := x.Frontend(f)
@@ -120,6 +124,11 @@ func carriesTraffic(f model.Flow) bool {
 }
 
 // conntrackRule produces one stale_conntrack finding per frontend.
+// maybeStale: a flow Classify looks further at (live, DNATed, not closing).
+func maybeStale(f model.Flow) bool {
+	return !f.Dying && f.DNATed() && f.TCPState != "TIME_WAIT" && f.TCPState != "CLOSE"
+}
+
 func conntrackRule(w *world, in Inputs, s *model.NodeSnapshot, info *Info) []model.Finding {
 	switch {
 	case in.Desired == nil:
@@ -129,10 +138,13 @@ func conntrackRule(w *world, in Inputs, s *model.NodeSnapshot, info *Info) []mod
 		info.Skipped = append(info.Skipped, "stale_conntrack: "+s.ConntrackUnavailable)
 		return nil
 	}
+	info.FlowsChecked += len(s.Flows)
+	if !slices.ContainsFunc(s.Flows, maybeStale) {
+		return nil // no flow to classify: the index over every frontend is not built
+	}
 	x := NewConntrackIndex(in.Desired, w.localAddrs)
 	groups := map[model.Frontend]*staleGroup{}
 	for _, f := range s.Flows {
-		info.FlowsChecked++
 		fe, stale := x.Classify(f)
 		if !stale {
 			continue

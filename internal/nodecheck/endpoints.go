@@ -17,7 +17,7 @@ type epGroupKey struct {
 
 // endpointRule produces endpoint_on_missing_node findings: one per service
 // and missing node, cluster-scoped.
-func endpointRule(w *world, eps []model.EndpointInfo, info *Info) []model.Finding {
+func endpointRule(w *world, eps []model.EndpointInfo, bySlice [][]model.EndpointInfo, info *Info) []model.Finding {
 	if len(w.nodes) == 0 {
 		info.Skipped = append(info.Skipped, "endpoint_on_missing_node: no Node objects known")
 		return nil
@@ -30,6 +30,17 @@ func endpointRule(w *world, eps []model.EndpointInfo, info *Info) []model.Findin
 		if gone, _ := w.nodeGone(e.NodeName); gone {
 			k := epGroupKey{e.Service, e.NodeName}
 			groups[k] = append(groups[k], e)
+		}
+	}
+	for _, s := range bySlice {
+		for _, e := range s {
+			if e.NodeName == "" {
+				continue
+			}
+			if gone, _ := w.nodeGone(e.NodeName); gone {
+				k := epGroupKey{e.Service, e.NodeName}
+				groups[k] = append(groups[k], e)
+			}
 		}
 	}
 	var out []model.Finding

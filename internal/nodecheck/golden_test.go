@@ -2,8 +2,10 @@ package nodecheck
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/golden"
@@ -77,5 +79,24 @@ func TestGoldenFindings(t *testing.T) {
 			})
 			golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(got))
 		})
+	}
+}
+
+// TestEndpointsBySliceSameFindings: endpoints handed per slice
+// (EndpointsBySlice, as the agent's cached inputs are) give the findings a
+// flat list gives.
+func TestEndpointsBySliceSameFindings(t *testing.T) {
+	eps := []model.EndpointInfo{ep("shop/cart", "cart-abc", "10.244.9.3", "d", true), ep("shop/cart", "cart-abc", "10.244.9.4", "d", false),
+		ep("shop/web", "web-x", "10.244.9.5", "d", true)}
+	flat, cfg := hostGW()
+	flat.Desired, flat.Snapshot.Flows, flat.Endpoints = testDesired(), testFlows(), eps
+	bySlice, _ := hostGW()
+	bySlice.Desired, bySlice.Snapshot.Flows = testDesired(), testFlows()
+	bySlice.Endpoints, bySlice.EndpointsBySlice = eps[:1], [][]model.EndpointInfo{eps[1:2], eps[2:]}
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	want, _ := Check(flat, cfg, now)
+	got, _ := Check(bySlice, cfg, now)
+	if len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("per slice: %d findings %+v\nflat: %d findings %+v", len(got), got, len(want), want)
 	}
 }

@@ -102,8 +102,10 @@ type Inputs struct {
 	// Pods are the pods of NodeName (pods of other nodes are ignored), from
 	// a synced cache: a missing pod makes its interface an orphan.
 	Pods []model.PodInfo
-	// Endpoints are all EndpointSlice endpoints of the cluster.
-	Endpoints []model.EndpointInfo
+	// Endpoints are all EndpointSlice endpoints of the cluster, flat or
+	// (EndpointsBySlice) one list per slice, or both: every one is checked.
+	Endpoints        []model.EndpointInfo
+	EndpointsBySlice [][]model.EndpointInfo
 	// Desired is what kube-proxy must program on this node; nil skips
 	// the conntrack rule.
 	Desired map[model.Frontend]model.Verdict

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -72,21 +73,30 @@ func NodeInfoOf(n *corev1.Node) model.NodeInfo {
 // appendAddr adds an address written as "ip" or "ip/len" (Calico's form),
 // once; anything else is ignored.
 func appendAddr(as []netip.Addr, s string) []netip.Addr {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		s = s[:i]
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
+	a, ok := parseAddrLoose(s)
+	if !ok {
 		return as
 	}
-	a = a.Unmap()
 	for _, x := range as {
 		if x == a {
 			return as
 		}
 	}
 	return append(as, a)
+}
+
+// parseAddrLoose parses an address as the API may hold it (spaces around
+// it, a prefix length after it), IPv4-mapped IPv6 unmapped.
+func parseAddrLoose(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		s = s[:i]
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
 }
 
 func appendPrefix(ps []netip.Prefix, p netip.Prefix) []netip.Prefix {
@@ -153,30 +163,43 @@ func appendEndpointInfos(out []model.EndpointInfo, s *discoveryv1.EndpointSlice)
 }
 
 // ServiceIPs returns every IP a Service answers on: cluster IPs, external
-// IPs and load-balancer ingress IPs, sorted and unique.
+// IPs and load-balancer ingress IPs, sorted and unique. Linear in the
+// services (then a sort): every node-level run calls it on all of them.
 func ServiceIPs(svcs []*corev1.Service) []netip.Addr {
-	var out []netip.Addr
-	for _, s := range svcs {
-		ips := append([]string{}, s.Spec.ClusterIPs...)
-		if len(ips) == 0 {
-			ips = append(ips, s.Spec.ClusterIP)
-		}
-		ips = append(ips, s.Spec.ExternalIPs...)
-		for _, in := range s.Status.LoadBalancer.Ingress {
-			ips = append(ips, in.IP)
-		}
-		for _, ip := range ips {
-			out = appendAddr(out, ip)
+	out := make([]netip.Addr, 0, len(svcs))
+	add := func(s string) {
+		if a, ok := parseAddrLoose(s); ok {
+			out = append(out, a)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
-	return out
+	for _, s := range svcs {
+		if len(s.Spec.ClusterIPs) == 0 {
+			add(s.Spec.ClusterIP)
+		}
+		for _, ip := range s.Spec.ClusterIPs {
+			add(ip)
+		}
+		for _, ip := range s.Spec.ExternalIPs {
+			add(ip)
+		}
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			add(in.IP)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
 }
 
 // NodeCheckInputs converts cluster state into the API half of
 // nodecheck.Inputs for one node: all nodes, this node's pods, every
 // endpoint and every service IP (the caller adds Desired and Snapshot).
 func NodeCheckInputs(nodeName string, cs *ClusterState) nodecheck.Inputs {
+	return NodeCheckInputsCached(nodeName, cs, nil)
+}
+
+// NodeCheckInputsCached is NodeCheckInputs converting only the
+// EndpointSlices c has not seen (c nil: all of them).
+func NodeCheckInputsCached(nodeName string, cs *ClusterState, c *EndpointInfoCache) nodecheck.Inputs {
 	in := nodecheck.Inputs{NodeName: nodeName, ServicesKnown: true, ServiceIPs: ServiceIPs(cs.Services)}
 	for _, n := range cs.Nodes {
 		in.Nodes = append(in.Nodes, NodeInfoOf(n))
@@ -186,15 +209,41 @@ func NodeCheckInputs(nodeName string, cs *ClusterState) nodecheck.Inputs {
 			in.Pods = append(in.Pods, PodInfoOf(p))
 		}
 	}
-	n := 0
+	if c == nil {
+		n := 0
+		for _, s := range cs.EndpointSlices {
+			n += len(s.Endpoints)
+		}
+		if n > 0 {
+			in.Endpoints = make([]model.EndpointInfo, 0, n)
+		}
+		for _, s := range cs.EndpointSlices {
+			in.Endpoints = appendEndpointInfos(in.Endpoints, s)
+		}
+		return in
+	}
+	// Per slice, shared with the cache (Inputs are read, never changed).
+	next := make(map[*discoveryv1.EndpointSlice][]model.EndpointInfo, len(cs.EndpointSlices))
+	in.EndpointsBySlice = make([][]model.EndpointInfo, 0, len(cs.EndpointSlices))
 	for _, s := range cs.EndpointSlices {
-		n += len(s.Endpoints)
+		infos, ok := c.bySlice[s]
+		if !ok {
+			infos = EndpointInfos(s)
+		}
+		next[s] = infos
+		if len(infos) > 0 {
+			in.EndpointsBySlice = append(in.EndpointsBySlice, infos)
+		}
 	}
-	if n > 0 {
-		in.Endpoints = make([]model.EndpointInfo, 0, n)
-	}
-	for _, s := range cs.EndpointSlices {
-		in.Endpoints = appendEndpointInfos(in.Endpoints, s)
-	}
+	c.bySlice = next
 	return in
+}
+
+// EndpointInfoCache keeps each EndpointSlice's endpoints as
+// NodeCheckInputs converts them, from one node-level run to the next,
+// keyed by the object itself: an informer replaces the object on every
+// change and never changes a cached one in place. A run drops the slices
+// it did not see. Not safe for concurrent runs.
+type EndpointInfoCache struct {
+	bySlice map[*discoveryv1.EndpointSlice][]model.EndpointInfo
 }

@@ -2,12 +2,17 @@ package watch
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nodecheck"
 )
 
 func TestNodeInfoOf(t *testing.T) {
@@ -102,8 +107,10 @@ func TestServiceIPsAndInputs(t *testing.T) {
 		{Spec: corev1.ServiceSpec{ClusterIP: "None"}},
 		{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1"}, Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
 			Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.1"}, {Hostname: "lb.example"}}}}},
+		// the same addresses again, one IPv4-mapped and one with a prefix length
+		{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.99/32", ExternalIPs: []string{"::ffff:10.96.0.1", " 203.0.113.7"}}},
 	}
-	if got := fmt.Sprint(ServiceIPs(svcs)); got != "[10.96.0.1 10.96.0.10 198.51.100.1 203.0.113.7 fd00:96::10]" {
+	if got := fmt.Sprint(ServiceIPs(svcs)); got != "[10.96.0.1 10.96.0.10 10.96.0.99 198.51.100.1 203.0.113.7 fd00:96::10]" {
 		t.Errorf("service IPs %s", got)
 	}
 	cs := &ClusterState{
@@ -116,7 +123,45 @@ func TestServiceIPsAndInputs(t *testing.T) {
 	}
 	in := NodeCheckInputs("a", cs)
 	if in.NodeName != "a" || len(in.Nodes) != 2 || len(in.Pods) != 1 || in.Pods[0].Name != "here" ||
-		!in.ServicesKnown || len(in.ServiceIPs) != 5 {
+		!in.ServicesKnown || len(in.ServiceIPs) != 6 {
 		t.Errorf("%+v", in)
+	}
+}
+
+// TestNodeCheckInputsCached: the cache gives the same endpoints as a fresh
+// conversion (per slice, not copied into one list), converts a replaced
+// slice again (the informer's update) and forgets a slice once a run no
+// longer sees it.
+func TestNodeCheckInputsCached(t *testing.T) {
+	slice := func(name, addr string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			Endpoints:  []discoveryv1.Endpoint{{Addresses: []string{addr}, NodeName: ptr("a")}},
+		}
+	}
+	flat := func(in nodecheck.Inputs) []model.EndpointInfo {
+		return slices.Concat(append([][]model.EndpointInfo{in.Endpoints}, in.EndpointsBySlice...)...)
+	}
+	a, b := slice("web-1", "10.1.0.1"), slice("web-2", "10.1.0.2")
+	cs := &ClusterState{EndpointSlices: []*discoveryv1.EndpointSlice{a, b}}
+	var c EndpointInfoCache
+	first := NodeCheckInputsCached("a", cs, &c)
+	fresh := NodeCheckInputs("a", cs)
+	if !reflect.DeepEqual(flat(first), fresh.Endpoints) || len(fresh.Endpoints) != 2 || len(first.EndpointsBySlice) != 2 {
+		t.Fatalf("cached endpoints %+v differ from a fresh conversion %+v", flat(first), fresh.Endpoints)
+	}
+	// The informer replaces b: the new object is converted, a is reused.
+	b2 := slice("web-2", "10.1.0.9")
+	cs.EndpointSlices = []*discoveryv1.EndpointSlice{a, b2}
+	reusedA := c.bySlice[a]
+	second := flat(NodeCheckInputsCached("a", cs, &c))
+	if got := second[1].Addr.String(); len(second) != 2 || got != "10.1.0.9" {
+		t.Errorf("replaced slice: endpoints %+v, want the second at 10.1.0.9", second)
+	}
+	if len(c.bySlice) != 2 || &c.bySlice[a][0] != &reusedA[0] {
+		t.Errorf("unchanged slice converted again, or the replaced one kept: %d slices cached", len(c.bySlice))
+	}
+	if _, ok := c.bySlice[b]; ok {
+		t.Error("the replaced slice is still cached")
 	}
 }
