@@ -19,6 +19,10 @@ const (
 	labelHeadless         = corev1.IsHeadlessService // service.kubernetes.io/headless
 )
 
+// LabelServiceProxyName is the label that hands a Service (and its
+// slices) to another proxy: kube-proxy, and so the agent, skips them.
+const LabelServiceProxyName = labelServiceProxyName
+
 // ClusterState is the part of the API kube-proxy reads (plus Pods, which
 // other parts of netdrift use). Objects are never modified.
 type ClusterState struct {

@@ -2,33 +2,89 @@ package informer
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 // lastApplied is the annotation `kubectl apply` writes: a full copy of the
 // object as applied, which nothing here reads.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
+// The labels the agent reads on Services and EndpointSlices (kube-proxy's
+// selection: watch.Expected), and the one EndpointSlice annotation.
+var (
+	sliceLabels   = []string{discoveryv1.LabelServiceName, watch.LabelServiceProxyName, corev1.IsHeadlessService}
+	serviceLabels = []string{watch.LabelServiceProxyName, corev1.IsHeadlessService}
+)
+
 // trim drops what the agent never reads before an object enters an informer
-// cache: managed fields, kubectl's last-applied copy and a Node's image list
-// (the bulk of a Node object). At 100k endpoints the caches are most of the
-// agent's memory; everything the desired state and the checks read is kept
-// (labels, the trigger-time annotation, specs, addresses, conditions).
+// cache: managed fields, owner references, finalizers, kubectl's
+// last-applied copy and a Node's image list (the bulk of a Node object); on
+// EndpointSlices and Services every label and annotation it does not read
+// (the EndpointSlice controller copies the Service's labels onto each
+// slice), and an endpoint's target reference, hostname and deprecated
+// topology. At 100k endpoints the caches are most of the agent's memory;
+// everything the desired state and the checks read is kept (the labels
+// above, the trigger-time annotation, specs, addresses, conditions, node
+// names, zones, hints).
 func trim(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
+		m.SetOwnerReferences(nil)
+		m.SetFinalizers(nil)
 		if a := m.GetAnnotations(); a[lastApplied] != "" {
-			b := make(map[string]string, len(a)-1)
-			for k, v := range a {
-				if k != lastApplied {
-					b[k] = v
-				}
-			}
-			m.SetAnnotations(b)
+			m.SetAnnotations(without(a, lastApplied))
 		}
 	}
-	if n, ok := obj.(*corev1.Node); ok {
-		n.Status.Images = nil
+	switch o := obj.(type) {
+	case *corev1.Node:
+		o.Status.Images = nil
+	case *discoveryv1.EndpointSlice:
+		o.Labels = only(o.Labels, sliceLabels)
+		o.Annotations = only(o.Annotations, []string{watch.TriggerTimeAnnotation})
+		for i := range o.Endpoints {
+			e := &o.Endpoints[i]
+			e.TargetRef, e.Hostname, e.DeprecatedTopology = nil, nil, nil
+		}
+	case *corev1.Service:
+		o.Labels = only(o.Labels, serviceLabels)
+		o.Annotations = nil
 	}
 	return obj, nil
+}
+
+// only is m with just the keys given (nil when none is there); m itself
+// when it holds nothing else.
+func only(m map[string]string, keys []string) map[string]string {
+	n := 0
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			n++
+		}
+	}
+	switch {
+	case n == len(m):
+		return m
+	case n == 0:
+		return nil
+	}
+	out := make(map[string]string, n)
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func without(m map[string]string, key string) map[string]string {
+	out := make(map[string]string, len(m)-1)
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
 }
