@@ -23,17 +23,8 @@ func endpointRule(w *world, eps []model.EndpointInfo, bySlice [][]model.Endpoint
 		return nil
 	}
 	groups := map[epGroupKey][]model.EndpointInfo{}
-	for _, e := range eps {
-		if e.NodeName == "" {
-			continue
-		}
-		if gone, _ := w.nodeGone(e.NodeName); gone {
-			k := epGroupKey{e.Service, e.NodeName}
-			groups[k] = append(groups[k], e)
-		}
-	}
-	for _, s := range bySlice {
-		for _, e := range s {
+	for _, list := range append([][]model.EndpointInfo{eps}, bySlice...) {
+		for _, e := range list {
 			if e.NodeName == "" {
 				continue
 			}
