@@ -100,6 +100,8 @@ type iptablesReader struct {
 	fromNL atomic.Bool
 
 	lg legacyState // the in-process iptables-legacy path (legacy.go)
+
+	opsBuf []iptables.NFTOp // ApplyChange's conversion of an event's ops, used again
 }
 
 // versioned stamps a new parse or walk with the reader's next version.
@@ -140,14 +142,23 @@ func (k *iptablesReader) SetHints(h model.Hints) {
 // messages (WatchChanges carries them) and re-reads any other it names. On the
 // iptables-save path the event moves the generation, which the next
 // Snapshot sees; nothing to do.
+//
+// It releases the event's op memory (ChangeEvent.Release) when done: the
+// netlink reader keeps nothing of the rule messages but their decoded
+// rules, and the conversion below goes into a buffer used again.
 func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
+	defer ev.Release()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if !k.netlinkActive() {
 		return nil
 	}
+	if cap(k.opsBuf) < len(ev.Ops) {
+		k.opsBuf = make([]iptables.NFTOp, 0, len(ev.Ops))
+	}
+	defer func() { clear(k.opsBuf[:cap(k.opsBuf)]) }()
 	nev := iptables.NFTEvent{Gen: ev.Generation, Lost: ev.Lost, OpsComplete: ev.OpsComplete,
-		Changes: make([]iptables.NFTChange, 0, len(ev.Changes)), Ops: make([]iptables.NFTOp, 0, len(ev.Ops))}
+		Changes: make([]iptables.NFTChange, 0, len(ev.Changes)), Ops: k.opsBuf[:0]}
 	for _, c := range ev.Changes {
 		nev.Changes = append(nev.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
 	}

@@ -43,6 +43,8 @@ type ChangeWatcher = nftables.ChangeWatcher
 // only what the event names). An error means the reader dropped its cache:
 // the next Snapshot reads everything.
 type ChangeApplier interface {
+	// ApplyChange may release the event's op memory (ChangeEvent.Release):
+	// the caller must not use ev.Ops afterwards.
 	ApplyChange(ctx context.Context, ev ChangeEvent) error
 	// Evented reports whether change events describe the state this reader
 	// reads (nftables; iptables-nft read over netlink): every commit of

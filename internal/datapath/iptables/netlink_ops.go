@@ -72,7 +72,10 @@ func (n *NFTReader) opsByChain(ev NFTEvent) map[opChain][]NFTOp {
 			count[k]++
 		}
 	}
-	all := make([]NFTOp, 0, len(ev.Ops))
+	if cap(n.opsAll) < len(ev.Ops) {
+		n.opsAll = make([]NFTOp, 0, len(ev.Ops))
+	}
+	all := n.opsAll[:0] // used again by every event (patch clears it)
 	out := make(map[opChain][]NFTOp, len(count))
 	for k, c := range count {
 		out[k] = all[len(all) : len(all) : len(all)+c]

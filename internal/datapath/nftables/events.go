@@ -34,6 +34,7 @@ type ChangeWatcher struct {
 	maxOpBytes int
 	opsQueue   int
 	opsB       opsBatch          // the current transaction's ops (run goroutine only)
+	pool       opPool            // released op memory (events_mem.go)
 	names      map[string]string // the current transaction's names, interned
 	txFirst    time.Time         // when the current transaction's first message was read (run goroutine only)
 	opsHint    map[TableRef]int  // ops the last transaction begun in a table carried (run goroutine only)
@@ -99,7 +100,8 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 		opts.OpsQueue = 8
 	}
 	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{}),
-		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes, opsQueue: opts.OpsQueue}
+		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes, opsQueue: opts.OpsQueue,
+		pool: make(opPool, opMemKept)}
 	// Subscribe first, then read the current generation, so nothing is missed.
 	g, err := Generation(netns)
 	if err != nil {
@@ -187,7 +189,7 @@ func (w *ChangeWatcher) fail(err error) {
 // carrying the current generation, so the reader re-reads everything.
 func (w *ChangeWatcher) overrun(batch *changeBatch) {
 	batch.flush()
-	w.opsB.reset()
+	w.opsB.reset(w.pool)
 	w.opsB.overflow = true // the rest of this transaction is not all of it
 	w.txFirst = time.Time{}
 	ev := ChangeEvent{Generation: w.gen.Load(), Lost: true, Received: time.Now()}
@@ -233,20 +235,21 @@ func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch, at time.Ti
 		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: w.txFirst,
 	}
 	w.txFirst = time.Time{}
-	if len(w.opTables) > 0 && len(w.events) < w.opsQueue {
-		ev.Ops, ev.OpsComplete = w.opsB.ops, !w.opsB.overflow
-	}
 	if n := len(w.opsB.ops); n > 0 {
 		if w.opsHint == nil {
 			w.opsHint = map[TableRef]int{}
 		}
 		w.opsHint[w.opsB.first] = n
 	}
-	w.opsB.reset()
+	if len(w.opTables) > 0 && len(w.events) < w.opsQueue {
+		w.opsB.handOver(&ev, w.pool)
+	}
+	w.opsB.reset(w.pool)
 	select {
 	case w.events <- ev:
 	default:
 		w.lost.Store(true)
+		ev.Release()
 	}
 }
 

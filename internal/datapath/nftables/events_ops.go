@@ -64,9 +64,26 @@ type opsBatch struct {
 	bytes    int
 	overflow bool
 	first    TableRef // the table of the first op
+	mem      *opMem   // where ops and their Data live (events_mem.go)
+	token    uint64   // mem's hand-out token
 }
 
-func (b *opsBatch) reset() { *b = opsBatch{} }
+// reset starts a new transaction. The batch's memory goes back to the
+// pool unless an event took it (handOver).
+func (b *opsBatch) reset(p opPool) {
+	p.give(b.mem, b.token)
+	*b = opsBatch{}
+}
+
+// handOver gives the batch's ops and memory to ev.
+func (b *opsBatch) handOver(ev *ChangeEvent, p opPool) {
+	ev.Ops, ev.OpsComplete = b.ops, !b.overflow
+	if b.mem != nil {
+		b.mem.ops = b.ops // keep a grown array for the next use
+		ev.mem, ev.memToken, ev.pool = b.mem, b.token, p
+		b.mem = nil
+	}
+}
 
 // wantOps reports whether the watcher carries ops of family/table.
 func (w *ChangeWatcher) wantOps(family, table string) bool {
@@ -87,15 +104,17 @@ func (w *ChangeWatcher) addOp(m netlink.Message, it ChangeItem) {
 	if b.overflow {
 		return
 	}
-	op, err := parseOp(m, it)
-	if err != nil {
-		b.overflow = true // not understood: the event carries no ops
-		b.ops = nil
-		return
+	if b.mem == nil {
+		b.mem, b.token = w.pool.take()
 	}
-	b.bytes += len(op.Data) + 64
-	if b.bytes > w.maxOpBytes {
-		b.overflow, b.ops = true, nil
+	op, err := parseOp(m, it, b.mem.carve)
+	if err == nil {
+		b.bytes += len(op.Data) + 64
+	}
+	if err != nil || b.bytes > w.maxOpBytes {
+		// Not understood, or too large: the event carries no ops.
+		b.reset(w.pool)
+		b.overflow = true
 		return
 	}
 	if b.ops == nil {
@@ -104,7 +123,10 @@ func (w *ChangeWatcher) addOp(m netlink.Message, it ChangeItem) {
 		// and filter apart, thousands of ops against tens), and growing a
 		// slice of thousands of ops by doubling is garbage.
 		b.first = TableRef{Family: it.Family, Table: it.Table}
-		b.ops = make([]Op, 0, max(w.opsHint[b.first], 16))
+		if n := max(w.opsHint[b.first], 16); cap(b.mem.ops) < n {
+			b.mem.ops = make([]Op, 0, n)
+		}
+		b.ops = b.mem.ops[:0]
 	}
 	b.ops = append(b.ops, op)
 }
@@ -114,14 +136,19 @@ func opObject(o string) bool { return o == "rule" || o == "chain" || o == "set" 
 // parseOp reads handle and position of a rule or chain message whose item
 // parseChangeMessage already gave, and keeps what a reader needs of the
 // others. Pure.
-func parseOp(m netlink.Message, it ChangeItem) (Op, error) {
+//
+// keep copies the attributes an Op keeps (nil: a copy of their own).
+func parseOp(m netlink.Message, it ChangeItem, keep func([]byte) []byte) (Op, error) {
+	if keep == nil {
+		keep = cloneBytes
+	}
 	op := Op{Family: it.Family, Table: it.Table, Chain: it.Name, Object: it.Object, Op: it.Op,
 		Append: m.Header.Flags&nlmFAppend != 0}
 	if len(m.Data) < 4 {
 		return op, fmt.Errorf("short message")
 	}
 	if it.Object == "set" || it.Object == "element" {
-		return parseSetOp(m, op)
+		return parseSetOp(m, op, keep)
 	}
 	handleAttr := uint16(nftaRuleHandle)
 	if it.Object == "chain" {
@@ -143,20 +170,22 @@ func parseOp(m netlink.Message, it ChangeItem) (Op, error) {
 		return op, fmt.Errorf("%s %s without handle or chain", it.Op, it.Object)
 	}
 	if it.Object == "rule" && it.Op == "new" {
-		op.Data = append([]byte(nil), m.Data[4:]...)
+		op.Data = keep(m.Data[4:])
 	}
 	return op, nil
 }
 
+func cloneBytes(b []byte) []byte { return append([]byte(nil), b...) }
+
 // parseSetOp keeps a set or element message: the set's name and, but for
 // DELSET, the attributes.
-func parseSetOp(m netlink.Message, op Op) (Op, error) {
+func parseSetOp(m netlink.Message, op Op, keep func([]byte) []byte) (Op, error) {
 	op.Set, op.Chain = op.Chain, ""
 	if op.Set == "" {
 		return op, fmt.Errorf("%s %s without a set name", op.Op, op.Object)
 	}
 	if op.Object == "element" || op.Op == "new" {
-		op.Data = append([]byte(nil), m.Data[4:]...)
+		op.Data = keep(m.Data[4:])
 	}
 	return op, nil
 }

@@ -60,6 +60,11 @@ type ChangeEvent struct {
 	// Changes and read the chains again).
 	Ops         []Op
 	OpsComplete bool
+
+	// The memory Ops live in, which Release hands back (events_mem.go).
+	mem      *opMem
+	memToken uint64
+	pool     opPool
 }
 
 // ChangeItem is one kind of change to one object.

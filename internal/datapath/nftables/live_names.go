@@ -42,7 +42,7 @@ func (n *Reader) readNamesLocked(fam model.IPFamily, t *nftTable) error {
 		if err != nil || !ok || it.Object != "chain" || it.Table != nftTableName {
 			continue
 		}
-		op, err := parseOp(m, it)
+		op, err := parseOp(m, it, nil)
 		if err != nil {
 			return fmt.Errorf("list chains: %w", err)
 		}
