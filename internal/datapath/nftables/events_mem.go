@@ -13,8 +13,14 @@ import "sync/atomic"
 // the watcher fills it again for a later transaction. An event nobody
 // releases is collected as before.
 
-// opBlock is the size of the blocks Data is carved from.
-const opBlock = 256 << 10
+// opBlock is the largest block Data is carved from; the first is
+// opBlockMin and each next one twice the last, so a small transaction (an
+// nftables-mode sync of one endpoint: a few hundred bytes) costs no more
+// than it did with a copy per message.
+const (
+	opBlock    = 256 << 10
+	opBlockMin = 1 << 10
+)
 
 // opMemKept is how many released opMems the watcher keeps for reuse
 // (each ~7 MB at 100k endpoints in iptables-nft mode): events are applied
@@ -43,7 +49,11 @@ func (m *opMem) carve(b []byte) []byte {
 		m.cur++
 	}
 	if m.cur == len(m.blocks) {
-		m.blocks = append(m.blocks, make([]byte, 0, opBlock))
+		size := opBlockMin
+		if n := len(m.blocks); n > 0 {
+			size = min(opBlock, 2*cap(m.blocks[n-1]))
+		}
+		m.blocks = append(m.blocks, make([]byte, 0, max(size, len(b))))
 	}
 	blk := m.blocks[m.cur]
 	n := len(blk)
