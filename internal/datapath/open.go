@@ -100,8 +100,6 @@ type iptablesReader struct {
 	fromNL atomic.Bool
 
 	lg legacyState // the in-process iptables-legacy path (legacy.go)
-
-	opsBuf []iptables.NFTOp // ApplyChange's conversion of an event's ops, used again
 }
 
 // versioned stamps a new parse or walk with the reader's next version.
@@ -145,7 +143,8 @@ func (k *iptablesReader) SetHints(h model.Hints) {
 //
 // It releases the event's op memory (ChangeEvent.Release) when done: the
 // netlink reader keeps nothing of the rule messages but their decoded
-// rules, and the conversion below goes into a buffer used again.
+// rules. The ops are handed over as they are (one type, nfops.Op); the
+// reader ignores set and element messages.
 func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
 	defer ev.Release()
 	k.mu.Lock()
@@ -153,21 +152,10 @@ func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error 
 	if !k.netlinkActive() {
 		return nil
 	}
-	if cap(k.opsBuf) < len(ev.Ops) {
-		k.opsBuf = make([]iptables.NFTOp, 0, len(ev.Ops))
-	}
-	defer func() { clear(k.opsBuf[:cap(k.opsBuf)]) }()
 	nev := iptables.NFTEvent{Gen: ev.Generation, Lost: ev.Lost, OpsComplete: ev.OpsComplete,
-		Changes: make([]iptables.NFTChange, 0, len(ev.Changes)), Ops: k.opsBuf[:0]}
+		Changes: make([]iptables.NFTChange, 0, len(ev.Changes)), Ops: ev.Ops}
 	for _, c := range ev.Changes {
 		nev.Changes = append(nev.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
-	}
-	for _, o := range ev.Ops {
-		if o.Object != "rule" && o.Object != "chain" {
-			continue // set and element messages: none in the tables iptables-nft writes
-		}
-		nev.Ops = append(nev.Ops, iptables.NFTOp{Family: o.Family, Table: o.Table, Chain: o.Chain, Object: o.Object,
-			Op: o.Op, Handle: o.Handle, Position: o.Position, Append: o.Append, Data: o.Data})
 	}
 	return k.nl.ApplyEvent(ctx, nev)
 }

@@ -106,10 +106,9 @@ type NFTReader struct {
 	AuditEvery time.Duration
 	patched    bool      // chains were patched since the last full read
 	lastFull   time.Time // when the last full read ended
-	// opsAll backs the per-chain op lists of one event (opsByChain),
-	// used again by the next event: a sync carries ~20,000 ops at 100k
-	// endpoints, garbage as soon as the event is applied.
-	opsAll []NFTOp
+	// opsIdx backs the per-chain op index lists of one event
+	// (opsByChain), used again by the next event.
+	opsIdx []int32
 }
 
 // nlFamily holds one family's nat and filter tables.

@@ -54,7 +54,6 @@ func (n *NFTReader) patch(ev NFTEvent, chains chainSet, whole map[tableKey]bool)
 	if ops == nil {
 		return
 	}
-	defer clear(n.opsAll[:cap(n.opsAll)]) // keep no Data past the event
 	for k, names := range chains {
 		for name := range names {
 			cops, ok := ops[opChain{k.fam, k.table, name}]

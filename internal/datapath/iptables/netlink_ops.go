@@ -1,5 +1,7 @@
 package iptables
 
+import "github.com/netdrift/netdrift/internal/datapath/nfops"
+
 // Patching cached chains from the rule messages of a change event, instead
 // of dumping them again (NFTReader.ApplyEvent). A kube-proxy sync rewrites
 // nat KUBE-SERVICES and the filter entry chains on every run: the kernel
@@ -20,16 +22,13 @@ package iptables
 // opaque chain, a rule that does not decode) reads the chain again too; a
 // rename (a chain message with another chain's handle) reads the table.
 
-// NFTOp is one rule or chain message of a transaction (nftables.Op).
-type NFTOp struct {
-	Family, Table, Chain string
-	Object               string // "rule" or "chain"
-	Op                   string // "new" or "del"
-	Handle               uint64 // the rule's handle, a chain's for chain messages
-	Position             uint64 // NEWRULE: handle of the rule before it; 0 none
-	Append               bool   // NLM_F_APPEND
-	Data                 []byte // NEWRULE: the message's attributes
-}
+// NFTOp is one rule or chain message of a transaction (nftables.Op, the
+// same type): Family, Table, Chain, Object ("rule" or "chain"), Op ("new"
+// or "del"), Handle (the rule's, a chain's for chain messages), Position
+// (NEWRULE: the handle of the rule before it; 0 none), Append
+// (NLM_F_APPEND) and Data (NEWRULE: the message's attributes). Set and
+// element messages are ignored.
+type NFTOp = nfops.Op
 
 // NFTEvent is one committed transaction as the reader takes it.
 type NFTEvent struct {
@@ -56,41 +55,73 @@ type opChain struct {
 	table, chain string
 }
 
+// chainOps is one chain's ops of an event, in commit order: indexes into
+// the event's Ops (which nothing copies).
+type chainOps struct {
+	all []NFTOp
+	idx []int32
+}
+
+func (c chainOps) len() int        { return len(c.idx) }
+func (c chainOps) at(i int) *NFTOp { return &c.all[c.idx[i]] }
+
+// prev and next are the ops before and after op i of the chain (nil: none).
+func (c chainOps) prev(i int) *NFTOp {
+	if i == 0 {
+		return nil
+	}
+	return c.at(i - 1)
+}
+
+func (c chainOps) next(i int) *NFTOp {
+	if i+1 >= c.len() {
+		return nil
+	}
+	return c.at(i + 1)
+}
+
 // opsByChain groups a usable event's ops per chain, in commit order; nil
 // when the ops cannot be used (incomplete, or not newer than the cache:
 // a full read may already hold them).
-func (n *NFTReader) opsByChain(ev NFTEvent) map[opChain][]NFTOp {
+func (n *NFTReader) opsByChain(ev NFTEvent) map[opChain]chainOps {
 	if !ev.OpsComplete || len(ev.Ops) == 0 || int32(ev.Gen-n.gen) <= 0 {
 		return nil
 	}
-	// Two passes, one backing array carved per chain: a sync carries
-	// thousands of ops, and growing a slice per chain was a tenth of what
-	// the agent allocated under iptables-nft churn.
+	// Two passes, one index array carved per chain and used again by the
+	// next event: a sync carries ~20,000 ops at 100k endpoints, and growing
+	// a slice per chain was a tenth of what the agent allocated under
+	// iptables-nft churn.
 	count := map[opChain]int{}
-	for _, op := range ev.Ops {
-		if k, ok := n.opKey(op); ok {
+	for i := range ev.Ops {
+		if k, ok := n.opKey(&ev.Ops[i]); ok {
 			count[k]++
 		}
 	}
-	if cap(n.opsAll) < len(ev.Ops) {
-		n.opsAll = make([]NFTOp, 0, len(ev.Ops))
+	if cap(n.opsIdx) < len(ev.Ops) {
+		n.opsIdx = make([]int32, 0, len(ev.Ops))
 	}
-	all := n.opsAll[:0] // used again by every event (patch clears it)
-	out := make(map[opChain][]NFTOp, len(count))
+	all := n.opsIdx[:0]
+	out := make(map[opChain]chainOps, len(count))
 	for k, c := range count {
-		out[k] = all[len(all) : len(all) : len(all)+c]
+		out[k] = chainOps{ev.Ops, all[len(all) : len(all) : len(all)+c]}
 		all = all[:len(all)+c]
 	}
-	for _, op := range ev.Ops {
-		if k, ok := n.opKey(op); ok {
-			out[k] = append(out[k], op) // within its carved capacity
+	for i := range ev.Ops {
+		if k, ok := n.opKey(&ev.Ops[i]); ok {
+			c := out[k]
+			c.idx = append(c.idx, int32(i)) // within its carved capacity
+			out[k] = c
 		}
 	}
 	return out
 }
 
-// opKey is the cached chain an op is for; false for tables not kept.
-func (n *NFTReader) opKey(op NFTOp) (opChain, bool) {
+// opKey is the cached chain a rule or chain op is for; false for tables
+// not kept and for other objects.
+func (n *NFTReader) opKey(op *NFTOp) (opChain, bool) {
+	if op.Object != "rule" && op.Object != "chain" {
+		return opChain{}, false
+	}
 	f := n.family(op.Family)
 	if f == nil || (op.Table != "nat" && op.Table != "filter") {
 		return opChain{}, false
@@ -99,7 +130,7 @@ func (n *NFTReader) opKey(op NFTOp) (opChain, bool) {
 }
 
 // patchChain applies one chain's ops to the cached table.
-func (n *NFTReader) patchChain(f *nlFamily, table, name string, ops []NFTOp) patchResult {
+func (n *NFTReader) patchChain(f *nlFamily, table, name string, ops chainOps) patchResult {
 	t := f.tables[table]
 	if t == nil {
 		return patchRead
@@ -112,7 +143,7 @@ func (n *NFTReader) patchChain(f *nlFamily, table, name string, ops []NFTOp) pat
 		return patchRead // not read over netlink
 	}
 	p := newChainPatch(old)
-	for i := range ops {
+	for i := range ops.len() {
 		if r := p.apply(ops, i, t); r != patchDone {
 			return r
 		}
@@ -195,8 +226,8 @@ func (p *chainPatch) unlink(h uint64) bool {
 }
 
 // apply applies ops[i].
-func (p *chainPatch) apply(ops []NFTOp, i int, t *ipTable) patchResult {
-	op := ops[i]
+func (p *chainPatch) apply(ops chainOps, i int, t *ipTable) patchResult {
+	op := ops.at(i)
 	switch {
 	case op.Object == "chain" && op.Op == "new":
 		if !p.exists && t.otherChainHandle(op.Chain, op.Handle) {
@@ -231,8 +262,8 @@ func (p *chainPatch) apply(ops []NFTOp, i int, t *ipTable) patchResult {
 
 // place says where the new rule ops[i] goes: after the node at the index
 // returned (-1: at the head); false when the messages do not tell.
-func (p *chainPatch) place(ops []NFTOp, i int) (int32, bool) {
-	op := ops[i]
+func (p *chainPatch) place(ops chainOps, i int) (int32, bool) {
+	op := ops.at(i)
 	if _, dup := p.at[op.Handle]; dup {
 		return 0, false
 	}
@@ -243,8 +274,8 @@ func (p *chainPatch) place(ops []NFTOp, i int) (int32, bool) {
 	if p.head < 0 {
 		return -1, true
 	}
-	if i > 0 && ops[i-1].Object == "rule" && ops[i-1].Op == "del" {
-		if ops[i-1].Handle == op.Handle { // replaced in place, same handle
+	if prev := ops.prev(i); prev != nil && prev.Object == "rule" && prev.Op == "del" {
+		if prev.Handle == op.Handle { // replaced in place, same handle
 			switch {
 			case p.delHead:
 				return -1, true
@@ -260,7 +291,7 @@ func (p *chainPatch) place(ops []NFTOp, i int) (int32, bool) {
 	if !op.Append {
 		return -1, true // inserted without a position: at the head
 	}
-	if i+1 < len(ops) && ops[i+1].Object == "rule" && ops[i+1].Op == "del" && ops[i+1].Handle == p.nodes[p.head].s.handle {
+	if next := ops.next(i); next != nil && next.Object == "rule" && next.Op == "del" && next.Handle == p.nodes[p.head].s.handle {
 		return 0, false // a replace of the first rule, new rule notified first
 	}
 	return p.tail, true

@@ -26,8 +26,12 @@ func runOps(t *testing.T, ops []NFTOp, handles ...uint64) ([]uint64, patchResult
 	t.Helper()
 	tb, c := opsChain(handles...)
 	p := newChainPatch(c)
+	co := chainOps{all: ops}
 	for i := range ops {
-		if r := p.apply(ops, i, tb); r != patchDone {
+		co.idx = append(co.idx, int32(i))
+	}
+	for i := range ops {
+		if r := p.apply(co, i, tb); r != patchDone {
 			return nil, r
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mdlayher/netlink"
+	"github.com/netdrift/netdrift/internal/datapath/nfops"
 )
 
 // Rule, chain, set and element messages carried with an event
@@ -33,20 +34,9 @@ type TableRef struct{ Family, Table string }
 // nftables Reader patches its cache from (Reader.Update).
 var KubeProxyTables = []TableRef{{Family: "ip", Table: nftTableName}, {Family: "ip6", Table: nftTableName}}
 
-// Op is one rule, chain, set or element notification of a transaction.
-type Op struct {
-	Family, Table, Chain string // Chain: rule and chain ops only
-	Set                  string // set and element ops: the set's name
-	Object               string // "rule", "chain", "set" or "element"
-	Op                   string // "new" or "del"
-	Handle               uint64 // the rule's handle (a chain's handle for chain ops)
-	Position             uint64 // NEWRULE: handle of the rule before it; 0 none
-	Append               bool   // NLM_F_APPEND in the notification header
-	// Data is a NEWRULE, NEWSET, NEWSETELEM or DELSETELEM message's
-	// attributes (after the nfgenmsg header), copied: what a GETRULE,
-	// GETSET or GETSETELEM dump gives.
-	Data []byte
-}
+// Op is one rule, chain, set or element notification of a transaction
+// (the type the iptables-nft reader takes as it is).
+type Op = nfops.Op
 
 const (
 	nftaRuleHandle   = 3
