@@ -2,8 +2,6 @@ package nftables
 
 import (
 	"bytes"
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -81,17 +79,7 @@ func TestOpPoolRelease(t *testing.T) {
 // event's ops are its own transaction's even though the memory of the one
 // before, released, is filled again.
 func TestWatcherReusesReleasedOps(t *testing.T) {
-	ns := nftTestNetns(t)
-	if _, err := exec.LookPath("iptables-nft-restore"); err != nil {
-		t.Skip("iptables-nft-restore not installed")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w, err := WatchChangesWith(ctx, ns, WatchOptions{OpTables: []TableRef{{"ip", "nat"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	ns, w := natOpsWatch(t, "")
 	var prev *opMem
 	reused := 0
 	for i, word := range []string{"alpha", "bravo", "charlie", "delta"} {

@@ -3,7 +3,6 @@ package nftables
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -22,19 +21,9 @@ func opsText(ops []Op) string {
 // and chain messages arrive in the event, in commit order, for the tables
 // asked for and only those.
 func TestWatcherCarriesRuleOps(t *testing.T) {
-	ns := nftTestNetns(t)
-	if _, err := exec.LookPath("iptables-nft-restore"); err != nil {
-		t.Skip("iptables-nft-restore not installed")
-	}
 	three := "*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -d 10.0.0.1/32 -j ACCEPT\n-A KUBE-SERVICES -d 10.0.0.2/32 -j ACCEPT\n-A KUBE-SERVICES -d 10.0.0.3/32 -j ACCEPT\nCOMMIT\n"
-	netnstest.RunInput(t, ns, three+"*filter\n:X - [0:0]\nCOMMIT\n", "iptables-nft-restore", "--noflush")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w, err := WatchChangesWith(ctx, ns, WatchOptions{OpTables: []TableRef{{"ip", "nat"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	ns, w := natOpsWatch(t, three+"*filter\n:X - [0:0]\nCOMMIT\n")
+	ctx := context.Background()
 	if rb, err := w.conn.ReadBuffer(); err != nil || rb < 32<<20 {
 		t.Errorf("receive buffer %d (%v), want the 32 MiB default forced past rmem_max", rb, err)
 	}

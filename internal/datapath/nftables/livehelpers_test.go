@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"context"
+	"os/exec"
 	"reflect"
 	"testing"
 	"time"
@@ -22,6 +23,28 @@ func nftTestNetns(t *testing.T) string {
 	t.Helper()
 	nftRequireRoot(t)
 	return netnstest.New(t, "nd-dp")
+}
+
+// natOpsWatch is a fresh namespace, where the restore input before (if
+// any) is committed first, and a watcher there carrying the ip nat table's
+// ops (closed at the test's end).
+func natOpsWatch(t *testing.T, before string) (string, *ChangeWatcher) {
+	t.Helper()
+	ns := nftTestNetns(t)
+	if _, err := exec.LookPath("iptables-nft-restore"); err != nil {
+		t.Skip("iptables-nft-restore not installed")
+	}
+	if before != "" {
+		netnstest.RunInput(t, ns, before, "iptables-nft-restore", "--noflush")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := WatchChangesWith(ctx, ns, WatchOptions{OpTables: []TableRef{{"ip", "nat"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return ns, w
 }
 
 // nftIn runs a command inside the namespace and returns its stdout.
