@@ -21,7 +21,10 @@ COPY cmd ./cmd
 COPY internal ./internal
 COPY bpf ./bpf
 ARG VERSION=dev
-RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+# The CA secret again: when the download layer above is reused from an earlier build but the
+# module cache mount is gone (pruned, another storage), go build fetches the modules itself.
+RUN --mount=type=secret,id=ca --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    if [ -s /run/secrets/ca ]; then export SSL_CERT_FILE=/run/secrets/ca; fi; \
     CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" \
       -o /out/netdrift ./cmd/agent
 
