@@ -172,6 +172,14 @@ func (v Verdict) Endpoint(b netip.AddrPort) (Endpoint, bool) {
 	return Endpoint{}, false
 }
 
+// AddrPortCompare orders backends as AddrPortLess does, for slices.SortFunc.
+func AddrPortCompare(a, b netip.AddrPort) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return int(a.Port()) - int(b.Port())
+}
+
 // AddrPortLess orders backends.
 func AddrPortLess(a, b netip.AddrPort) bool {
 	if c := a.Addr().Compare(b.Addr()); c != 0 {

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -37,33 +38,55 @@ type portEndpoints struct {
 func collectEndpoints(svc *corev1.Service, fam model.IPFamily, portName string, proto model.Protocol,
 	slices []*discoveryv1.EndpointSlice, nodeName string) portEndpoints {
 	var pe portEndpoints
-	seen := map[netip.AddrPort]*endpoint{}
+	all := make([]endpoint, 0, countEndpoints(svc, fam, slices))
 	for _, s := range slices {
 		if !sliceForService(s, svc) || string(s.AddressType) != string(fam) {
 			continue
 		}
 		for _, port := range matchingPorts(s.Ports, portName, proto) {
 			for i := range s.Endpoints {
-				ep := newEndpoint(&s.Endpoints[i], s.Name, port, fam, nodeName)
-				if ep == nil {
+				ep, ok := newEndpoint(&s.Endpoints[i], s.Name, port, fam, nodeName)
+				if !ok {
 					continue
 				}
 				if !ep.usable {
 					pe.uncertain = append(pe.uncertain, "slice "+s.Name+": endpoint "+s.Endpoints[i].Addresses[0]+": "+ep.Reason)
 				}
-				if !ep.Addr.IsValid() {
-					continue // nothing to key or show it by; the uncertainty says why
+				if ep.Addr.IsValid() { // else nothing to key or show it by; the uncertainty says why
+					all = append(all, ep)
 				}
-				mergeEndpoint(seen, ep, &pe)
 			}
 		}
 	}
-	pe.eps = make([]*endpoint, 0, len(seen))
-	for _, ep := range seen {
-		pe.eps = append(pe.eps, ep)
+	sortEndpoints(all)
+	pe.eps = make([]*endpoint, 0, len(all))
+	for i := range all {
+		if n := len(pe.eps); n > 0 && pe.eps[n-1].Addr == all[i].Addr {
+			pe.eps[n-1] = mergeEndpoint(pe.eps[n-1], &all[i], &pe)
+			continue
+		}
+		pe.eps = append(pe.eps, &all[i])
 	}
-	sort.Slice(pe.eps, func(i, j int) bool { return model.AddrPortLess(pe.eps[i].Addr, pe.eps[j].Addr) })
 	return pe
+}
+
+// sortEndpoints orders endpoints by address. The sort is stable: one
+// ip:port's copies stay in the order their slices came, which is the order
+// the de-duplication reads them in.
+func sortEndpoints(all []endpoint) {
+	slices.SortStableFunc(all, func(a, b endpoint) int { return model.AddrPortCompare(a.Addr, b.Addr) })
+}
+
+// countEndpoints bounds the endpoints collectEndpoints may keep, so that it
+// allocates them once.
+func countEndpoints(svc *corev1.Service, fam model.IPFamily, slices []*discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, s := range slices {
+		if sliceForService(s, svc) && string(s.AddressType) == string(fam) {
+			n += len(s.Endpoints) * max(1, len(s.Ports))
+		}
+	}
+	return n
 }
 
 func sliceForService(s *discoveryv1.EndpointSlice, svc *corev1.Service) bool {
@@ -71,22 +94,18 @@ func sliceForService(s *discoveryv1.EndpointSlice, svc *corev1.Service) bool {
 }
 
 // mergeEndpoint applies kube-proxy's de-duplication of one ip:port seen in
-// several slices.
-func mergeEndpoint(seen map[netip.AddrPort]*endpoint, ep *endpoint, pe *portEndpoints) {
-	prev, ok := seen[ep.Addr]
-	if !ok {
-		seen[ep.Addr] = ep
-		return
-	}
+// several slices: prev came first; it returns the one kept.
+func mergeEndpoint(prev, ep *endpoint, pe *portEndpoints) *endpoint {
 	switch {
 	case prev.Terminating && !ep.Terminating:
-		seen[ep.Addr] = ep
+		return ep
 	case !prev.Terminating && ep.Terminating:
 		// the non-terminating one stays
 	case !sameState(prev, ep):
 		pe.uncertain = append(pe.uncertain, "endpoint "+ep.Addr.String()+" appears in slices "+prev.slice+" and "+
 			ep.slice+" with different conditions; kube-proxy keeps either one")
 	}
+	return prev
 }
 
 func sameState(a, b *endpoint) bool {
@@ -120,11 +139,11 @@ func matchingPorts(ports []discoveryv1.EndpointPort, name string, proto model.Pr
 // terminating nil = false (kube-proxy's reading). Endpoints without an
 // address are ignored; unparsable addresses or addresses of the other family
 // are kept as unusable with the reason.
-func newEndpoint(e *discoveryv1.Endpoint, slice string, port uint16, fam model.IPFamily, nodeName string) *endpoint {
+func newEndpoint(e *discoveryv1.Endpoint, slice string, port uint16, fam model.IPFamily, nodeName string) (endpoint, bool) {
 	if len(e.Addresses) == 0 {
-		return nil
+		return endpoint{}, false
 	}
-	ep := &endpoint{slice: slice, usable: true}
+	ep := endpoint{slice: slice, usable: true}
 	ep.Ready = e.Conditions.Ready == nil || *e.Conditions.Ready
 	ep.Serving = e.Conditions.Serving == nil || *e.Conditions.Serving
 	ep.Terminating = e.Conditions.Terminating != nil && *e.Conditions.Terminating
@@ -148,7 +167,7 @@ func newEndpoint(e *discoveryv1.Endpoint, slice string, port uint16, fam model.I
 	if addr.IsValid() {
 		ep.Addr = netip.AddrPortFrom(addr.Unmap().WithZone(""), port)
 	}
-	return ep
+	return ep, true
 }
 
 func hints(h *discoveryv1.EndpointHints) (zones, nodes []string) {
