@@ -111,6 +111,7 @@ func (a *Agent) State() State {
 	if !s.LastAudit.IsZero() { // published at least once
 		s.Desired = a.tracker.merged.snapshot(a.cfg.NodeName)
 		s.Recent = a.recentLocked()
+		s.Stale, s.Pending = a.findings.Stale(), a.findings.Pending()
 	}
 	s.Observed = a.observedLocked(s.Observed)
 	s.Watch = a.watchStatusLocked(s.Now)

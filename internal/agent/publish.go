@@ -29,16 +29,15 @@ func (a *Agent) observedLocked(pub model.Observed) model.Observed {
 	return pub
 }
 
-// publishLocked keeps what the last audit found for State. The desired state
-// and the lag samples are not copied here but in State, when asked: an audit
-// runs many times a second under churn, a query far less often.
+// publishLocked keeps what the last audit found for State. The desired state,
+// the lag samples and the findings are not copied here but in State, when
+// asked: an audit runs many times a second under churn, a query far less
+// often (only an audit changes the findings, and it publishes).
 func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	s := State{
 		Node: a.cfg.NodeName, Datapath: a.mode, DatapathReason: a.reason,
 		Ready: true, Now: now, LastAudit: now,
-		Stale: a.findings.Stale(), Pending: a.findings.Pending(),
-		PendingChanges: a.tracker.lag.Pending(),
-		Observed:       a.state.Observed,
+		Observed: a.state.Observed,
 	}
 	if readOK {
 		s.Observed = obs

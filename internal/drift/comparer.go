@@ -2,6 +2,8 @@ package drift
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -14,7 +16,7 @@ type Comparer struct {
 	observed   map[model.Frontend]model.Verdict
 	obsVersion uint64
 	mode       string
-	found      map[model.Frontend][]model.Finding
+	found      map[model.Frontend][]keyedFinding
 	sorted     []model.Finding // nil: rebuild from found
 	// Compared counts the frontends compared by the last Update (for tests
 	// and the debug log): the work the update did.
@@ -22,7 +24,14 @@ type Comparer struct {
 }
 
 // NewComparer starts with nothing compared.
-func NewComparer() *Comparer { return &Comparer{found: map[model.Frontend][]model.Finding{}} }
+func NewComparer() *Comparer { return &Comparer{found: map[model.Frontend][]keyedFinding{}} }
+
+// keyedFinding is a finding with its sort key (model.Finding.Key), built
+// once when the finding is: every Update sorts all of them again.
+type keyedFinding struct {
+	key string
+	f   model.Finding
+}
 
 // Update returns the findings for desired and observed. desiredChanged names
 // the frontends whose desired verdict may have changed since the last Update;
@@ -103,15 +112,24 @@ func (c *Comparer) compareOne(fe model.Frontend) {
 		delete(c.found, fe)
 		return
 	}
-	c.found[fe] = fs
+	kf := make([]keyedFinding, len(fs))
+	for i, f := range fs {
+		kf[i] = keyedFinding{f.Key(), f}
+	}
+	c.found[fe] = kf
 }
 
+// flatten is every finding, in model.SortFindings order.
 func (c *Comparer) flatten() []model.Finding {
-	out := []model.Finding{}
+	var all []keyedFinding
 	for _, fs := range c.found {
-		out = append(out, fs...)
+		all = append(all, fs...)
 	}
-	model.SortFindings(out)
+	slices.SortFunc(all, func(a, b keyedFinding) int { return strings.Compare(a.key, b.key) })
+	out := make([]model.Finding, len(all))
+	for i := range all {
+		out[i] = all[i].f
+	}
 	return out
 }
 

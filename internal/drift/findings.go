@@ -1,6 +1,8 @@
 package drift
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -85,14 +87,26 @@ func (t *FindingTracker) Stale() []Tracked { return t.list(true) }
 func (t *FindingTracker) Pending() []Tracked { return t.list(false) }
 
 func (t *FindingTracker) list(stale bool) []Tracked {
-	var out []Tracked
-	for _, tr := range t.seen {
+	var ks []keyedTracked
+	for k, tr := range t.seen { // k is the finding's Key: not built again to sort
 		if tr.Stale == stale {
 			c := *tr
 			c.Finding.FirstSeen = tr.FirstSeen
-			out = append(out, c)
+			ks = append(ks, keyedTracked{k, c})
 		}
 	}
-	model.SortByKey(out, func(t Tracked) string { return t.Key() })
+	if len(ks) == 0 {
+		return nil
+	}
+	slices.SortFunc(ks, func(a, b keyedTracked) int { return strings.Compare(a.key, b.key) })
+	out := make([]Tracked, len(ks))
+	for i := range ks {
+		out[i] = ks[i].t
+	}
 	return out
+}
+
+type keyedTracked struct {
+	key string
+	t   Tracked
 }
