@@ -31,13 +31,15 @@ const agentGCPercent = 50
 // "Live"): 32 MiB put the iptables-nft agent's peak RSS at 0.99x
 // kube-proxy's, 24 MiB at 0.93x for nearly the same CPU. Large heaps (100k
 // endpoints: 250-300 MiB live in the iptables modes, mostly the tables kept
-// and the watch cache) are where the peak-RSS goal binds: above gcKnee each
+// and the watch cache) are where the peak-RSS goal binds and where the CPU
+// goal has room (0.05-0.1x of kube-proxy's there): above gcKnee each
 // further MiB live adds only 1/gcLargeDiv MiB of headroom, at the price of
-// more collections of that heap.
+// more collections of that heap (at 264 MiB live, 51.5 MiB instead of the
+// 81 MiB of a 128 MiB knee and 1/8).
 const (
 	gcMinHeadroom = 24 << 20
-	gcKnee        = 128 << 20
-	gcLargeDiv    = 8
+	gcKnee        = 80 << 20
+	gcLargeDiv    = 16
 )
 
 // gcHeadroom is the headroom for a live heap of live bytes at base percent.

@@ -18,9 +18,10 @@ func TestGCPercentFor(t *testing.T) {
 		{4 * mib, 400, "a nearly empty heap: capped"},
 		{24 * mib, 100, "24 MiB live: the 24 MiB floor is 100 %"},
 		{48 * mib, 50, "at twice the floor the base takes over"},
-		{128 * mib, 50, "the knee: still the base"},
-		{256 * mib, 31, "past the knee: 64 MiB + 128/8 MiB = 80 MiB of 256"},
-		{640 * mib, 20, "64 MiB + 512/8 MiB = 128 MiB of 640"},
+		{80 * mib, 50, "the knee: still the base"},
+		{128 * mib, 33, "past the knee: 40 MiB + 48/16 MiB = 43 MiB of 128"},
+		{256 * mib, 19, "40 MiB + 176/16 MiB = 51 MiB of 256"},
+		{640 * mib, 11, "40 MiB + 560/16 MiB = 75 MiB of 640"},
 	} {
 		if got := gcPercentFor(c.live, 50); got != c.want {
 			t.Errorf("%s: gcPercentFor(%d MiB) = %d, want %d", c.about, c.live/mib, got, c.want)
