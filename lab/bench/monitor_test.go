@@ -244,3 +244,31 @@ func TestMatchSamplesQuantiles(t *testing.T) {
 		t.Errorf("iptables-legacy cells %q", got)
 	}
 }
+
+// TestWorstMatches: an iptables-nft sync commits filter, then nat 30 ms
+// later; a T2 dated by the filter commit matches the nat one (within the
+// window) and the report names the filter commit as the one T2 sits on.
+func TestWorstMatches(t *testing.T) {
+	base := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	cs := []Commit{
+		{Gen: 7, First: at(0), At: at(1), Tables: []string{"ip filter"}},
+		{Gen: 8, First: at(30), At: at(70), Tables: []string{"ip nat"}},
+		{Gen: 9, First: at(1000), At: at(1040), Tables: []string{"ip nat"}},
+	}
+	t2s := []time.Time{at(1), at(1002), at(1001), at(5000)}
+	got := WorstMatches(t2s, cs, monitorMatchWindow, ProxyTables("iptables-nft"), 2)
+	if len(got) != 2 {
+		t.Fatalf("got %d lines, want 2: %q", len(got), got)
+	}
+	want0 := "T2 29.0 ms before its commit's first datagram (gen 8, ip nat, read over 40.0 ms); nearest commit to T2: gen 7 (ip filter), T2 1.0 ms after its first datagram"
+	if got[0] != want0 {
+		t.Errorf("worst:\n got %q\nwant %q", got[0], want0)
+	}
+	if want1 := "T2 2.0 ms after its commit's first datagram (gen 9, ip nat, read over 40.0 ms)"; got[1] != want1 {
+		t.Errorf("second:\n got %q\nwant %q", got[1], want1)
+	}
+	if got := WorstMatches(nil, cs, monitorMatchWindow, ProxyTables("iptables-nft"), 3); len(got) != 0 {
+		t.Errorf("no samples: %q", got)
+	}
+}

@@ -164,6 +164,9 @@ func (r *Result) Write(w io.Writer) {
 			}
 			fmt.Fprintf(w, "%s: the nf_tables listener read %d commits from the window's start to the drain's end (by process: %s), %d of them naming %s; its CPU %s (in neither process's figures)\n",
 				x.Name, sumCounts(x.MonByProcess), countsString(x.MonByProcess), x.MonCommits, strings.Join(x.MonTables, " or "), sec(x.MonCPU))
+			for _, s := range x.MonWorst {
+				fmt.Fprintf(w, "%s: far from the kernel: %s\n", x.Name, s)
+			}
 			if x.MonOverruns > 0 {
 				fmt.Fprintf(w, "%s: the kernel dropped notifications to the listener %d times (ENOBUFS): those commits are missing from its figures\n", x.Name, x.MonOverruns)
 			}

@@ -131,6 +131,7 @@ type Window struct {
 	MonTables    []string       // the IPv4 tables kube-proxy writes (ProxyTables); nil: no nf_tables events in this mode
 	MonRunning   bool           // a monitor ran over the window
 	MonMatch     MonitorMatch   // the samples against the commits it read
+	MonWorst     []string       // the matched samples farthest from their commit (WorstMatches)
 	MonCommits   int            // commits it read from the window's start to the drain's end that touched MonTables
 	MonByProcess map[string]int // every commit it read then, by committing process
 	MonCPU       time.Duration  // its CPU over the window (counted in neither process)
@@ -590,6 +591,7 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 			t2s[i] = s.T2
 		}
 		w.MonMatch = MatchSamples(t2s, commits, monitorMatchWindow, w.MonTables)
+		w.MonWorst = WorstMatches(t2s, commits, monitorMatchWindow, w.MonTables, 3)
 	}
 	return w, nil
 }
