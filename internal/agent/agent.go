@@ -168,20 +168,26 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.Step(ctx)
 		wait := a.nextWait()
 		t.Reset(wait)
+		took := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-a.kick:
 		case ev, ok := <-a.changes:
 			a.onChange(ctx, ev, ok)
+			took = true
 		case <-t.C():
 		}
 		// select picks at random among ready cases: a change event that came
 		// while the step ran must date the next read even when the timer won.
-		select {
-		case ev, ok := <-a.changes:
-			a.onChange(ctx, ev, ok)
-		default:
+		// Only one event per step: a read after two would date the state it
+		// finds, the second's changes included, by the first one's arrival.
+		if !took {
+			select {
+			case ev, ok := <-a.changes:
+				a.onChange(ctx, ev, ok)
+			default:
+			}
 		}
 	}
 }
