@@ -74,4 +74,4 @@ bench-live: bench-deps build lab-bins
 # measured, never a time.
 test-bench-live-quick: build lab-bins
 	cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 10m -v \
-	  -run '^TestBenchLiveQuick$$|^TestParse|^TestMatch|^TestReadSelf' ./bench
+	  -run '^TestBenchLiveQuick$$|^TestParse|^TestMatch|^TestWorst|^TestReadSelf' ./bench
