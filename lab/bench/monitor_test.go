@@ -257,18 +257,20 @@ func TestWorstMatches(t *testing.T) {
 		{Gen: 9, First: at(1000), At: at(1040), Tables: []string{"ip nat"}},
 	}
 	t2s := []time.Time{at(1), at(1002), at(1001), at(5000)}
-	got := WorstMatches(t2s, cs, monitorMatchWindow, ProxyTables("iptables-nft"), 2)
+	t1s := []time.Time{at(-3000), at(1002), at(-2000), at(0)}
+	got := WorstMatches(t2s, t1s, cs, monitorMatchWindow, ProxyTables("iptables-nft"), 2)
 	if len(got) != 2 {
 		t.Fatalf("got %d lines, want 2: %q", len(got), got)
 	}
-	want0 := "T2 29.0 ms before its commit's first datagram (gen 8, ip nat, read over 40.0 ms); nearest commit to T2: gen 7 (ip filter), T2 1.0 ms after its first datagram"
+	want0 := "T2 29.0 ms before its commit's first datagram (gen 8, ip nat, read over 40.0 ms); T2 3001.0 ms after its T1 (the delivery); " +
+		"nearest commit to T2: gen 7 (ip filter), T2 1.0 ms after its first datagram"
 	if got[0] != want0 {
 		t.Errorf("worst:\n got %q\nwant %q", got[0], want0)
 	}
-	if want1 := "T2 2.0 ms after its commit's first datagram (gen 9, ip nat, read over 40.0 ms)"; got[1] != want1 {
+	if want1 := "T2 2.0 ms after its commit's first datagram (gen 9, ip nat, read over 40.0 ms); T2 0.0 ms after its T1 (the delivery)"; got[1] != want1 {
 		t.Errorf("second:\n got %q\nwant %q", got[1], want1)
 	}
-	if got := WorstMatches(nil, cs, monitorMatchWindow, ProxyTables("iptables-nft"), 3); len(got) != 0 {
+	if got := WorstMatches(nil, nil, cs, monitorMatchWindow, ProxyTables("iptables-nft"), 3); len(got) != 0 {
 		t.Errorf("no samples: %q", got)
 	}
 }

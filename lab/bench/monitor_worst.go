@@ -11,26 +11,35 @@ import (
 // first datagram, each with the commit of any table the listener read
 // nearest to T2. A T2 that sits on another commit (in iptables-nft mode the
 // filter commit of the same sync, read just before the nat one) was dated by
-// that one: this tells a dating error from a late reading.
-func WorstMatches(t2s []time.Time, cs []Commit, win time.Duration, tables []string, n int) []string {
+// that one: this tells a dating error from a late reading. t1s (nil, or one
+// per T2) are the samples' deliveries: a T2 equal to its T1 was dated by the
+// delivery (the agent learnt of the change after the datapath had it).
+func WorstMatches(t2s, t1s []time.Time, cs []Commit, win time.Duration, tables []string, n int) []string {
 	type worst struct {
-		t2 time.Time
-		c  Commit
-		d  time.Duration // T2 - First, signed
+		t2, t1 time.Time
+		c      Commit
+		d      time.Duration // T2 - First, signed
 	}
 	var ws []worst
-	for _, t2 := range t2s {
+	for i, t2 := range t2s {
 		c, ok := MatchCommit(cs, t2, win, tables)
 		if !ok {
 			continue
 		}
-		ws = append(ws, worst{t2, c, t2.Sub(firstOf(c))})
+		w := worst{t2: t2, c: c, d: t2.Sub(firstOf(c))}
+		if i < len(t1s) {
+			w.t1 = t1s[i]
+		}
+		ws = append(ws, w)
 	}
 	sort.SliceStable(ws, func(i, j int) bool { return absDur(ws[i].d) > absDur(ws[j].d) })
 	var out []string
 	for _, w := range ws[:min(n, len(ws))] {
 		s := fmt.Sprintf("T2 %s its commit's first datagram (gen %d, %s, read over %s)",
 			signedMS(w.d), w.c.Gen, strings.Join(w.c.Tables, "+"), ms(w.c.At.Sub(firstOf(w.c))))
+		if !w.t1.IsZero() {
+			s += fmt.Sprintf("; T2 %s its T1 (the delivery)", signedMS(w.t2.Sub(w.t1)))
+		}
 		if o, ok := nearestCommit(cs, w.t2); ok && o.Gen != w.c.Gen {
 			s += fmt.Sprintf("; nearest commit to T2: gen %d (%s), T2 %s its first datagram",
 				o.Gen, strings.Join(o.Tables, "+"), signedMS(w.t2.Sub(firstOf(o))))

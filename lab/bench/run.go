@@ -586,12 +586,12 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	}
 	// Lag precision against the commits the nf_tables listener read.
 	if mon != nil {
-		t2s := make([]time.Time, len(samples))
+		t2s, t1s := make([]time.Time, len(samples)), make([]time.Time, len(samples))
 		for i, s := range samples {
-			t2s[i] = s.T2
+			t2s[i], t1s[i] = s.T2, s.T1
 		}
 		w.MonMatch = MatchSamples(t2s, commits, monitorMatchWindow, w.MonTables)
-		w.MonWorst = WorstMatches(t2s, commits, monitorMatchWindow, w.MonTables, 3)
+		w.MonWorst = WorstMatches(t2s, t1s, commits, monitorMatchWindow, w.MonTables, 3)
 	}
 	return w, nil
 }
