@@ -2,8 +2,6 @@ package drift
 
 import (
 	"reflect"
-	"slices"
-	"strings"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -16,21 +14,16 @@ type Comparer struct {
 	observed   map[model.Frontend]model.Verdict
 	obsVersion uint64
 	mode       string
-	found      map[model.Frontend][]keyedFinding
-	sorted     []model.Finding // nil: rebuild from found
+	found      map[model.Frontend][]model.Keyed[model.Finding] // keyed by Finding.Key, built once
+	sorted     []model.Finding                                 // nil: rebuild from found
 	// Compared counts the frontends compared by the last Update (for tests
 	// and the debug log): the work the update did.
 	Compared int
 }
 
 // NewComparer starts with nothing compared.
-func NewComparer() *Comparer { return &Comparer{found: map[model.Frontend][]keyedFinding{}} }
-
-// keyedFinding is a finding with its sort key (model.Finding.Key), built
-// once when the finding is: every Update sorts all of them again.
-type keyedFinding struct {
-	key string
-	f   model.Finding
+func NewComparer() *Comparer {
+	return &Comparer{found: map[model.Frontend][]model.Keyed[model.Finding]{}}
 }
 
 // Update returns the findings for desired and observed. desiredChanged names
@@ -112,25 +105,23 @@ func (c *Comparer) compareOne(fe model.Frontend) {
 		delete(c.found, fe)
 		return
 	}
-	kf := make([]keyedFinding, len(fs))
+	kf := make([]model.Keyed[model.Finding], len(fs))
 	for i, f := range fs {
-		kf[i] = keyedFinding{f.Key(), f}
+		kf[i] = model.Keyed[model.Finding]{Key: f.Key(), Value: f} // every Update sorts them all again
 	}
 	c.found[fe] = kf
 }
 
 // flatten is every finding, in model.SortFindings order.
 func (c *Comparer) flatten() []model.Finding {
-	var all []keyedFinding
+	var all []model.Keyed[model.Finding]
 	for _, fs := range c.found {
 		all = append(all, fs...)
 	}
-	slices.SortFunc(all, func(a, b keyedFinding) int { return strings.Compare(a.key, b.key) })
-	out := make([]model.Finding, len(all))
-	for i := range all {
-		out[i] = all[i].f
+	if out := model.SortedByKey(all); out != nil {
+		return out
 	}
-	return out
+	return []model.Finding{}
 }
 
 // sameContent reports whether two verdicts would yield the same findings:

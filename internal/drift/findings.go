@@ -1,8 +1,6 @@
 package drift
 
 import (
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -87,26 +85,13 @@ func (t *FindingTracker) Stale() []Tracked { return t.list(true) }
 func (t *FindingTracker) Pending() []Tracked { return t.list(false) }
 
 func (t *FindingTracker) list(stale bool) []Tracked {
-	var ks []keyedTracked
+	var ks []model.Keyed[Tracked]
 	for k, tr := range t.seen { // k is the finding's Key: not built again to sort
 		if tr.Stale == stale {
 			c := *tr
 			c.Finding.FirstSeen = tr.FirstSeen
-			ks = append(ks, keyedTracked{k, c})
+			ks = append(ks, model.Keyed[Tracked]{Key: k, Value: c})
 		}
 	}
-	if len(ks) == 0 {
-		return nil
-	}
-	slices.SortFunc(ks, func(a, b keyedTracked) int { return strings.Compare(a.key, b.key) })
-	out := make([]Tracked, len(ks))
-	for i := range ks {
-		out[i] = ks[i].t
-	}
-	return out
-}
-
-type keyedTracked struct {
-	key string
-	t   Tracked
+	return model.SortedByKey(ks)
 }

@@ -2,7 +2,8 @@ package model
 
 import (
 	"net/netip"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -70,16 +71,29 @@ func SortFindings(fs []Finding) { SortByKey(fs, Finding.Key) }
 // SortByKey sorts xs by key, stable, computing each key once (a key is built
 // from strings: computing it in every comparison dominated the sort).
 func SortByKey[T any](xs []T, key func(T) string) {
-	type keyed struct {
-		k string
-		x T
-	}
-	ks := make([]keyed, len(xs))
+	ks := make([]Keyed[T], len(xs))
 	for i, x := range xs {
-		ks[i] = keyed{key(x), x}
+		ks[i] = Keyed[T]{key(x), x}
 	}
-	sort.SliceStable(ks, func(i, j int) bool { return ks[i].k < ks[j].k })
+	copy(xs, SortedByKey(ks))
+}
+
+// Keyed is a value with its sort key, for callers that keep the key.
+type Keyed[T any] struct {
+	Key   string
+	Value T
+}
+
+// SortedByKey sorts ks by key, stable, and returns their values in that
+// order (nil when there are none).
+func SortedByKey[T any](ks []Keyed[T]) []T {
+	if len(ks) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(ks, func(a, b Keyed[T]) int { return strings.Compare(a.Key, b.Key) })
+	out := make([]T, len(ks))
 	for i := range ks {
-		xs[i] = ks[i].x
+		out[i] = ks[i].Value
 	}
+	return out
 }

@@ -181,12 +181,7 @@ func AddrPortCompare(a, b netip.AddrPort) int {
 }
 
 // AddrPortLess orders backends.
-func AddrPortLess(a, b netip.AddrPort) bool {
-	if c := a.Addr().Compare(b.Addr()); c != 0 {
-		return c < 0
-	}
-	return a.Port() < b.Port()
-}
+func AddrPortLess(a, b netip.AddrPort) bool { return AddrPortCompare(a, b) < 0 }
 
 // SortBackends sorts and de-duplicates a backend list in place.
 func SortBackends(bs []netip.AddrPort) []netip.AddrPort {

@@ -75,9 +75,7 @@ func MatchCommit(cs []Commit, t2 time.Time, win time.Duration, tables []string) 
 
 // spanDist is how far t2 is from [first, at] (first zero: at).
 func spanDist(t2, first, at time.Time) time.Duration {
-	if first.IsZero() || first.After(at) {
-		first = at
-	}
+	first = firstOf(Commit{First: first, At: at})
 	switch {
 	case t2.Before(first):
 		return first.Sub(t2)
