@@ -22,14 +22,14 @@ import (
 )
 
 // newTestNetns creates an empty named network namespace, removed on cleanup.
-func newTestNetns(t *testing.T) string {
+func newTestNetns(t testing.TB) string {
 	t.Helper()
 	return netnstest.New(t, "nd-dpipt")
 }
 
 // requireBackend skips when the backend's tools are missing or the kernel
 // cannot hold its tables, saying why.
-func requireBackend(t *testing.T, backend string, v6 bool) {
+func requireBackend(t testing.TB, backend string, v6 bool) {
 	t.Helper()
 	for _, tool := range []string{"save", "restore"} {
 		prefix := "iptables"

@@ -73,6 +73,7 @@ type NFTStats struct {
 	LastDecoded    int // rules the last ApplyEvent decoded from messages
 	PatchFallbacks int // chains (or tables) read again: the messages did not tell
 	Audits         int // audit reads (full reads after patching, AuditEvery)
+	Dials          int // nfnetlink sockets opened (one per reader unless an operation failed)
 	AuditDiffs     int // audit reads that found the patched tables differed from the kernel's
 }
 
@@ -109,6 +110,7 @@ type NFTReader struct {
 	// opsIdx backs the per-chain op index lists of one event
 	// (opsByChain), used again by the next event.
 	opsIdx []int32
+	conn   *nlConn // kept between operations (withConn); nil: open on use
 }
 
 // nlFamily holds one family's nat and filter tables.
@@ -445,14 +447,44 @@ func (n *NFTReader) family(name string) *nlFamily {
 // resumption, which for chain listings walks again from the first chain.
 const nlRecvBuffer = 32 << 10
 
-// withConn opens nfnetlink in the namespace for one operation.
+// withConn runs one operation on the reader's nfnetlink socket, opened in
+// the namespace on first use and kept: closing a NETLINK_NETFILTER socket
+// makes nf_tables look for tables the socket owned, under the same mutex a
+// commit holds, so a close while iptables-nft-restore's batch is in the
+// kernel waits until that batch commits (178-612 ms at 100k endpoints,
+// once per poll; BENCHMARKS.md, "Live"). The socket is dropped after an
+// error other than a commit's interruption (Transient: the answer was read
+// to its end) and opened again on the next operation; answers left half
+// read are skipped by sequence number anyway (nlConn.datagram).
 func (n *NFTReader) withConn(fn func(*nlConn) error) error {
-	c, err := dialNFT(n.NetNS)
-	if err != nil {
-		return err
+	if n.conn == nil {
+		c, err := dialNFT(n.NetNS)
+		if err != nil {
+			return err
+		}
+		n.conn = c
+		n.stats.Dials++
 	}
-	defer c.Close()
-	return fn(c)
+	err := fn(n.conn)
+	if err != nil && !Transient(err) {
+		_ = n.conn.Close()
+		n.conn = nil
+	}
+	return err
+}
+
+// Close releases the reader's nfnetlink socket; the next read opens one
+// again. A reader dropped without Close has its socket closed when it is
+// garbage collected.
+func (n *NFTReader) Close() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.conn == nil {
+		return nil
+	}
+	err := n.conn.Close()
+	n.conn = nil
+	return err
 }
 
 // fullReadAttempts bounds the attempts of a full read; between two, the

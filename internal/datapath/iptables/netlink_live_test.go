@@ -17,7 +17,7 @@ import (
 )
 
 // requireNFT skips unless root with iptables-nft and an nf_tables kernel.
-func requireNFT(t *testing.T, v6 bool) {
+func requireNFT(t testing.TB, v6 bool) {
 	t.Helper()
 	netnstest.RequireRoot(t, "restores iptables-nft rules into a fresh network namespace")
 	requireBackend(t, BackendNFT, v6)

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 
@@ -24,10 +25,11 @@ import (
 const nlAnswerTimeout = 30
 
 type nlConn struct {
-	fd  int
-	seq uint32
-	buf []byte // receive
-	out []byte // send, reused
+	fd      int
+	cleanup runtime.Cleanup // closes fd if the conn is dropped unclosed
+	seq     uint32
+	buf     []byte // receive
+	out     []byte // send, reused
 	// reqBuf: a request's payload, reused (send copies it into out).
 	reqBuf []byte
 }
@@ -46,10 +48,17 @@ func dialNFT(ns string) (*nlConn, error) {
 		_ = unix.Close(fd)
 		return nil, fmt.Errorf("nf_tables netlink: %w", err)
 	}
-	return &nlConn{fd: fd, buf: make([]byte, nlRecvBuffer)}, nil
+	c := &nlConn{fd: fd, buf: make([]byte, nlRecvBuffer)}
+	c.cleanup = runtime.AddCleanup(c, func(fd int) { _ = unix.Close(fd) }, fd)
+	return c, nil
 }
 
-func (c *nlConn) Close() error { return unix.Close(c.fd) }
+// Close closes the socket (once: the cleanup that would close it when the
+// conn is garbage is cancelled first, so it never closes a reused fd).
+func (c *nlConn) Close() error {
+	c.cleanup.Stop()
+	return unix.Close(c.fd)
+}
 
 // nlReq is one request: nfnetlink message type, flags, payload (the
 // nfgenmsg header and the attributes).
