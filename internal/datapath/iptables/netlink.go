@@ -73,8 +73,8 @@ type NFTStats struct {
 	LastDecoded    int // rules the last ApplyEvent decoded from messages
 	PatchFallbacks int // chains (or tables) read again: the messages did not tell
 	Audits         int // audit reads (full reads after patching, AuditEvery)
-	Dials          int // nfnetlink sockets opened (one per reader unless an operation failed)
 	AuditDiffs     int // audit reads that found the patched tables differed from the kernel's
+	Dials          int // nfnetlink sockets opened (one per reader unless an operation failed)
 }
 
 // NFTReader is the in-process iptables-nft reader.

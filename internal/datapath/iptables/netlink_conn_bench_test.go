@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,7 +97,7 @@ func bigBatch(n int) string {
 
 // commitLoop runs iptables-nft-restore --noflush with input in ns until
 // stop is called; stop waits for the running restore and returns how many
-// completed.
+// completed (the same count on later calls).
 func commitLoop(tb testing.TB, ns, input string) (stop func() int) {
 	done, finished := make(chan struct{}), make(chan int)
 	go func() {
@@ -119,15 +120,10 @@ func commitLoop(tb testing.TB, ns, input string) (stop func() int) {
 			n++
 		}
 	}()
-	stopped := false
-	stop = func() int {
-		if stopped {
-			return 0
-		}
-		stopped = true
+	stop = sync.OnceValue(func() int {
 		close(done)
 		return <-finished
-	}
+	})
 	tb.Cleanup(func() { stop() })
 	return stop
 }
