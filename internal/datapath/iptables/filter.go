@@ -11,7 +11,7 @@ import (
 // DROP ("has no local endpoints").
 func (w *walker) filterRule(r *ipRule) {
 	var action model.Action
-	switch r.target {
+	switch r.target() {
 	case "REJECT":
 		action = model.Reject
 	case "DROP":
@@ -30,7 +30,7 @@ func (w *walker) filterRule(r *ipRule) {
 		e.filterAction = action
 	}
 	if e.svc.IsZero() {
-		if sp, ok := commentService(r.comment, f.Protocol); ok {
+		if sp, ok := commentService(r.comment(), f.Protocol); ok {
 			e.svc = sp
 		} else if sp, ok := w.idx.frontends[f]; ok {
 			e.svc = sp
@@ -55,12 +55,12 @@ func (w *walker) filterFrontend(r *ipRule) (model.Frontend, bool) {
 // filterKey is the address (none for a node port), port and protocol a
 // filter rule is about; it reads only the rule.
 func filterKey(r *ipRule) (k frontKey, nodePort, ok bool) {
-	if r.dst == "" || r.dstLocal {
-		if r.dst != "" && !isLoopbackNet(r.dst) {
+	if r.dst() == "" || r.has(flDstLocal) {
+		if r.dst() != "" && !isLoopbackNet(r.dst()) {
 			return frontKey{}, false, false
 		}
 		k, ok := ruleKey(r, false)
-		if !ok || r.chain == chainServices && !r.dstLocal {
+		if !ok || r.chain == chainServices && !r.has(flDstLocal) {
 			return frontKey{}, false, false
 		}
 		return k, true, true
@@ -89,7 +89,7 @@ func (w *walker) externalKind(k frontKey) model.FrontendKind {
 // not accept, and does not change the backend set.
 func (w *walker) firewallRule(r *ipRule) {
 	k, ok := w.ruleKey(r, true)
-	if !ok || r.target != "DROP" {
+	if !ok || r.target() != "DROP" {
 		return
 	}
 	f := model.NewFrontend(k.ip, k.port, k.proto, model.LoadBalancer)

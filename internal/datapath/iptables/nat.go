@@ -10,9 +10,9 @@ import (
 // natServiceRule handles one nat KUBE-SERVICES rule: a cluster, external or
 // load-balancer IP captured into a service chain.
 func (w *walker) natServiceRule(r *ipRule) {
-	if r.target == "" || isMarkChain(r.target) || !w.isChain(r.target) {
-		if isServiceChainTarget(r.target) {
-			w.warnf("nat %s rule jumps to missing chain %s: %s", r.chain, r.target, r.text)
+	if r.target() == "" || isMarkChain(r.target()) || !w.isChain(r.target()) {
+		if isServiceChainTarget(r.target()) {
+			w.warnf("nat %s rule jumps to missing chain %s: %s", r.chain, r.target(), r.text)
 		}
 		return // KUBE-MARK-MASQ and other bookkeeping
 	}
@@ -31,17 +31,17 @@ func (w *walker) natServiceRule(r *ipRule) {
 // natKind tells the frontend kind from the comment, else the target chain.
 func (w *walker) natKind(r *ipRule, k frontKey) (model.FrontendKind, bool) {
 	switch {
-	case strings.HasSuffix(r.comment, " cluster IP"):
+	case strings.HasSuffix(r.comment(), " cluster IP"):
 		return model.ClusterIP, true
-	case strings.HasSuffix(r.comment, " external IP"):
+	case strings.HasSuffix(r.comment(), " external IP"):
 		return model.ExternalIP, true
-	case strings.HasSuffix(r.comment, " loadbalancer IP"):
+	case strings.HasSuffix(r.comment(), " loadbalancer IP"):
 		return model.LoadBalancer, true
 	}
 	switch {
-	case strings.HasPrefix(r.target, chainPrefixSVC), strings.HasPrefix(r.target, chainPrefixSVL):
+	case strings.HasPrefix(r.target(), chainPrefixSVC), strings.HasPrefix(r.target(), chainPrefixSVL):
 		return model.ClusterIP, true
-	case strings.HasPrefix(r.target, chainPrefixFW):
+	case strings.HasPrefix(r.target(), chainPrefixFW):
 		return model.LoadBalancer, true
 	}
 	if kind, ok := w.idx.kinds[k]; ok {
@@ -53,9 +53,9 @@ func (w *walker) natKind(r *ipRule, k frontKey) (model.FrontendKind, bool) {
 
 // natNodePortRule handles one nat KUBE-NODEPORTS rule.
 func (w *walker) natNodePortRule(r *ipRule) {
-	if r.target == "" || isMarkChain(r.target) || !w.isChain(r.target) {
-		if isServiceChainTarget(r.target) {
-			w.warnf("nat %s rule jumps to missing chain %s: %s", r.chain, r.target, r.text)
+	if r.target() == "" || isMarkChain(r.target()) || !w.isChain(r.target()) {
+		if isServiceChainTarget(r.target()) {
+			w.warnf("nat %s rule jumps to missing chain %s: %s", r.chain, r.target(), r.text)
 		}
 		return
 	}
@@ -64,14 +64,14 @@ func (w *walker) natNodePortRule(r *ipRule) {
 		w.warnf("nat %s rule not understood (no protocol and port): %s", r.chain, r.text)
 		return
 	}
-	general := r.dst == "" || !isLoopbackNet(r.dst)
-	if r.dst != "" && general {
-		w.warnf("nat %s rule limited to destination %s, treated as a node port: %s", r.chain, r.dst, r.text)
+	general := r.dst() == "" || !isLoopbackNet(r.dst())
+	if r.dst() != "" && general {
+		w.warnf("nat %s rule limited to destination %s, treated as a node port: %s", r.chain, r.dst(), r.text)
 	}
 	w.capture(model.NewNodePort(k.port, k.proto, w.fam), r, general)
 }
 
-// capture records a nat rule that DNATs a frontend through r.target.
+// capture records a nat rule that DNATs a frontend through r.target().
 // The first general rule wins (iptables is first-match); localhost-only
 // rules (127.0.0.0/8 node ports) add evidence and count only if no general
 // rule exists.
@@ -82,11 +82,11 @@ func (w *walker) capture(f model.Frontend, r *ipRule, general bool) {
 		w.warnf("%s %s captured twice in nat %s; the first rule wins: %s", f.Kind, f, r.chain, r.text)
 		return
 	}
-	res := w.resolve(w.nat.chain(r.target), 0)
+	res := w.resolve(w.nat.chain(r.target()), 0)
 	if e.natSeen && !general {
 		return
 	}
-	e.natSeen, e.general, e.chain = true, general, r.target
+	e.natSeen, e.general, e.chain = true, general, r.target()
 	e.backends = append(e.backends[:0], res.backends...)
 	e.drop = res.drop && len(res.backends) == 0
 	e.evidence = append(e.evidence, res.evidence...)
@@ -99,10 +99,10 @@ func (w *walker) capture(f model.Frontend, r *ipRule, general bool) {
 // comment, else the target chain's hash, else the target chain's comments.
 func (w *walker) serviceOf(f model.Frontend, r *ipRule, res *chainResult) model.ServicePort {
 	proto := f.Protocol
-	_, hash := chainHashOf(r.target)
-	if sp, ok := commentService(r.comment, proto); ok {
+	_, hash := chainHashOf(r.target())
+	if sp, ok := commentService(r.comment(), proto); ok {
 		if hash != "" && ChainHash(sp) != hash && !(sp.Port == "" && legacyChainHash(sp) == hash) {
-			w.warnf("comment names %s but chain %s is not its chain (hash %s)", KubeProxyPortName(sp), r.target, ChainHash(sp))
+			w.warnf("comment names %s but chain %s is not its chain (hash %s)", KubeProxyPortName(sp), r.target(), ChainHash(sp))
 		}
 		return sp
 	}
@@ -174,7 +174,7 @@ func (w *walker) resolve(c *ipChain, depth int) *chainResult {
 		if ext && r.sourceConditional() {
 			continue
 		}
-		if r.target == "KUBE-MARK-DROP" && len(res.backends) == 0 && !res.drop && r.unconditional() {
+		if r.target() == "KUBE-MARK-DROP" && len(res.backends) == 0 && !res.drop && r.unconditional() {
 			res.drop = true
 			res.evidence = append(res.evidence, w.ev("nat", r))
 			break
@@ -196,7 +196,7 @@ func (w *walker) resolve(c *ipChain, depth int) *chainResult {
 
 // proto is a rule's protocol or "" when it names none.
 func proto(r *ipRule) model.Protocol {
-	p, _ := model.ParseProtocol(r.proto)
+	p, _ := model.ParseProtocol(r.proto())
 	return p
 }
 
@@ -204,26 +204,26 @@ func proto(r *ipRule) model.Protocol {
 // keeps the DNAT rules and the jumps between service chains; a jump to a
 // KUBE-SEP chain is left out (its DNAT rule names the chain).
 func (w *walker) resolveRule(r *ipRule, res *chainResult, depth int) {
-	if res.svc == nil && r.comment != "" {
-		if sp, ok := commentService(r.comment, proto(r)); ok && !sp.IsZero() {
+	if res.svc == nil && r.comment() != "" {
+		if sp, ok := commentService(r.comment(), proto(r)); ok && !sp.IsZero() {
 			res.svc = &sp
 		}
 	}
 	switch r.tkind {
 	case targetDNAT:
-		ap, err := parseToDestination(r.toDest)
+		ap, err := parseToDestination(r.toDest())
 		if err != nil {
-			w.warnf("nat %s: DNAT target %q not understood: %s", r.chain, r.toDest, r.text)
+			w.warnf("nat %s: DNAT target %q not understood: %s", r.chain, r.toDest(), r.text)
 			return
 		}
 		res.backends = append(res.backends, ap)
 		res.evidence = append(res.evidence, w.ev("nat", r))
 	case targetSEP, targetChain:
-		target := w.nat.chain(r.target)
+		target := w.nat.chain(r.target())
 		if target == nil {
-			w.dep(r.target)
-			if r.target == "REJECT" || r.target == "DROP" {
-				w.warnf("nat %s: %s in the nat table ignored: %s", r.chain, r.target, r.text)
+			w.dep(r.target())
+			if r.target() == "REJECT" || r.target() == "DROP" {
+				w.warnf("nat %s: %s in the nat table ignored: %s", r.chain, r.target(), r.text)
 			}
 			return
 		}

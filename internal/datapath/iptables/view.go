@@ -186,7 +186,7 @@ func (v *ipView) entryState() {
 	v.pre = slices.Clip(append(slices.Clip(v.head), w.warnings...))
 	v.jumps = false
 	for _, r := range v.nat.rules(chainServices) {
-		if r.target == chainNodePorts {
+		if r.target() == chainNodePorts {
 			v.jumps = true
 		}
 	}
@@ -217,17 +217,17 @@ func (v *ipView) keyOf(p int, r *ipRule) (groupKey, bool) {
 	var ok bool
 	switch p {
 	case phNatServices, phNatNodePorts:
-		if r.target == "" || isMarkChain(r.target) || p == phNatServices && r.target == chainNodePorts {
+		if r.target() == "" || isMarkChain(r.target()) || p == phNatServices && r.target() == chainNodePorts {
 			return groupKey{}, false
 		}
 		k, ok = ruleKey(r, p == phNatServices)
 	case phFirewall:
 		k, ok = ruleKey(r, true)
-		if !ok || r.target != "DROP" {
+		if !ok || r.target() != "DROP" {
 			return groupKey{}, false
 		}
 	default:
-		if r.target != "REJECT" && r.target != "DROP" {
+		if r.target() != "REJECT" && r.target() != "DROP" {
 			return groupKey{}, false
 		}
 		k, _, ok = filterKey(r)

@@ -109,7 +109,7 @@ func (w *walker) run() {
 	}
 	jumpsToNodePorts := false
 	for _, r := range w.nat.rules(chainServices) {
-		if r.target == chainNodePorts {
+		if r.target() == chainNodePorts {
 			jumpsToNodePorts = true
 			continue
 		}
@@ -138,11 +138,11 @@ func (w *walker) ruleKey(r *ipRule, needIP bool) (frontKey, bool) { return ruleK
 
 // ruleKey reads the address (when needIP), port and protocol of a rule.
 func ruleKey(r *ipRule, needIP bool) (frontKey, bool) {
-	proto, err := model.ParseProtocol(r.proto)
+	proto, err := model.ParseProtocol(r.proto())
 	if err != nil {
 		return frontKey{}, false
 	}
-	port, err := strconv.ParseUint(r.dport, 10, 16)
+	port, err := strconv.ParseUint(r.dport(), 10, 16)
 	if err != nil || port == 0 {
 		return frontKey{}, false
 	}
@@ -150,8 +150,8 @@ func ruleKey(r *ipRule, needIP bool) (frontKey, bool) {
 	if !needIP {
 		return k, true
 	}
-	ip, ok := hostAddr(r.dst)
-	if !ok || r.dstNeg {
+	ip, ok := hostAddr(r.dst())
+	if !ok || r.has(flDstNeg) {
 		return frontKey{}, false
 	}
 	k.ip = ip
