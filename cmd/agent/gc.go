@@ -34,11 +34,13 @@ const agentGCPercent = 50
 // and the watch cache) are where the peak-RSS goal binds and where the CPU
 // goal has room (0.05-0.1x of kube-proxy's there): above gcKnee each
 // further MiB live adds only 1/gcLargeDiv MiB of headroom, at the price of
-// more collections of that heap (at 264 MiB live, 51.5 MiB instead of the
-// 81 MiB of a 128 MiB knee and 1/8).
+// more collections of that heap (at 264 MiB live, 37.5 MiB: 51.5 MiB with
+// an 80 MiB knee, 81 MiB with a 128 MiB knee and 1/8). The knee is where
+// the base percent gives the floor, so the headroom is the floor from 0 to
+// 48 MiB live and grows by 1/16 past it.
 const (
 	gcMinHeadroom = 24 << 20
-	gcKnee        = 80 << 20
+	gcKnee        = 48 << 20
 	gcLargeDiv    = 16
 )
 
