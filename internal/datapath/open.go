@@ -87,8 +87,9 @@ type iptablesReader struct {
 
 	mu      sync.Mutex
 	hints   model.Hints
-	gen     uint32          // nf_tables generation before the cached dump began
-	dumps   *iptables.Dumps // nil: no usable cache
+	gen     uint32           // nf_tables generation before the cached dump began
+	genConn nftables.GenConn // the iptables-save path's generation queries, one kept socket
+	dumps   *iptables.Dumps  // nil: no usable cache
 	obs     model.Observed
 	parsed  bool      // obs is the parse of dumps with hints
 	nlOK    bool      // the backend is nft: the netlink reader applies
@@ -285,7 +286,8 @@ func (k *iptablesReader) nftBackend() bool {
 
 // saveSnapshot is the iptables-save path.
 func (k *iptablesReader) saveSnapshot(ctx context.Context) (model.Observed, error) {
-	gen, genErr := nftables.Generation(k.netns)
+	k.genConn.NetNS = k.netns
+	gen, genErr := k.genConn.Generation()
 	if genErr == nil && k.dumps != nil && gen == k.gen && k.r.Stats().Backend == iptables.BackendNFT {
 		if !k.parsed {
 			obs, err := iptables.Parse(*k.dumps, k.hints)

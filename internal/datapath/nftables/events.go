@@ -272,7 +272,8 @@ func setReadBuffer(c *netlink.Conn, n int) {
 
 // Generation asks the kernel for the current nf_tables generation id in
 // a network namespace ("" for the caller's). Reading the same id before and
-// after a multi-request read proves the read was consistent.
+// after a multi-request read proves the read was consistent. It opens and
+// closes a socket: a poller keeps one in a GenConn instead.
 func Generation(netns string) (uint32, error) {
 	c, err := dialNetfilter(netns)
 	if err != nil {
@@ -280,6 +281,79 @@ func Generation(netns string) (uint32, error) {
 	}
 	defer c.Close()
 	return nftGenerationOn(c)
+}
+
+// GenConn asks for the nf_tables generation over one nfnetlink socket kept
+// between queries, opened on first use. Closing a NETLINK_NETFILTER socket
+// takes the nf_tables commit mutex (the kernel drops the tables the socket
+// owned), so a socket closed per poll waits for any batch being committed:
+// hundreds of milliseconds during a large kube-proxy sync. The zero value
+// with NetNS set is ready; it is not safe for concurrent use.
+type GenConn struct {
+	NetNS string
+	c     *netlink.Conn
+}
+
+// Generation is the current generation id; a failed request is retried
+// once on a new socket.
+func (g *GenConn) Generation() (uint32, error) {
+	var id uint32
+	err := g.do(func(c *netlink.Conn) (err error) {
+		id, err = nftGenerationOn(c)
+		return err
+	})
+	return id, err
+}
+
+// execute sends one request on the kept socket (no retry: a dump's
+// caller decides).
+func (g *GenConn) execute(req netlink.Message) ([]netlink.Message, error) {
+	if g.c == nil {
+		c, err := dialNetfilter(g.NetNS)
+		if err != nil {
+			return nil, err
+		}
+		g.c = c
+	}
+	msgs, err := g.c.Execute(req)
+	if err != nil {
+		g.drop()
+	}
+	return msgs, err
+}
+
+func (g *GenConn) do(fn func(*netlink.Conn) error) error {
+	for attempt := 0; ; attempt++ {
+		if g.c == nil {
+			c, err := dialNetfilter(g.NetNS)
+			if err != nil {
+				return err
+			}
+			g.c = c
+		}
+		err := fn(g.c)
+		if err == nil || attempt > 0 {
+			return err
+		}
+		g.drop()
+	}
+}
+
+func (g *GenConn) drop() {
+	if g.c != nil {
+		_ = g.c.Close()
+		g.c = nil
+	}
+}
+
+// Close closes the kept socket; the next query opens one again.
+func (g *GenConn) Close() error {
+	if g.c == nil {
+		return nil
+	}
+	err := g.c.Close()
+	g.c = nil
+	return err
 }
 
 // dialNetfilter opens a netfilter netlink socket in netns ("" = own).

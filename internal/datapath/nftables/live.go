@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/nftables"
-	"github.com/mdlayher/netlink"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -76,30 +75,17 @@ type Reader struct {
 	// applied from their messages (live_ops.go); events whose messages
 	// did not decide and were read instead
 	kernelReads, opPatches, opFallbacks int
-	evented                             bool          // change events were applied: a generation ahead of the cache has events coming
-	behind                              time.Time     // since when the cache trails the kernel's generation (zero: it does not)
-	gconn                               *netlink.Conn // kept open for generation queries (one per poll)
+	evented                             bool      // change events were applied: a generation ahead of the cache has events coming
+	behind                              time.Time // since when the cache trails the kernel's generation (zero: it does not)
+	gen                                 GenConn   // kept open for generation queries (one per poll)
 }
 
 // generationLocked asks the kernel for the nf_tables generation over a
 // socket kept open (a poll costs one request, not a socket's creation and
 // teardown); a failed request is retried once on a new socket.
 func (n *Reader) generationLocked() (uint32, error) {
-	for attempt := 0; ; attempt++ {
-		if n.gconn == nil {
-			c, err := dialNetfilter(n.Config.NetNS)
-			if err != nil {
-				return 0, err
-			}
-			n.gconn = c
-		}
-		g, err := nftGenerationOn(n.gconn)
-		if err == nil || attempt > 0 {
-			return g, err
-		}
-		_ = n.gconn.Close()
-		n.gconn = nil
-	}
+	n.gen.NetNS = n.Config.NetNS
+	return n.gen.Generation()
 }
 
 // Resync drops the cached tables: the next Snapshot reads both again.
@@ -151,12 +137,7 @@ func (n *Reader) returned(obs model.Observed) model.Observed {
 func (n *Reader) Close() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.gconn == nil {
-		return nil
-	}
-	err := n.gconn.Close()
-	n.gconn = nil
-	return err
+	return n.gen.Close()
 }
 
 // SetHints hands the reader what the API knows. The cached tables are

@@ -20,19 +20,15 @@ import (
 // replies have a NEWCHAIN notification's format) and keeps those of the
 // kube-proxy table in t.
 func (n *Reader) readNamesLocked(fam model.IPFamily, t *nftTable) error {
-	if _, err := n.generationLocked(); err != nil { // opens the kept socket
-		return err
-	}
+	n.gen.NetNS = n.Config.NetNS
 	n.kernelReads++
 	req := netlink.Message{
 		Header: netlink.Header{Type: netlink.HeaderType(nfnlSubsysNFTables<<8 | unix.NFT_MSG_GETCHAIN),
 			Flags: netlink.Request | netlink.Dump},
 		Data: []byte{byte(nftTableFamily(fam)), 0, 0, 0},
 	}
-	msgs, err := n.gconn.Execute(req)
+	msgs, err := n.gen.execute(req)
 	if err != nil {
-		_ = n.gconn.Close()
-		n.gconn = nil
 		return fmt.Errorf("list chains: %w", err)
 	}
 	names := make(map[string]bool, len(t.Chains))
