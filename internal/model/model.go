@@ -203,7 +203,9 @@ const (
 	ModeNone     = "none"
 )
 
-// Desired is what kube-proxy must program on one node.
+// Desired is what kube-proxy must program on one node. Its verdicts are
+// read-only: the frontends of one service port share their Backends and
+// Endpoints arrays (clipped, so an append copies).
 type Desired struct {
 	Node      string
 	Frontends map[Frontend]Verdict

@@ -110,16 +110,28 @@ func TestExpectedEvidence(t *testing.T) {
 	}
 }
 
-// Verdicts share no slices: changing one never changes another.
-func TestExpectedVerdictsDoNotAlias(t *testing.T) {
+// The frontends of one service port share their backends and endpoints
+// (read-only: model.Desired), clipped so that an append to one verdict's
+// slice never shows in another's.
+func TestExpectedVerdictsShareClipped(t *testing.T) {
 	s := svc("s", nodePort(30080))
-	m := ExpectedService(nil, "node-a", s, []*discoveryv1.EndpointSlice{slice("s-1", "s", ep("10.1.0.1", "node-a"))})
+	m := ExpectedService(nil, "node-a", s, []*discoveryv1.EndpointSlice{slice("s-1", "s",
+		ep("10.1.0.1", "node-a"), ep("10.1.0.2", "node-b"))})
 	var vs []model.Verdict
 	for _, fe := range model.SortedFrontends(m) {
 		vs = append(vs, m[fe])
 	}
-	vs[0].Endpoints[0].Reason = "changed"
-	if vs[1].Endpoints[0].Reason == "changed" {
-		t.Error("verdicts share Endpoints")
+	if len(vs) < 2 || len(vs[0].Endpoints) != 2 || len(vs[0].Backends) != 2 {
+		t.Fatalf("want two frontends with two endpoints each, got %+v", vs)
+	}
+	if &vs[0].Endpoints[0] != &vs[1].Endpoints[0] || &vs[0].Backends[0] != &vs[1].Backends[0] {
+		t.Error("the frontends of one service port do not share their endpoints and backends")
+	}
+	if cap(vs[0].Endpoints) != len(vs[0].Endpoints) || cap(vs[0].Backends) != len(vs[0].Backends) {
+		t.Fatal("shared slices are not clipped")
+	}
+	grown := append(vs[0].Backends, vs[0].Backends[0])
+	if &grown[0] == &vs[1].Backends[0] {
+		t.Error("an append to one verdict's backends wrote into the shared array")
 	}
 }
