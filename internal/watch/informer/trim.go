@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"sync"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +28,8 @@ var (
 // EndpointSlices and Services every label and annotation it does not read
 // (the EndpointSlice controller copies the Service's labels onto each
 // slice), and an endpoint's target reference, hostname and deprecated
-// topology. At 100k endpoints the caches are most of the agent's memory;
+// topology; an endpoint's node name and zone point to one shared copy per
+// value (a cluster has few of either). At 100k endpoints the caches are most of the agent's memory;
 // everything the desired state and the checks read is kept (the labels
 // above, the trigger-time annotation, specs, addresses, conditions, node
 // names, zones, hints).
@@ -48,6 +51,7 @@ func trim(obj any) (any, error) {
 		for i := range o.Endpoints {
 			e := &o.Endpoints[i]
 			e.TargetRef, e.Hostname, e.DeprecatedTopology = nil, nil, nil
+			e.NodeName, e.Zone = names.of(e.NodeName), names.of(e.Zone)
 		}
 	case *corev1.Service:
 		o.Labels = only(o.Labels, serviceLabels)
@@ -88,4 +92,36 @@ func without(m map[string]string, key string) map[string]string {
 		}
 	}
 	return out
+}
+
+// names holds one copy of each node name and zone the EndpointSlices
+// carry: every endpoint had its own (a pointer and a string, ~50 bytes an
+// endpoint). Cache objects are read-only (client-go's contract), so the
+// endpoints share the pointer.
+var names = interner{m: map[string]*string{}}
+
+// internMax bounds the interner: past it the table starts again (names of
+// nodes long gone are not kept forever).
+const internMax = 1 << 16
+
+type interner struct {
+	mu sync.Mutex
+	m  map[string]*string
+}
+
+// of is the shared pointer for *p's value (nil for nil).
+func (in *interner) of(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if q, ok := in.m[*p]; ok {
+		return q
+	}
+	if len(in.m) >= internMax {
+		clear(in.m)
+	}
+	in.m[*p] = p
+	return p
 }

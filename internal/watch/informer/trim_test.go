@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,3 +95,37 @@ func TestTrimSlicesAndServices(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// Endpoints with the same node name or zone share one copy; the values are
+// unchanged, and a full table starts again.
+func TestTrimSharesNodeNamesAndZones(t *testing.T) {
+	mk := func(node, zone string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.0.0.1"}, NodeName: ptrTo(node), Zone: ptrTo(zone)},
+			{Addresses: []string{"10.0.0.2"}, NodeName: ptrTo(node)}}}
+	}
+	a, b, c := mk("trim-n1", "trim-z1"), mk("trim-n1", "trim-z1"), mk("trim-n2", "trim-z1")
+	for _, s := range []*discoveryv1.EndpointSlice{a, b, c} {
+		if _, err := trim(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ea, eb, ec := a.Endpoints, b.Endpoints, c.Endpoints
+	if ea[0].NodeName != eb[0].NodeName || ea[0].NodeName != ea[1].NodeName || ea[0].Zone != ec[0].Zone {
+		t.Error("equal node names or zones not shared")
+	}
+	if ea[0].NodeName == ec[0].NodeName || *ec[0].NodeName != "trim-n2" || *ea[0].NodeName != "trim-n1" || *eb[0].Zone != "trim-z1" {
+		t.Errorf("values changed: %q %q %q", *ea[0].NodeName, *ec[0].NodeName, *eb[0].Zone)
+	}
+	if ea[1].Zone != nil {
+		t.Error("a nil zone became a value")
+	}
+
+	in := interner{m: map[string]*string{}}
+	for i := range internMax + 1 {
+		in.of(ptrTo(fmt.Sprint(i)))
+	}
+	if len(in.m) != 1 {
+		t.Errorf("interner holds %d names after overflowing, want 1 (started again)", len(in.m))
+	}
+}
