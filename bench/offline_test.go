@@ -63,6 +63,7 @@ func benchOfflineDiff(b *testing.B, s Spec, mode string) {
 		if err := os.WriteFile(dumpFile, out, 0o600); err != nil {
 			b.Fatal(err)
 		}
+		keepFiles(b, mode, cluster, dumpFile)
 		c, maxrss := runCleanDiff(b, bin, args)
 		diff, rss = diff+c, max(rss, maxrss)
 		if base != "" {
@@ -81,6 +82,24 @@ func benchOfflineDiff(b *testing.B, s Spec, mode string) {
 	b.ReportMetric(float64(dumpBytes)/1e6, "dump-MB")
 	b.ReportMetric(float64(len(clusterFile))/1e6, "cluster-MB")
 	b.ReportMetric(float64(rss)/1024, "diff-maxrss-MB")
+}
+
+// keepFiles copies the cluster file and the dump into $BENCH_OFFLINE_KEEP
+// (when set), for profiling the diff on exactly these inputs.
+func keepFiles(b *testing.B, mode, cluster, dump string) {
+	dir := os.Getenv("BENCH_OFFLINE_KEEP")
+	if dir == "" {
+		return
+	}
+	for _, f := range [][2]string{{cluster, "cluster.json"}, {dump, mode + ".dump"}} {
+		data, err := os.ReadFile(f[0])
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f[1]), data, 0o600)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // runCleanDiff runs bin with args and fails unless it reports no findings

@@ -8,16 +8,19 @@ import (
 	"net/netip"
 	"strconv"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/netdrift/netdrift/internal/model"
 )
 
 // nftJSONObject is one entry of the "nftables" array: exactly one of these is set.
 type nftJSONObject struct {
-	Table json.RawMessage `json:"table"`
-	Set   *nftJSONSet     `json:"set"`
-	Map   *nftJSONSet     `json:"map"`
-	Chain json.RawMessage `json:"chain"`
-	Rule  *nftJSONRule    `json:"rule"`
+	Table *nftJSONChain `json:"table"`
+	Set   *nftJSONSet   `json:"set"`
+	Map   *nftJSONSet   `json:"map"`
+	Chain *nftJSONChain `json:"chain"`
+	Rule  *nftJSONRule  `json:"rule"`
 }
 
 type nftJSONSet struct {
@@ -42,29 +45,82 @@ type nftJSONChain struct {
 	Name   string `json:"name"`
 }
 
-// parseNFTJSONTable decodes `nft -j list table <family> kube-proxy` output
-// into the reader's intermediate form. Objects of other tables or families
-// are ignored. Empty input means "no such table" and returns nil.
-func parseNFTJSONTable(data []byte, fam model.IPFamily) (*nftTable, error) {
+// The decoding: the reference implementation of encoding/json/v2
+// (github.com/go-json-experiment/json, already the cluster loader's) in
+// its v1 mode, without the legacy mode's whole-value syntax check before
+// every Unmarshal (the document was read twice). It decodes the same types
+// into the same values as encoding/json, at several times its speed; only
+// its errors differ, so a document it refuses is decoded again with
+// encoding/json, whose error (with line and column) is the one returned.
+var nftJSONOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
+
+func unmarshalNFT(data []byte, v any) error { return jsonv2.Unmarshal(data, v, nftJSONOptions) }
+
+// decodeNFTJSON decodes an `nft -j` document's objects. empty is true for
+// empty input ("no such table").
+func decodeNFTJSON(data []byte) (objs []nftJSONObject, empty bool, err error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil
+		return nil, true, nil
+	}
+	if hint := notJSONHint(data); hint != "" {
+		return nil, false, fmt.Errorf("nft json: line 1: %s", hint)
 	}
 	var doc struct {
 		Nftables []nftJSONObject `json:"nftables"`
 	}
-	if hint := notJSONHint(data); hint != "" {
-		return nil, fmt.Errorf("nft json: line 1: %s", hint)
+	if unmarshalNFT(data, &doc) == nil {
+		return doc.Nftables, false, nil
 	}
+	doc.Nftables = nil
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, nftJSONError(data, err)
+		return nil, false, nftJSONError(data, err)
 	}
+	return doc.Nftables, false, nil
+}
+
+// parseNFTJSONTables decodes the kube-proxy tables of `nft -j list table ip
+// kube-proxy` (v4) and `... ip6 kube-proxy` (v6); either may be empty (no
+// such table, nil) or both the same `nft -j list ruleset` text, decoded
+// once. Objects of other tables or families are ignored.
+func parseNFTJSONTables(v4, v6 []byte) (t4, t6 *nftTable, err error) {
+	objs4, empty4, err := decodeNFTJSON(v4)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ip kube-proxy: %w", err)
+	}
+	objs6, empty6 := objs4, empty4
+	if !sameBytes(v4, v6) {
+		if objs6, empty6, err = decodeNFTJSON(v6); err != nil {
+			return nil, nil, fmt.Errorf("ip6 kube-proxy: %w", err)
+		}
+	}
+	if !empty4 {
+		if t4, err = nftTableFromJSON(objs4, model.IPv4); err != nil {
+			return nil, nil, fmt.Errorf("ip kube-proxy: %w", err)
+		}
+	}
+	if !empty6 {
+		if t6, err = nftTableFromJSON(objs6, model.IPv6); err != nil {
+			return nil, nil, fmt.Errorf("ip6 kube-proxy: %w", err)
+		}
+	}
+	return t4, t6, nil
+}
+
+// sameBytes reports whether a and b are the same memory (not just equal).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// nftTableFromJSON builds the reader's intermediate form of the family's
+// kube-proxy table from a document's objects; nil when it holds no such table.
+func nftTableFromJSON(objs []nftJSONObject, fam model.IPFamily) (*nftTable, error) {
 	nftFam := "ip"
 	if fam == model.IPv6 {
 		nftFam = "ip6"
 	}
 	t := newNFTTable(fam)
 	found := false
-	for i, o := range doc.Nftables {
+	for i, o := range objs {
 		if err := t.addJSONObject(o, nftFam, &found); err != nil {
 			return nil, fmt.Errorf("nftables[%d]: %w", i, err)
 		}
@@ -78,19 +134,11 @@ func parseNFTJSONTable(data []byte, fam model.IPFamily) (*nftTable, error) {
 func (t *nftTable) addJSONObject(o nftJSONObject, fam string, found *bool) error {
 	switch {
 	case o.Table != nil:
-		var tb nftJSONChain
-		if err := json.Unmarshal(o.Table, &tb); err != nil {
-			return fmt.Errorf("table: %w", err)
-		}
-		if tb.Family == fam && tb.Name == nftTableName {
+		if o.Table.Family == fam && o.Table.Name == nftTableName {
 			*found = true
 		}
 	case o.Chain != nil:
-		var c nftJSONChain
-		if err := json.Unmarshal(o.Chain, &c); err != nil {
-			return fmt.Errorf("chain: %w", err)
-		}
-		if c.Family == fam && c.Table == nftTableName {
+		if c := o.Chain; c.Family == fam && c.Table == nftTableName {
 			if _, ok := t.Chains[c.Name]; !ok {
 				t.Chains[c.Name] = nil
 			}
@@ -139,7 +187,7 @@ func (t *nftTable) addJSONClusterIPs(elems []json.RawMessage) error {
 			return fmt.Errorf("set cluster-ips element %d: %w", i, err)
 		}
 		var s string
-		if err := json.Unmarshal(val, &s); err != nil {
+		if err := unmarshalNFT(val, &s); err != nil {
 			continue // prefixes or ranges: not single cluster IPs
 		}
 		if a, err := netip.ParseAddr(s); err == nil {
@@ -154,7 +202,7 @@ func parseNFTJSONMapElems(raws []json.RawMessage) ([]nftElem, error) {
 	out := make([]nftElem, 0, len(raws))
 	for i, raw := range raws {
 		var pair []json.RawMessage
-		if err := json.Unmarshal(raw, &pair); err != nil || len(pair) != 2 {
+		if err := unmarshalNFT(raw, &pair); err != nil || len(pair) != 2 {
 			return nil, fmt.Errorf("element %d: want [key, verdict]", i)
 		}
 		keyRaw, comment, err := nftJSONElemValue(pair[0])
@@ -183,7 +231,7 @@ func nftJSONElemValue(raw json.RawMessage) (json.RawMessage, string, error) {
 		} `json:"elem"`
 	}
 	if len(raw) > 0 && raw[0] == '{' {
-		if err := json.Unmarshal(raw, &wrapped); err != nil {
+		if err := unmarshalNFT(raw, &wrapped); err != nil {
 			return nil, "", err
 		}
 		if wrapped.Elem != nil {
@@ -200,7 +248,7 @@ func nftJSONKeyParts(raw json.RawMessage) ([]string, error) {
 		Concat []json.RawMessage `json:"concat"`
 	}
 	if len(raw) > 0 && raw[0] == '{' {
-		if err := json.Unmarshal(raw, &c); err != nil || c.Concat == nil {
+		if err := unmarshalNFT(raw, &c); err != nil || c.Concat == nil {
 			return nil, fmt.Errorf("unsupported key %s", raw)
 		}
 	} else {
@@ -230,34 +278,63 @@ func nftJSONScalar(raw json.RawMessage) (string, error) {
 		}
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
+	if err := unmarshalNFT(raw, &s); err == nil {
 		return s, nil
 	}
 	return "", fmt.Errorf("unsupported value %s", raw)
 }
 
-// parseNFTJSONVerdict decodes {"goto": {"target": X}}, {"drop": null}, ...
-// ok is false when raw is not a verdict.
+// nftJSONVerdict is a verdict object: {"goto": {"target": X}}, {"drop":
+// null}, ... (one member).
+type nftJSONVerdict struct {
+	Goto     *nftJSONTarget  `json:"goto"`
+	Jump     *nftJSONTarget  `json:"jump"`
+	Drop     json.RawMessage `json:"drop"`
+	Accept   json.RawMessage `json:"accept"`
+	Return   json.RawMessage `json:"return"`
+	Continue json.RawMessage `json:"continue"`
+	Reject   json.RawMessage `json:"reject"`
+}
+
+// nftVerdictOptions decode a verdict object strictly, as a map of one
+// member would: names match exactly and a member of another name is an
+// error (not a verdict).
+var nftVerdictOptions = jsonv2.JoinOptions(nftJSONOptions, jsonv2.RejectUnknownMembers(true), jsonv2.MatchCaseInsensitiveNames(false))
+
+// parseNFTJSONVerdict decodes a verdict object; ok is false when raw is not
+// one (not an object, or not of exactly one member naming a verdict).
 func parseNFTJSONVerdict(raw json.RawMessage) (nftVerdict, bool, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || len(m) != 1 {
+	var j nftJSONVerdict
+	if len(raw) == 0 || raw[0] != '{' || jsonv2.Unmarshal(raw, &j, nftVerdictOptions) != nil {
 		return nftVerdict{}, false, nil
 	}
-	for k, v := range m {
-		switch k {
-		case nftVerdictGoto, nftVerdictJump:
-			var t struct {
-				Target string `json:"target"`
-			}
-			if err := json.Unmarshal(v, &t); err != nil || t.Target == "" {
-				return nftVerdict{}, false, fmt.Errorf("%s without target", k)
-			}
-			return nftVerdict{Kind: k, Target: t.Target}, true, nil
-		case nftVerdictDrop, nftVerdictAccept, nftVerdictReturn, nftVerdictContinue, nftVerdictReject:
-			return nftVerdict{Kind: k}, true, nil
+	var v nftVerdict
+	n := 0
+	for _, c := range []struct {
+		set  bool
+		kind string
+	}{{j.Drop != nil, nftVerdictDrop}, {j.Accept != nil, nftVerdictAccept}, {j.Return != nil, nftVerdictReturn},
+		{j.Continue != nil, nftVerdictContinue}, {j.Reject != nil, nftVerdictReject}} {
+		if c.set {
+			v, n = nftVerdict{Kind: c.kind}, n+1
 		}
 	}
-	return nftVerdict{}, false, nil
+	for _, t := range []struct {
+		target *nftJSONTarget
+		kind   string
+	}{{j.Goto, nftVerdictGoto}, {j.Jump, nftVerdictJump}} {
+		if t.target == nil {
+			continue
+		}
+		if t.target.Target == "" {
+			return nftVerdict{}, false, fmt.Errorf("%s without target", t.kind)
+		}
+		v, n = nftVerdict{Kind: t.kind, Target: t.target.Target}, n+1
+	}
+	if n != 1 {
+		return nftVerdict{}, false, nil
+	}
+	return v, true, nil
 }
 
 // nftJSONStmt is one statement of a rule; at most one field is set.
@@ -281,16 +358,21 @@ type nftJSONMatch struct {
 	Right json.RawMessage `json:"right"`
 }
 
-// nftJSONDNAT: Addr is a string or {"map": ...}, decoded generically in the
-// one pass over the document (sub-documents are never scanned twice).
+// nftJSONDNAT: Addr is a string or {"map": {"data": {"set": [[key,
+// addr . port], ...]}}}, decoded by parseDNATMap.
 type nftJSONDNAT struct {
-	Addr any     `json:"addr"`
-	Port *uint16 `json:"port"`
+	Addr json.RawMessage `json:"addr"`
+	Port *uint16         `json:"port"`
 }
 
 // nftJSONVMap: Data is "@mapname" or {"set": [[key, verdict], ...]}.
 type nftJSONVMap struct {
-	Data any `json:"data"`
+	Data json.RawMessage `json:"data"`
+}
+
+// nftJSONSetData is {"set": [[key, value], ...]}: an anonymous map's elements.
+type nftJSONSetData struct {
+	Set [][]json.RawMessage `json:"set"`
 }
 
 type nftJSONTarget struct {
@@ -355,13 +437,13 @@ func nftIsL4ProtoLeft(left json.RawMessage) bool {
 			Key string `json:"key"`
 		} `json:"meta"`
 	}
-	return json.Unmarshal(left, &l) == nil && l.Meta != nil && l.Meta.Key == "l4proto"
+	return unmarshalNFT(left, &l) == nil && l.Meta != nil && l.Meta.Key == "l4proto"
 }
 
 func (r *nftRule) addJSONMatch(m *nftJSONMatch) {
 	if m.Op == "==" && nftIsL4ProtoLeft(m.Left) {
 		var p string
-		if json.Unmarshal(m.Right, &p) == nil {
+		if unmarshalNFT(m.Right, &p) == nil {
 			r.Proto = p
 			return
 		}
@@ -370,8 +452,11 @@ func (r *nftRule) addJSONMatch(m *nftJSONMatch) {
 }
 
 func (r *nftRule) addJSONDNAT(d *nftJSONDNAT) error {
-	switch a := d.Addr.(type) {
-	case string:
+	if len(d.Addr) > 0 && d.Addr[0] == '"' {
+		var a string
+		if err := unmarshalNFT(d.Addr, &a); err != nil {
+			return err
+		}
 		ip, err := netip.ParseAddr(a)
 		if err != nil {
 			return err
@@ -382,82 +467,30 @@ func (r *nftRule) addJSONDNAT(d *nftJSONDNAT) error {
 		}
 		r.DNAT = append(r.DNAT, netip.AddrPortFrom(ip.Unmap(), port))
 		return nil
-	case map[string]any:
-		m, _ := a["map"].(map[string]any)
-		data, _ := m["data"].(map[string]any)
-		set, ok := data["set"].([]any)
-		if !ok {
-			break
-		}
-		for _, kv := range set {
-			pair, ok := kv.([]any)
-			if !ok || len(pair) != 2 {
-				return errors.New("dnat map element is not a pair")
-			}
-			parts, err := nftAnyParts(pair[1])
-			if err != nil {
-				return err
-			}
-			ap, err := nftAddrPortFromParts(parts)
-			if err != nil {
-				return err
-			}
-			r.DNAT = append(r.DNAT, ap)
-		}
-		return nil
 	}
-	return fmt.Errorf("unsupported dnat address %v", d.Addr)
-}
-
-// nftAnyParts turns a generically decoded key ({"concat": [...]} or a
-// scalar) into its parts as strings.
-func nftAnyParts(v any) ([]string, error) {
-	if m, ok := v.(map[string]any); ok {
-		c, ok := m["concat"].([]any)
-		if !ok {
-			return nil, fmt.Errorf("unsupported key %v", v)
+	var m struct {
+		Map *struct {
+			Data nftJSONSetData `json:"data"`
+		} `json:"map"`
+	}
+	if len(d.Addr) == 0 || d.Addr[0] != '{' || unmarshalNFT(d.Addr, &m) != nil || m.Map == nil || m.Map.Data.Set == nil {
+		return fmt.Errorf("unsupported dnat address %s", d.Addr)
+	}
+	for _, pair := range m.Map.Data.Set {
+		if len(pair) != 2 {
+			return errors.New("dnat map element is not a pair")
 		}
-		parts := make([]string, len(c))
-		for i, p := range c {
-			s, err := nftAnyScalar(p)
-			if err != nil {
-				return nil, err
-			}
-			parts[i] = s
+		parts, err := nftJSONKeyParts(pair[1])
+		if err != nil {
+			return err
 		}
-		return parts, nil
-	}
-	s, err := nftAnyScalar(v)
-	return []string{s}, err
-}
-
-func nftAnyScalar(v any) (string, error) {
-	switch x := v.(type) {
-	case string:
-		return x, nil
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64), nil
-	}
-	return "", fmt.Errorf("unsupported value %v", v)
-}
-
-// nftAnyVerdict decodes {"goto": {"target": X}}, {"drop": null}, ...
-func nftAnyVerdict(v any) (nftVerdict, bool) {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) != 1 {
-		return nftVerdict{}, false
-	}
-	for k, arg := range m {
-		switch k {
-		case nftVerdictGoto, nftVerdictJump:
-			t, _ := arg.(map[string]any)
-			target, _ := t["target"].(string)
-			return nftVerdict{Kind: k, Target: target}, target != ""
-		case nftVerdictDrop, nftVerdictAccept, nftVerdictReturn, nftVerdictContinue, nftVerdictReject:
-			return nftVerdict{Kind: k}, true
+		ap, err := nftAddrPortFromParts(parts)
+		if err != nil {
+			return err
 		}
+		r.DNAT = append(r.DNAT, ap)
 	}
-	return nftVerdict{}, false
+	return nil
 }
 
 func nftAddrPortFromParts(parts []string) (netip.AddrPort, error) {
@@ -476,31 +509,31 @@ func nftAddrPortFromParts(parts []string) (netip.AddrPort, error) {
 }
 
 func (r *nftRule) addJSONVMap(vm *nftJSONVMap) error {
-	switch d := vm.Data.(type) {
-	case string:
+	if len(vm.Data) > 0 && vm.Data[0] == '"' {
+		var d string
+		if err := unmarshalNFT(vm.Data, &d); err != nil {
+			return err
+		}
 		if len(d) > 1 && d[0] == '@' {
 			r.MapRef = d[1:]
 		}
 		return nil
-	case map[string]any:
-		set, ok := d["set"].([]any)
-		if !ok {
-			break
-		}
-		for _, kv := range set {
-			pair, ok := kv.([]any)
-			if !ok || len(pair) != 2 {
-				return errors.New("vmap element is not a pair")
-			}
-			v, ok := nftAnyVerdict(pair[1])
-			if !ok {
-				return fmt.Errorf("vmap value is not a verdict: %v", pair[1])
-			}
-			r.VMap = append(r.VMap, v)
-		}
-		return nil
 	}
-	return fmt.Errorf("unsupported vmap data %v", vm.Data)
+	var sd nftJSONSetData
+	if len(vm.Data) == 0 || vm.Data[0] != '{' || unmarshalNFT(vm.Data, &sd) != nil || sd.Set == nil {
+		return fmt.Errorf("unsupported vmap data %s", vm.Data)
+	}
+	for _, pair := range sd.Set {
+		if len(pair) != 2 {
+			return errors.New("vmap element is not a pair")
+		}
+		v, ok, _ := parseNFTJSONVerdict(pair[1])
+		if !ok {
+			return fmt.Errorf("vmap value is not a verdict: %s", pair[1])
+		}
+		r.VMap = append(r.VMap, v)
+	}
+	return nil
 }
 
 // nftJSONError names the line and column of a JSON syntax error.
@@ -558,15 +591,12 @@ func holdsIPTablesNFT(data []byte) bool {
 	if !bytes.Contains(data, []byte("KUBE-SERVICES")) {
 		return false
 	}
-	var doc struct {
-		Nftables []nftJSONObject `json:"nftables"`
-	}
-	if json.Unmarshal(data, &doc) != nil {
+	objs, _, err := decodeNFTJSON(data)
+	if err != nil {
 		return false
 	}
-	for _, o := range doc.Nftables {
-		var c nftJSONChain
-		if o.Chain != nil && json.Unmarshal(o.Chain, &c) == nil && c.Name == "KUBE-SERVICES" && (c.Table == "nat" || c.Table == "filter") {
+	for _, o := range objs {
+		if c := o.Chain; c != nil && c.Name == "KUBE-SERVICES" && (c.Table == "nat" || c.Table == "filter") {
 			return true
 		}
 	}

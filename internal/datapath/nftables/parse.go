@@ -13,13 +13,9 @@ import (
 // `nft -j list table ip6 kube-proxy` (v6) output. Either may be empty (no
 // such table). It is pure: no I/O.
 func ParseJSON(v4, v6 []byte, opts model.Hints) (model.Observed, error) {
-	t4, err := parseNFTJSONTable(v4, model.IPv4)
+	t4, t6, err := parseNFTJSONTables(v4, v6)
 	if err != nil {
-		return model.Observed{}, fmt.Errorf("ip kube-proxy: %w", err)
-	}
-	t6, err := parseNFTJSONTable(v6, model.IPv6)
-	if err != nil {
-		return model.Observed{}, fmt.Errorf("ip6 kube-proxy: %w", err)
+		return model.Observed{}, err
 	}
 	return nftObserve([]*nftTable{t4, t6}, opts), nil
 }
@@ -27,13 +23,9 @@ func ParseJSON(v4, v6 []byte, opts model.Hints) (model.Observed, error) {
 // ParseJSONTables is ParseJSON that also says which families' kube-proxy
 // tables were found (v4 and v6 may be the same `nft -j list ruleset` text).
 func ParseJSONTables(v4, v6 []byte, opts model.Hints) (model.Observed, map[model.IPFamily]bool, error) {
-	t4, err := parseNFTJSONTable(v4, model.IPv4)
+	t4, t6, err := parseNFTJSONTables(v4, v6)
 	if err != nil {
-		return model.Observed{}, nil, fmt.Errorf("ip kube-proxy: %w", err)
-	}
-	t6, err := parseNFTJSONTable(v6, model.IPv6)
-	if err != nil {
-		return model.Observed{}, nil, fmt.Errorf("ip6 kube-proxy: %w", err)
+		return model.Observed{}, nil, err
 	}
 	found := map[model.IPFamily]bool{}
 	if t4 != nil {
