@@ -52,6 +52,38 @@ func gcHeadroom(live uint64, base int) uint64 {
 	return gcKnee*uint64(base)/100 + (live-gcKnee)/gcLargeDiv
 }
 
+// Above gcLimitLive of live heap the tuner also sets a soft memory limit
+// (memoryLimitFor): the heap goal, plus the runtime's other memory, plus a
+// slack of gcLimitSlack or a sixteenth of those, whichever is more.
+// Without it the runtime's background scavenger keeps free pages up to a
+// tenth above the heap goal: at 100k endpoints, up to ~30 MiB of RSS that
+// holds nothing (BENCHMARKS.md, "Live", tenth session). Under a limit it
+// returns pages past 95 % of the limit, so the slack leaves the heap goal
+// and the other memory retained; the goal itself stays the GC percent's
+// (the limit is above it by the slack), and the limit is recomputed after
+// every collection, so a live heap that grows is never held under a stale
+// one for more than one cycle. Small heaps (10k endpoints: 25-45 MiB live)
+// get none: their RSS is below kube-proxy's, and returning pages that
+// churn soon faults back in costs CPU there.
+const (
+	gcLimitLive  = 128 << 20
+	gcLimitSlack = 16 << 20
+)
+
+// memoryLimitFor is the soft memory limit for a live heap of live bytes
+// with a GC headroom of headroom bytes, when the runtime holds other bytes
+// besides heap objects and free heap pages (stacks, fragmentation within
+// spans, GC metadata, the binary's data); math.MaxInt64 (no limit) below
+// gcLimitLive; never above ceiling (the limit the process started with:
+// $GOMEMLIMIT, which the Helm chart sets from the container's limit).
+func memoryLimitFor(live, headroom, other uint64, ceiling int64) int64 {
+	if live < gcLimitLive {
+		return ceiling
+	}
+	keep := live + headroom + other
+	return min(ceiling, int64(keep+max(gcLimitSlack, keep/16)))
+}
+
 // gcPercentFor is the GC percent that gives a live heap of live bytes the
 // headroom of gcHeadroom, within [1, 400] (400: a nearly empty heap at
 // start-up).
@@ -66,13 +98,26 @@ func gcPercentFor(live uint64, base int) int {
 // that collection measured. It runs on the finalizer goroutine.
 type gcTuner struct {
 	base    int
+	ceiling int64 // the memory limit at start ($GOMEMLIMIT, or none)
 	current atomic.Int64
 	stopped atomic.Bool
 	sample  []metrics.Sample
 }
 
+// The runtime/metrics the tuner reads, in gcTuner.sample's order.
+var gcTunerMetrics = []string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/free:bytes",
+}
+
 func startGCTuner(base int) *gcTuner {
-	g := &gcTuner{base: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	g := &gcTuner{base: base, ceiling: debug.SetMemoryLimit(-1), sample: make([]metrics.Sample, len(gcTunerMetrics))}
+	for i, name := range gcTunerMetrics {
+		g.sample[i].Name = name
+	}
 	g.current.Store(int64(base))
 	debug.SetGCPercent(base)
 	g.arm()
@@ -99,10 +144,17 @@ func (g *gcTuner) stop() { g.stopped.Store(true) }
 
 func (g *gcTuner) tune() {
 	metrics.Read(g.sample)
-	if g.sample[0].Value.Kind() != metrics.KindUint64 {
-		return
+	v := make([]uint64, len(g.sample))
+	for i, s := range g.sample {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		v[i] = s.Value.Uint64()
 	}
-	pct := gcPercentFor(g.sample[0].Value.Uint64(), g.base)
+	live, total, released, objects, free := v[0], v[1], v[2], v[3], v[4]
+	other := total - min(total, released+objects+free)
+	debug.SetMemoryLimit(memoryLimitFor(live, gcHeadroom(live, g.base), other, g.ceiling))
+	pct := gcPercentFor(live, g.base)
 	cur := int(g.current.Load())
 	// Retune on a change of more than a tenth: every collection's live
 	// heap differs a little.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -38,6 +39,32 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
+func TestMemoryLimitFor(t *testing.T) {
+	const mib = 1 << 20
+	if got := memoryLimitFor(127*mib, 30*mib, 40*mib, math.MaxInt64); got != math.MaxInt64 {
+		t.Errorf("127 MiB live: limit %d MiB, want none", got/mib)
+	}
+	// 260 MiB live (100k endpoints, iptables-nft), its 37 MiB of headroom,
+	// 60 MiB of other memory: the limit is their sum and a 16th of it.
+	if got, want := memoryLimitFor(260*mib, gcHeadroom(260*mib, 50), 60*mib, math.MaxInt64), int64(260+37+60)*mib*17/16; got/mib != want/mib {
+		t.Errorf("260 MiB live: limit %d MiB, want %d", got/mib, want/mib)
+	}
+	// $GOMEMLIMIT (the ceiling) is never raised; under it, none is set.
+	if got := memoryLimitFor(260*mib, 37*mib, 60*mib, 300*mib); got != 300*mib {
+		t.Errorf("ceiling 300 MiB: limit %d MiB, want the ceiling", got/mib)
+	}
+	if got := memoryLimitFor(100*mib, 37*mib, 60*mib, 900*mib); got != 900*mib {
+		t.Errorf("100 MiB live under a 900 MiB ceiling: limit %d MiB, want the ceiling", got/mib)
+	}
+	// The scavenger keeps 95 % of the limit: at least the heap goal.
+	for live := uint64(128 * mib); live < 2<<30; live += 8 * mib {
+		goal := live + gcHeadroom(live, 50)
+		if lim := memoryLimitFor(live, gcHeadroom(live, 50), 0, math.MaxInt64); uint64(float64(lim)*0.95) < goal {
+			t.Fatalf("%d MiB live: 95 %% of the limit (%d MiB) is under the heap goal (%d MiB)", live/mib, lim*95/100/mib, goal/mib)
+		}
+	}
+}
+
 // TestGCTunerRetunes runs the tuner in this process: after a collection of
 // a small heap the percent is raised above the base, and a heap made large
 // (kept live, past the knee) brings it below the base.
@@ -58,6 +85,35 @@ func TestGCTunerRetunes(t *testing.T) {
 	if got := debug.SetGCPercent(-1); got != int(g.current.Load()) {
 		t.Errorf("the runtime's percent is %d, the floor says %d", got, g.current.Load())
 	}
+}
+
+// TestGCTunerSetsMemoryLimit: with a live heap past gcLimitLive the tuner
+// sets a memory limit above it; the limit is lifted when the test ends.
+func TestGCTunerSetsMemoryLimit(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	g := startGCTuner(50)
+	defer g.stop()
+	big := make([][]byte, 144)
+	for i := range big {
+		big[i] = make([]byte, 1<<20)
+		big[i][0] = byte(i)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		if lim := debug.SetMemoryLimit(-1); lim < math.MaxInt64 {
+			if lim < 144<<20 || lim > 1<<30 {
+				t.Fatalf("memory limit %d MiB with 144 MiB live, want above it and under 1 GiB", lim>>20)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no memory limit after 10 s of collections with 144 MiB live")
+		}
+	}
+	runtime.KeepAlive(big)
 }
 
 func waitPercent(t *testing.T, g *gcTuner, ok func(int) bool, what string) {
