@@ -62,6 +62,11 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 			log.Warn("no nftables change events: polling only", "err", err)
 		} else {
 			w.changes = cw
+			if kernel, derr, _, _ := cw.Dating(); kernel {
+				log.Info("nftables change events dated by the kernel (socket filter on the event socket)")
+			} else {
+				log.Warn("nftables change events dated when read: on a busy node lag may read late by the agent's wait for a CPU", "err", derr)
+			}
 		}
 	}
 	rec := metrics.NewRecorder()

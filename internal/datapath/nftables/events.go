@@ -36,7 +36,10 @@ type ChangeWatcher struct {
 	opsB       opsBatch          // the current transaction's ops (run goroutine only)
 	pool       opPool            // released op memory (events_mem.go)
 	names      map[string]string // the current transaction's names, interned
-	txFirst    time.Time         // when the current transaction's first message was read (run goroutine only)
+	txFirst    time.Time         // when the current transaction's first message was queued or read (run goroutine only)
+	stamp      *stamper          // kernel dating of datagrams (nil: dated by their read)
+	stampErr   error             // why stamp is nil
+	dated      [2]atomic.Uint64  // transactions dated by the kernel's stamp, by their read
 	opsHint    map[TableRef]int  // ops the last transaction begun in a table carried (run goroutine only)
 }
 
@@ -89,7 +92,9 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 		return nil, nftDialError(err)
 	}
 	setReadBuffer(conn, opts.ReadBuffer)
+	stamp, stampErr := attachStamper(conn)
 	if err := conn.JoinGroup(nfnlGroupNFTables); err != nil {
+		stamp.close()
 		conn.Close()
 		return nil, fmt.Errorf("join NFNLGRP_NFTABLES: %w", err)
 	}
@@ -101,11 +106,12 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 	}
 	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{}),
 		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes, opsQueue: opts.OpsQueue,
-		pool: make(opPool, opMemKept)}
+		pool: make(opPool, opMemKept), stamp: stamp, stampErr: stampErr}
 	// Subscribe first, then read the current generation, so nothing is missed.
 	g, err := Generation(netns)
 	if err != nil {
 		conn.Close()
+		stamp.close()
 		return nil, err
 	}
 	w.gen.Store(g)
@@ -128,6 +134,13 @@ func (w *ChangeWatcher) Events() <-chan ChangeEvent { return w.events }
 // change since I last read?" check.
 func (w *ChangeWatcher) Generation() uint32 { return w.gen.Load() }
 
+// Dating says how transactions are dated: by the kernel's stamp of their
+// first datagram (kernel true; events_stamp.go) or by its read (err says
+// why), with how many were dated each way.
+func (w *ChangeWatcher) Dating() (kernel bool, err error, stamped, read uint64) {
+	return w.stamp != nil, w.stampErr, w.dated[0].Load(), w.dated[1].Load()
+}
+
 // Err returns the error that ended the subscription, if any.
 func (w *ChangeWatcher) Err() error {
 	w.errMu.Lock()
@@ -147,6 +160,7 @@ func (w *ChangeWatcher) Close() error {
 
 func (w *ChangeWatcher) run() {
 	defer close(w.events)
+	defer w.stamp.close() // here, not in Close: run may be using it
 	var batch changeBatch
 	r, err := newDatagramReader(w.conn)
 	if err != nil {
@@ -158,6 +172,9 @@ func (w *ChangeWatcher) run() {
 	for {
 		b, err := r.read()
 		at = time.Now()
+		if err == nil && w.txFirst.IsZero() {
+			at = w.firstDatagramTime(b, at)
+		}
 		if err == nil {
 			err = eachMessage(b, handle)
 		}
@@ -175,6 +192,17 @@ func (w *ChangeWatcher) run() {
 			return
 		}
 	}
+}
+
+// firstDatagramTime dates a transaction's first datagram, read at read:
+// when the kernel queued it, by its stamp, or read.
+func (w *ChangeWatcher) firstDatagramTime(b []byte, read time.Time) time.Time {
+	if t, ok := w.stamp.stamp(b); ok && !t.After(read) {
+		w.dated[0].Add(1)
+		return t
+	}
+	w.dated[1].Add(1)
+	return read
 }
 
 // fail records the error that ends the subscription.
