@@ -1,6 +1,6 @@
 // Package bpf holds netdrift's eBPF programs and the Go bindings bpf2go
 // generates from them: the RST probe (rst.c, probe_bpfel.*; internal/rst
-// loads it) and the nf_tables notification stamp (stamp.c, stamp_bpfel.*;
+// loads it) and the nf_tables commit stamp (stamp.c, stamp_bpfel.*;
 // the nftables change watcher attaches it). The generated files are
 // committed; `make generate` rebuilds them and `make check-generate` fails
 // when the committed files are out of date.

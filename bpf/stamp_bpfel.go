@@ -13,10 +13,17 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type StampStampKey struct {
-	_      structs.HostLayout
-	Seq    uint32
-	Portid uint32
+type StampGenStamp struct {
+	_   structs.HostLayout
+	Gen uint32
+	Pad uint32
+	Ns  uint64
+}
+
+type StampStampState struct {
+	_       structs.HostLayout
+	LastGen uint32
+	Open    uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -24,6 +31,7 @@ type StampStampKey struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	StampMapStamps         = "stamps"
+	StampMapState          = "state"
 	StampProgStampDatagram = "stamp_datagram"
 )
 
@@ -77,6 +85,7 @@ type StampProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type StampMapSpecs struct {
 	Stamps *ebpf.MapSpec `ebpf:"stamps"`
+	State  *ebpf.MapSpec `ebpf:"state"`
 }
 
 // StampVariableSpecs contains global variables before they are loaded into the kernel.
@@ -106,11 +115,13 @@ func (o *StampObjects) Close() error {
 // It can be passed to LoadStampObjects or ebpf.CollectionSpec.LoadAndAssign.
 type StampMaps struct {
 	Stamps *ebpf.Map `ebpf:"stamps"`
+	State  *ebpf.Map `ebpf:"state"`
 }
 
 func (m *StampMaps) Close() error {
 	return _StampClose(
 		m.Stamps,
+		m.State,
 	)
 }
 

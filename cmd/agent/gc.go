@@ -54,34 +54,34 @@ func gcHeadroom(live uint64, base int) uint64 {
 
 // Above gcLimitLive of live heap the tuner also sets a soft memory limit
 // (memoryLimitFor): the heap goal, plus the runtime's other memory, plus a
-// slack of gcLimitSlack or a sixteenth of those, whichever is more.
-// Without it the runtime's background scavenger keeps free pages up to a
-// tenth above the heap goal: at 100k endpoints, up to ~30 MiB of RSS that
-// holds nothing (BENCHMARKS.md, "Live", tenth session). Under a limit it
-// returns pages past 95 % of the limit, so the slack leaves the heap goal
-// and the other memory retained; the goal itself stays the GC percent's
-// (the limit is above it by the slack), and the limit is recomputed after
-// every collection, so a live heap that grows is never held under a stale
-// one for more than one cycle. Small heaps (10k endpoints: 25-45 MiB live)
-// get none: their RSS is below kube-proxy's, and returning pages that
-// churn soon faults back in costs CPU there.
-const (
-	gcLimitLive  = 128 << 20
-	gcLimitSlack = 16 << 20
-)
+// sixty-fourth of those. Without it the runtime's background scavenger
+// keeps free pages up to a tenth above the heap goal: at 100k endpoints
+// 30-50 MiB of HeapIdle, and the peak RSS was 349 MiB. Under a limit it
+// returns pages past 95 % of the limit, a little below the goal and the
+// other memory: the pages a growing heap needs before its next collection
+// fault back in (some system CPU; at 100k endpoints the agent is at
+// 0.08-0.14x of kube-proxy's CPU, the goal 0.25x), and the GC may start a
+// little before the GC percent's goal. The limit is recomputed after every
+// collection, so a live heap that grows is never held under a stale one
+// for more than one cycle. Measured at 100k endpoints, iptables-nft:
+// peak RSS 338 MiB (BENCHMARKS.md, "Live", eleventh session). Small heaps
+// (10k endpoints: 25-45 MiB live) get none: their RSS is below
+// kube-proxy's, and returning pages that churn soon faults back in costs
+// CPU there.
+const gcLimitLive = 128 << 20
 
 // memoryLimitFor is the soft memory limit for a live heap of live bytes
 // with a GC headroom of headroom bytes, when the runtime holds other bytes
 // besides heap objects and free heap pages (stacks, fragmentation within
-// spans, GC metadata, the binary's data); math.MaxInt64 (no limit) below
-// gcLimitLive; never above ceiling (the limit the process started with:
-// $GOMEMLIMIT, which the Helm chart sets from the container's limit).
+// spans, GC metadata, the binary's data); ceiling below gcLimitLive, and
+// never above it (the limit the process started with: $GOMEMLIMIT, which
+// the Helm chart sets from the container's limit).
 func memoryLimitFor(live, headroom, other uint64, ceiling int64) int64 {
 	if live < gcLimitLive {
 		return ceiling
 	}
 	keep := live + headroom + other
-	return min(ceiling, int64(keep+max(gcLimitSlack, keep/16)))
+	return min(ceiling, int64(keep+keep/64))
 }
 
 // gcPercentFor is the GC percent that gives a live heap of live bytes the

@@ -92,9 +92,7 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 		return nil, nftDialError(err)
 	}
 	setReadBuffer(conn, opts.ReadBuffer)
-	stamp, stampErr := attachStamper(conn)
 	if err := conn.JoinGroup(nfnlGroupNFTables); err != nil {
-		stamp.close()
 		conn.Close()
 		return nil, fmt.Errorf("join NFNLGRP_NFTABLES: %w", err)
 	}
@@ -106,15 +104,15 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 	}
 	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{}),
 		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes, opsQueue: opts.OpsQueue,
-		pool: make(opPool, opMemKept), stamp: stamp, stampErr: stampErr}
+		pool: make(opPool, opMemKept)}
 	// Subscribe first, then read the current generation, so nothing is missed.
 	g, err := Generation(netns)
 	if err != nil {
 		conn.Close()
-		stamp.close()
 		return nil, err
 	}
 	w.gen.Store(g)
+	w.stamp, w.stampErr = attachStamper(conn, g)
 	go w.run()
 	go func() {
 		select {
@@ -172,9 +170,6 @@ func (w *ChangeWatcher) run() {
 	for {
 		b, err := r.read()
 		at = time.Now()
-		if err == nil && w.txFirst.IsZero() {
-			at = w.firstDatagramTime(b, at)
-		}
 		if err == nil {
 			err = eachMessage(b, handle)
 		}
@@ -194,10 +189,11 @@ func (w *ChangeWatcher) run() {
 	}
 }
 
-// firstDatagramTime dates a transaction's first datagram, read at read:
-// when the kernel queued it, by its stamp, or read.
-func (w *ChangeWatcher) firstDatagramTime(b []byte, read time.Time) time.Time {
-	if t, ok := w.stamp.stamp(b); ok && !t.After(read) {
+// commitTime dates the transaction that ended with generation gen, whose
+// first message was read at read: when the kernel queued its first
+// datagram, by the stamp, or read.
+func (w *ChangeWatcher) commitTime(gen uint32, read time.Time) time.Time {
+	if t, ok := w.stamp.stamp(gen); ok && !t.After(read) {
 		w.dated[0].Add(1)
 		return t
 	}
@@ -260,7 +256,7 @@ func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch, at time.Ti
 	w.names = nil
 	ev := ChangeEvent{
 		Generation: gen.ID, PID: gen.PID, Process: gen.Process,
-		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: w.txFirst,
+		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: w.commitTime(gen.ID, w.txFirst),
 	}
 	w.txFirst = time.Time{}
 	if n := len(w.opsB.ops); n > 0 {

@@ -1,9 +1,9 @@
 package nftables
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/mdlayher/netlink"
@@ -12,62 +12,66 @@ import (
 	"github.com/netdrift/netdrift/bpf"
 )
 
-// A stamper dates notification datagrams by the kernel's clock. The watcher
-// dated a transaction by the moment its thread read the first datagram:
-// late by however long the thread waited for a CPU after the kernel queued
-// it (on a busy 2-core node during a 100k-endpoint sync, ~20 ms: the commit
-// itself, kube-proxy and other readers run then). bpf/stamp.c, a socket
-// filter on the watcher's socket, runs as the kernel queues each datagram
-// and records bpf_ktime_get_ns under the datagram's first message's
-// (sequence, port id); the watcher looks that key up for the first datagram
-// of each transaction. Without the filter (no BPF on the kernel, no
-// CAP_BPF) the watcher dates by its read, as before.
+// A stamper dates commits by the kernel's clock. The watcher dated a
+// transaction by the moment its thread read the first datagram: late by
+// however long the thread waited for a CPU after the kernel queued it (on a
+// busy 2-core node during a 100k-endpoint sync, ~20 ms: the commit itself,
+// kube-proxy and other readers run then). bpf/stamp.c, a socket filter on
+// the watcher's socket, runs as the kernel queues each datagram; it records
+// the kernel time of the first datagram after each NEWGEN in a ring slot
+// tagged with the generation that commit will end with, and the watcher
+// takes the slot when it handles that NEWGEN. Without the filter (no BPF on
+// the kernel, no CAP_BPF) the watcher dates by its read, as before.
 type stamper struct {
 	objs bpf.StampObjects
 }
 
-// maxStampAge bounds how old a stamp may be to date a datagram read now:
-// an older one is some other datagram's under a reused key.
-const maxStampAge = 10 * time.Second
+// stampSlots is bpf/stamp.c's STAMP_SLOTS: the watcher may fall this many
+// commits behind and still find a commit's stamp.
+const stampSlots = 64
 
-// attachStamper loads the filter and attaches it to c's socket.
-func attachStamper(c *netlink.Conn) (*stamper, error) {
+// maxStampAge bounds how old a stamp may be when its NEWGEN is handled.
+const maxStampAge = time.Minute
+
+// attachStamper loads the filter, seeds it with the current generation
+// gen (the next commit's first datagram is stamped as gen+1's) and
+// attaches it to c's socket.
+func attachStamper(c *netlink.Conn, gen uint32) (*stamper, error) {
 	s := &stamper{}
 	if err := bpf.LoadStampObjects(&s.objs, nil); err != nil {
-		return nil, fmt.Errorf("load the notification stamp: %w", err)
+		return nil, fmt.Errorf("load the commit stamp: %w", err)
 	}
-	rc, err := c.SyscallConn()
+	err := s.objs.State.Put(uint32(0), bpf.StampStampState{LastGen: gen})
 	if err == nil {
-		var serr error
-		err = rc.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_BPF, s.objs.StampDatagram.FD())
-		})
-		err = errors.Join(err, serr)
+		var rc syscall.RawConn
+		if rc, err = c.SyscallConn(); err == nil {
+			var serr error
+			err = rc.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_BPF, s.objs.StampDatagram.FD())
+			})
+			err = errors.Join(err, serr)
+		}
 	}
 	if err != nil {
 		s.objs.Close()
-		return nil, fmt.Errorf("attach the notification stamp: %w", err)
+		return nil, fmt.Errorf("attach the commit stamp: %w", err)
 	}
 	return s, nil
 }
 
-// stamp is when the kernel queued datagram, by the wall clock, taking
-// (and deleting) its stamp; ok is false when there is none to take or it
-// is not plausible (older than maxStampAge, or in the future).
-func (s *stamper) stamp(datagram []byte) (time.Time, bool) {
-	if s == nil || len(datagram) < unix.NLMSG_HDRLEN {
+// stamp is when the commit that ended with generation gen sent its first
+// datagram, by the wall clock; ok is false when its slot holds another
+// generation's stamp (the filter missed the commit's start, or the watcher
+// fell stampSlots commits behind) or an implausible one.
+func (s *stamper) stamp(gen uint32) (time.Time, bool) {
+	if s == nil {
 		return time.Time{}, false
 	}
-	key := bpf.StampStampKey{
-		Seq:    binary.NativeEndian.Uint32(datagram[8:12]),
-		Portid: binary.NativeEndian.Uint32(datagram[12:16]),
-	}
-	var kt uint64
-	if err := s.objs.Stamps.Lookup(&key, &kt); err != nil {
+	var v bpf.StampGenStamp
+	if err := s.objs.Stamps.Lookup(gen%stampSlots, &v); err != nil || v.Gen != gen || v.Ns == 0 {
 		return time.Time{}, false
 	}
-	_ = s.objs.Stamps.Delete(&key)
-	return monoToWall(kt, maxStampAge)
+	return monoToWall(v.Ns, maxStampAge)
 }
 
 // monoToWall converts a CLOCK_MONOTONIC reading in ns to the wall clock;

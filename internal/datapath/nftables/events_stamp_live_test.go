@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,10 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestStamperDatesByTheKernel: with the socket filter attached, a
-// notification read 300 ms after its commit is dated within the commit
-// (a real commit in a fresh namespace), not at its read; its stamp is
-// taken once.
+// TestStamperDatesByTheKernel: with the socket filter attached, commits
+// whose notifications are read 300 ms late are each dated within
+// themselves (real commits in a fresh namespace), not at their read; a
+// generation it did not stamp has no stamp.
 func TestStamperDatesByTheKernel(t *testing.T) {
 	ns := nftTestNetns(t)
 	var c *netlink.Conn
@@ -24,41 +25,82 @@ func TestStamperDatesByTheKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s, err := attachStamper(c)
+	if err := c.JoinGroup(nfnlGroupNFTables); err != nil {
+		t.Fatal(err)
+	}
+	g0, err := Generation(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := attachStamper(c, g0)
 	if err != nil {
 		t.Fatalf("attach the stamp filter (the kernel has BPF and this test runs as root): %v", err)
 	}
 	defer s.close()
-	if err := c.JoinGroup(nfnlGroupNFTables); err != nil {
-		t.Fatal(err)
-	}
 	r, err := newDatagramReader(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := time.Now()
-	nftIn(t, ns, "nft", "add", "table", "ip", "nd-stamp")
-	after := time.Now()
+	// Two commits 200 ms apart, read 300 ms after the second: each is
+	// dated within itself (the second not by the first's datagrams).
+	var before, after [2]time.Time
+	for i := range before {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		before[i] = time.Now()
+		nftIn(t, ns, "nft", "add", "table", "ip", fmt.Sprintf("nd-stamp-%d", i))
+		after[i] = time.Now()
+	}
 	time.Sleep(300 * time.Millisecond)
-	b, err := r.read()
-	if err != nil {
-		t.Fatal(err)
+	for i := range before {
+		gen := readNewGen(t, r)
+		read := time.Now()
+		if gen != g0+1+uint32(i) {
+			t.Fatalf("NEWGEN %d for commit %d from generation %d", gen, i, g0)
+		}
+		at, ok := s.stamp(gen)
+		if !ok {
+			t.Fatalf("no stamp for commit %d", i)
+		}
+		const slack = 2 * time.Millisecond // the two clocks are read one after the other
+		if at.Before(before[i].Add(-slack)) || at.After(after[i].Add(slack)) {
+			t.Errorf("commit %d stamped %v after it began, want within it (%v)", i, at.Sub(before[i]), after[i].Sub(before[i]))
+		}
+		if read.Sub(at) < 250*time.Millisecond {
+			t.Errorf("commit %d stamped only %v before its read 300 ms later: dated by the read?", i, read.Sub(at))
+		}
 	}
-	read := time.Now()
-	at, ok := s.stamp(b)
-	if !ok {
-		t.Fatal("no stamp for the commit's first datagram")
+	gen := g0 + 2
+	for _, g := range []uint32{gen + 1, gen - 2, gen + stampSlots} {
+		if _, ok := s.stamp(g); ok {
+			t.Errorf("generation %d (commits up to %d stamped) has a stamp", g, gen)
+		}
 	}
-	const slack = 2 * time.Millisecond // the two clocks are read one after the other
-	if at.Before(before.Add(-slack)) || at.After(after.Add(slack)) {
-		t.Errorf("stamped %v after the commit began, want within the commit (%v)", at.Sub(before), after.Sub(before))
+}
+
+// readNewGen reads datagrams up to a NEWGEN and returns its generation.
+func readNewGen(t *testing.T, r *datagramReader) uint32 {
+	t.Helper()
+	for i := 0; i < 10; i++ {
+		b, err := r.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gen *uint32
+		if err := eachMessage(b, func(m netlink.Message) {
+			if _, g, ok, err := parseChangeMessage(m); err == nil && ok && g != nil {
+				gen = &g.ID
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if gen != nil {
+			return *gen
+		}
 	}
-	if read.Sub(at) < 250*time.Millisecond {
-		t.Errorf("stamp only %v before the read 300 ms later: dated by the read?", read.Sub(at))
-	}
-	if _, ok := s.stamp(b); ok {
-		t.Error("the same datagram's stamp was taken twice")
-	}
+	t.Fatal("no NEWGEN in 10 datagrams")
+	return 0
 }
 
 // TestWatcherDatesByTheKernel: the change watcher attaches the filter and
