@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/mdlayher/netlink"
-	"github.com/netdrift/netdrift/internal/nsutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,18 +14,7 @@ import (
 // commit in a fresh namespace).
 func TestDatagramReaderTruncation(t *testing.T) {
 	ns := nftTestNetns(t)
-	var c *netlink.Conn
-	if err := nsutil.WithFd(ns, func(fd int) error {
-		var err error
-		c, err = netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.JoinGroup(nfnlGroupNFTables); err != nil {
-		t.Fatal(err)
-	}
+	c := nftEventConn(t, ns)
 	r, err := newDatagramReader(c)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/mdlayher/netlink"
-	"github.com/netdrift/netdrift/internal/nsutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,18 +15,7 @@ import (
 // generation it did not stamp has no stamp.
 func TestStamperDatesByTheKernel(t *testing.T) {
 	ns := nftTestNetns(t)
-	var c *netlink.Conn
-	if err := nsutil.WithFd(ns, func(fd int) error {
-		var err error
-		c, err = netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.JoinGroup(nfnlGroupNFTables); err != nil {
-		t.Fatal(err)
-	}
+	c := nftEventConn(t, ns)
 	g0, err := Generation(ns)
 	if err != nil {
 		t.Fatal(err)

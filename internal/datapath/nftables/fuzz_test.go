@@ -11,19 +11,28 @@ import (
 	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
 
-// FuzzParseNFTJSON: any input yields a result or an error, never a panic;
-// a result is internally consistent. Seeds: the hand-written tables (small
-// enough for the mutator; the large fixtures are covered by golden tests), a
-// small generated table and testdata/fuzz/FuzzParseNFTJSON.
-func FuzzParseNFTJSON(f *testing.F) {
+// nftJSONSeeds are the fuzzers' seed documents: the hand-written tables
+// and a small generated one.
+func nftJSONSeeds(f *testing.F) [][]byte {
+	var seeds [][]byte
 	for _, name := range []string{"handwritten.v4.nft.json", "handwritten.v6.nft.json"} {
 		data, err := os.ReadFile(fixture.Path(f, name))
 		if err != nil {
 			f.Fatal(err)
 		}
+		seeds = append(seeds, data)
+	}
+	return append(seeds, nftGenSpec{services: 4, endpoints: 2, affinityEvery: 3, nodePortEvery: 2, emptyEvery: 3}.json())
+}
+
+// FuzzParseNFTJSON: any input yields a result or an error, never a panic;
+// a result is internally consistent. Seeds: the hand-written tables (small
+// enough for the mutator; the large fixtures are covered by golden tests), a
+// small generated table and testdata/fuzz/FuzzParseNFTJSON.
+func FuzzParseNFTJSON(f *testing.F) {
+	for _, data := range nftJSONSeeds(f) {
 		f.Add(data, []byte(nil))
 	}
-	f.Add(nftGenSpec{services: 4, endpoints: 2, affinityEvery: 3, nodePortEvery: 2, emptyEvery: 3}.json(), []byte(nil))
 	f.Add([]byte(`{"nftables": []}`), []byte(`{"nftables": [{"table": {"family": "ip6", "name": "kube-proxy"}}]}`))
 	// The corpus's small nft captures: `nft -j list ruleset` holding both
 	// tables (given as both files, as capture.Observe does), one table, text.

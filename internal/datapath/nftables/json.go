@@ -340,16 +340,10 @@ func parseNFTJSONVerdict(raw json.RawMessage) (nftVerdict, bool, error) {
 // nftJSONStmt is one statement of a rule; at most one field is set.
 // Verdicts without argument ("drop": null) decode as the literal "null".
 type nftJSONStmt struct {
-	Match    *nftJSONMatch   `json:"match"`
-	DNAT     *nftJSONDNAT    `json:"dnat"`
-	VMap     *nftJSONVMap    `json:"vmap"`
-	Goto     *nftJSONTarget  `json:"goto"`
-	Jump     *nftJSONTarget  `json:"jump"`
-	Drop     json.RawMessage `json:"drop"`
-	Accept   json.RawMessage `json:"accept"`
-	Return   json.RawMessage `json:"return"`
-	Continue json.RawMessage `json:"continue"`
-	Reject   json.RawMessage `json:"reject"`
+	Match *nftJSONMatch `json:"match"`
+	DNAT  *nftJSONDNAT  `json:"dnat"`
+	VMap  *nftJSONVMap  `json:"vmap"`
+	nftJSONVerdict
 }
 
 type nftJSONMatch struct {

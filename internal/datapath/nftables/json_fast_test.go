@@ -2,25 +2,17 @@ package nftables
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"testing"
-
-	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
 
 // FuzzNFTJSONFastMatchesStd: where the fast decoding (decodeNFTJSON's
 // first try) accepts a document, encoding/json decodes it to the same
 // objects; where it refuses one, decodeNFTJSON's answer is encoding/json's.
 func FuzzNFTJSONFastMatchesStd(f *testing.F) {
-	for _, name := range []string{"handwritten.v4.nft.json", "handwritten.v6.nft.json"} {
-		data, err := os.ReadFile(fixture.Path(f, name))
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range nftJSONSeeds(f) {
 		f.Add(data)
 	}
-	f.Add(nftGenSpec{services: 4, endpoints: 2, affinityEvery: 3, nodePortEvery: 2, emptyEvery: 3}.json())
 	f.Add([]byte(`{"nftables": [{"rule": {"family": "ip", "table": "kube-proxy", "chain": "c", "Expr": [{"DROP": null}]}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		type doc struct {

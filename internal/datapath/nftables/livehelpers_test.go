@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mdlayher/netlink"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/nsutil"
 	"github.com/netdrift/netdrift/internal/testutil/fixture"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
+	"golang.org/x/sys/unix"
 )
 
 // nftRequireRoot skips privileged tests when not root.
@@ -23,6 +26,25 @@ func nftTestNetns(t *testing.T) string {
 	t.Helper()
 	nftRequireRoot(t)
 	return netnstest.New(t, "nd-dp")
+}
+
+// nftEventConn is a NETLINK_NETFILTER socket in ns that joined the
+// nf_tables notification group, closed at the test's end.
+func nftEventConn(t *testing.T, ns string) *netlink.Conn {
+	t.Helper()
+	var c *netlink.Conn
+	if err := nsutil.WithFd(ns, func(fd int) error {
+		var err error
+		c, err = netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.JoinGroup(nfnlGroupNFTables); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // natOpsWatch is a fresh namespace, where the restore input before (if
