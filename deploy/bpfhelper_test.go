@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // bpfHelperEnv makes the test binary act as the capability-restricted child of
@@ -60,6 +61,25 @@ func bpfHelper() int {
 			return attach(&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry,
 				AttachTo: "tcp_v4_send_reset", License: "GPL", Instructions: ret0},
 				func(p *ebpf.Program) (link.Link, error) { return link.AttachTracing(link.TracingOptions{Program: p}) })
+		}},
+		{"socket-filter", func() error {
+			// The change watcher's commit stamp (bpf/stamp.c): a socket
+			// filter on its NETLINK_NETFILTER socket.
+			prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, License: "GPL",
+				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}})
+			if err != nil {
+				return fmt.Errorf("load: %w", err)
+			}
+			defer prog.Close()
+			fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ATTACH_BPF, prog.FD()); err != nil {
+				return fmt.Errorf("attach: %w", err)
+			}
+			return nil
 		}},
 	}
 	for _, s := range steps {
