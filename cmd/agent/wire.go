@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -29,11 +30,18 @@ type wired struct {
 	agent   *agent.Agent
 	watcher *informer.Watcher
 	changes *datapath.ChangeWatcher
+	notes   []string // degraded modes known at start, for /v1/status
 	rst     *rst.Pipeline
 	hurt    *hurt.Conns
 	netns   string
 	handler http.Handler
 	log     *slog.Logger
+}
+
+// datingNote says that change events are dated when read, and why.
+func datingNote(err error) string {
+	return fmt.Sprintf("nftables change events are dated when the agent reads them, not by the kernel (%v): "+
+		"on a busy node lag may read late by the agent's wait for a CPU", err)
 }
 
 // wireAgent builds the agent; reconnect (may be nil) reports API server
@@ -65,7 +73,8 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 			if kernel, derr, _, _ := cw.Dating(); kernel {
 				log.Info("nftables change events dated by the kernel (socket filter on the event socket)")
 			} else {
-				log.Warn("nftables change events dated when read: on a busy node lag may read late by the agent's wait for a CPU", "err", derr)
+				w.notes = append(w.notes, datingNote(derr))
+				log.Warn(w.notes[len(w.notes)-1])
 			}
 		}
 	}
@@ -80,6 +89,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	if w.changes != nil {
 		opts.Changes = w.changes.Events()
 	}
+	opts.Notes = w.notes
 	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: st.nodeCheck}, clk)
 	opts.Extra = []agent.FindingSource{nf}
 	w.rst = rstPipeline(f, st.rstMode, func() agent.State { return w.agent.State() }, log)

@@ -37,6 +37,7 @@ type Agent struct {
 	mode      string
 	reason    string
 	changes   <-chan datapath.ChangeEvent // nil: no change events (polling only)
+	notes     []string                    // Options.Notes
 	extra     []FindingSource
 	recorder  Recorder
 
@@ -72,6 +73,9 @@ type Options struct {
 	Changes  <-chan datapath.ChangeEvent
 	Extra    []FindingSource
 	Recorder Recorder
+	// Notes are degraded-mode explanations known at start (such as change
+	// events dated when read, not by the kernel); /v1/status shows them.
+	Notes []string
 }
 
 // New builds an agent.
@@ -87,7 +91,7 @@ func New(o Options) *Agent {
 	}
 	a := &Agent{
 		cfg: o.Config, clock: o.Clock, log: o.Log, cluster: o.Cluster, src: o.Datapath,
-		mode: o.Mode, reason: o.Reason, changes: o.Changes, extra: o.Extra, recorder: o.Recorder,
+		mode: o.Mode, reason: o.Reason, changes: o.Changes, notes: o.Notes, extra: o.Extra, recorder: o.Recorder,
 		kick:     make(chan struct{}, 1),
 		tracker:  newChangeTracker(),
 		comparer: drift.NewComparer(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +304,22 @@ func TestLoopWatchRecoversOnAnyDelivery(t *testing.T) {
 	h.advance(100 * time.Millisecond)
 	if !h.a.State().Watch.Healthy {
 		t.Fatal("a fresh delivery did not restore watch health")
+	}
+}
+
+// TestStartNotesReachTheStatus: a degraded mode known at start (change
+// events dated when read) is among the status notes after every audit.
+func TestStartNotesReachTheStatus(t *testing.T) {
+	h := newHarness(t)
+	const note = "nftables change events are dated when the agent reads them, not by the kernel"
+	h.a = New(Options{Config: h.a.cfg, Clock: h.clk, Cluster: h.c, Datapath: h.src, Mode: model.ModeIPTables,
+		Recorder: h, Notes: []string{note}})
+	h.kubeProxySyncs()
+	h.start()
+	for i := 0; i < 2; i++ {
+		h.advance(11 * time.Second)
+		if n := h.a.State().Notes; !slices.Contains(n, note) {
+			t.Fatalf("audit %d: notes %q lack the start note", i, n)
+		}
 	}
 }

@@ -45,6 +45,7 @@ func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	if sa, ok := a.src.(datapath.SelfAuditor); ok {
 		s.ReaderAudits, s.ReaderAuditDiffs = sa.SelfAudits()
 	}
+	s.Notes = append(s.Notes, a.notes...)
 	if a.src == nil || a.mode == model.ModeNone {
 		s.Notes = append(s.Notes, "no kube-proxy datapath state found ("+a.reason+"): service findings are not reported")
 	}
