@@ -51,7 +51,7 @@ func TestStamperDatesByTheKernel(t *testing.T) {
 		if !ok {
 			t.Fatalf("no stamp for commit %d", i)
 		}
-		const slack = 2 * time.Millisecond // the two clocks are read one after the other
+		const slack = 5 * time.Millisecond // the two clocks are read one after the other (slower under TCG)
 		if at.Before(before[i].Add(-slack)) || at.After(after[i].Add(slack)) {
 			t.Errorf("commit %d stamped %v after it began, want within it (%v)", i, at.Sub(before[i]), after[i].Sub(before[i]))
 		}
@@ -104,7 +104,7 @@ func TestWatcherDatesByTheKernel(t *testing.T) {
 	nftIn(t, ns, "nft", "add", "table", "ip", "nd-stamp-w")
 	after := time.Now()
 	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return len(ev.Changes) > 0 })
-	if ev.Received.Before(before.Add(-2*time.Millisecond)) || ev.Received.After(after.Add(2*time.Millisecond)) {
+	if ev.Received.Before(before.Add(-5*time.Millisecond)) || ev.Received.After(after.Add(5*time.Millisecond)) {
 		t.Errorf("event dated %v after the commit began, want within the commit (%v)", ev.Received.Sub(before), after.Sub(before))
 	}
 	if _, _, stamped, _ := w.Dating(); stamped == 0 {
