@@ -115,7 +115,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	}, clk.Now, 0)
 	w.netns = f.netns
 	reg.MustRegister(w.hurt)
-	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt})
+	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt, Lag: w.agent.LagState})
 	return w, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -322,4 +323,35 @@ func TestStartNotesReachTheStatus(t *testing.T) {
 			t.Fatalf("audit %d: notes %q lack the start note", i, n)
 		}
 	}
+}
+
+// TestLagStateIsStatesLagPart: LagState carries State's samples and
+// pending changes, and none of the desired or observed state it copies.
+func TestLagStateIsStatesLagPart(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	check := func(what string) {
+		t.Helper()
+		full, lag := h.a.State(), h.a.LagState()
+		if !reflect.DeepEqual(lag.Recent, full.Recent) || !reflect.DeepEqual(lag.PendingChanges, full.PendingChanges) ||
+			lag.Node != full.Node || !lag.Now.Equal(full.Now) {
+			t.Fatalf("%s: LagState samples %v pending %v, State's %v %v", what, lag.Recent, lag.PendingChanges, full.Recent, full.PendingChanges)
+		}
+		if len(lag.Desired.Frontends)+len(lag.Observed.Frontends) != 0 || len(full.Desired.Frontends) == 0 {
+			t.Fatalf("%s: LagState copied %d desired and %d observed frontends (State: %d desired)", what,
+				len(lag.Desired.Frontends), len(lag.Observed.Frontends), len(full.Desired.Frontends))
+		}
+	}
+	h.setSlice(slice("web", "10.1.0.1", "10.1.0.2", "10.1.0.3"), time.Time{})
+	h.advance(10 * time.Millisecond)
+	if len(h.a.LagState().PendingChanges) == 0 {
+		t.Fatal("no pending change after a delivery the datapath does not show yet")
+	}
+	check("pending")
+	h.kubeProxySyncs()
+	h.advance(200 * time.Millisecond)
+	if len(h.a.LagState().Recent) == 0 {
+		t.Fatal("no lag sample after kube-proxy programmed the change")
+	}
+	check("measured")
 }

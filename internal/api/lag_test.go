@@ -47,3 +47,26 @@ func TestLagSince(t *testing.T) {
 		t.Errorf("since=yesterday: status %d %q, want 400 naming the format", code, body)
 	}
 }
+
+// TestLagUsesTheLagProvider: /v1/lag asks Providers.Lag, not the full
+// state, when it is set (the agent's LagState copies no desired or observed
+// state).
+func TestLagUsesTheLagProvider(t *testing.T) {
+	st := agenttest.State()
+	full := func() agent.State {
+		t.Error("/v1/lag asked for the full state with a Lag provider set")
+		return st
+	}
+	h := api.NewHandler(full, prometheus.NewRegistry(), api.Providers{Lag: func() agent.State { return st }})
+	code, _, body := get(t, h, "GET", "/v1/lag")
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	var l api.Lag
+	if err := json.Unmarshal(body, &l); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Samples) != len(st.Recent) || len(l.Samples) == 0 {
+		t.Errorf("%d samples, want the provider's %d", len(l.Samples), len(st.Recent))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 
@@ -23,6 +24,11 @@ type RSTProvider interface {
 type Providers struct {
 	RSTs RSTProvider
 	Hurt HurtProvider
+	// Lag is /v1/lag's state: the node, the time, the recent samples and
+	// the pending changes only (agent.Agent.LagState), not a copy of the
+	// desired and observed state that the full state makes on every call;
+	// nil: the full state.
+	Lag func() agent.State
 }
 
 // HurtProvider counts the new connections sent to stale backends

@@ -135,7 +135,11 @@ func (h *Handler) lag(w http.ResponseWriter, r *http.Request) {
 		}
 		since = t
 	}
-	s := h.state()
+	state := h.providers.Lag
+	if state == nil {
+		state = h.state
+	}
+	s := state()
 	writeJSON(w, LagOf(s.Node, samplesSince(s.Recent, since), s.PendingChanges, s.Now))
 }
 
