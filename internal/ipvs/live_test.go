@@ -18,19 +18,8 @@ import (
 // TestIPVSInVM runs TestLiveIPVS inside a VM with Debian's 6.1 kernel (the
 // host kernel may lack IPVS and dummy links).
 func TestIPVSInVM(t *testing.T) {
-	if os.Getenv("NETDRIFT_IN_VM") != "" {
-		t.Skip("already inside the VM")
-	}
-	bin := vmtest.BuildTest(t, ".")
-	res, err := vmtest.Run(t, vmtest.Config{
-		TestBinaries: map[string]string{"ipvs": bin},
-		Args:         []string{"-test.run=^TestLiveIPVS$", "-test.count=1"},
-		Files:        map[string]string{"/work/ipvs/testdata": "testdata"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.RequirePass(t, "ipvs", "TestLiveIPVS")
+	vmtest.RunOwnTests(t, "ipvs", []string{"TestLiveIPVS"},
+		vmtest.Config{Files: map[string]string{"/work/ipvs/testdata": "testdata"}})
 }
 
 var nsCounter atomic.Int32

@@ -13,22 +13,10 @@ import (
 // 6.1 kernel, where tcp/tcp_send_reset does not fire for resets sent without a
 // socket: the probe must choose fentry on its own and count exactly there.
 func TestFallbackInVM(t *testing.T) {
-	if os.Getenv("NETDRIFT_IN_VM") != "" {
-		t.Skip("already inside the VM")
-	}
-	bin := vmtest.BuildTest(t, ".")
 	tests := []string{"TestOldKernelPicksFentry", "TestExactCountsFentry", "TestSentToWatchedFentry",
 		"TestActiveResetFentry", "TestPortFilterAndUnwatch", "TestEvents", "TestRunTrace", "TestLoadWithoutPrivileges"}
-	res, err := vmtest.Run(t, vmtest.Config{
-		TestBinaries: map[string]string{"rst": bin},
-		Args:         []string{"-test.run=^(" + strings.Join(tests, "|") + ")$", "-test.count=1"},
-		// Under TCG (no usable KVM) each probe load takes seconds.
-		Timeout: 12 * time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.RequirePass(t, "rst", tests...)
+	// Under TCG (no usable KVM) each probe load takes seconds.
+	vmtest.RunOwnTests(t, "rst", tests, vmtest.Config{Timeout: 12 * time.Minute})
 }
 
 // TestOldKernelPicksFentry runs only in the VM: on a kernel older than 6.10

@@ -311,3 +311,20 @@ func BuildTest(t testing.TB, pkg string) string {
 	}
 	return out
 }
+
+// RunOwnTests runs tests of the calling package (its test binary, built
+// from ".", named name in the guest) inside the VM and requires each to
+// pass; cfg adds files and a timeout. It skips when already in the VM.
+func RunOwnTests(t *testing.T, name string, tests []string, cfg Config) {
+	t.Helper()
+	if os.Getenv("NETDRIFT_IN_VM") != "" {
+		t.Skip("already inside the VM")
+	}
+	cfg.TestBinaries = map[string]string{name: BuildTest(t, ".")}
+	cfg.Args = []string{"-test.run=^(" + strings.Join(tests, "|") + ")$", "-test.count=1"}
+	res, err := Run(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.RequirePass(t, name, tests...)
+}

@@ -1,8 +1,6 @@
 package nftables
 
 import (
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,18 +13,6 @@ import (
 // notifications (what bpf/stamp.c counts on), on a kernel older than this
 // machine's.
 func TestCommitStampInVM(t *testing.T) {
-	if os.Getenv("NETDRIFT_IN_VM") != "" {
-		t.Skip("already inside the VM")
-	}
-	bin := vmtest.BuildTest(t, ".")
-	tests := []string{"TestStamperDatesByTheKernel", "TestWatcherDatesByTheKernel"}
-	res, err := vmtest.Run(t, vmtest.Config{
-		TestBinaries: map[string]string{"nftables": bin},
-		Args:         []string{"-test.run=^(" + strings.Join(tests, "|") + ")$", "-test.count=1"},
-		Timeout:      6 * time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.RequirePass(t, "nftables", tests...)
+	vmtest.RunOwnTests(t, "nftables", []string{"TestStamperDatesByTheKernel", "TestWatcherDatesByTheKernel"},
+		vmtest.Config{Timeout: 6 * time.Minute})
 }
