@@ -52,6 +52,7 @@ func benchOfflineDiff(b *testing.B, s Spec, mode string) {
 	if err := os.WriteFile(cluster, clusterFile, 0o600); err != nil {
 		b.Fatal(err)
 	}
+	keep(b, "cluster.json", clusterFile)
 	args := []string{"diff", "--node", NodeName, "--cluster", cluster, flag, dumpFile}
 	var dump, diff, baseDiff time.Duration
 	var dumpBytes int
@@ -63,7 +64,7 @@ func benchOfflineDiff(b *testing.B, s Spec, mode string) {
 		if err := os.WriteFile(dumpFile, out, 0o600); err != nil {
 			b.Fatal(err)
 		}
-		keepFiles(b, mode, cluster, dumpFile)
+		keep(b, mode+".dump", out)
 		c, maxrss := runCleanDiff(b, bin, args)
 		diff, rss = diff+c, max(rss, maxrss)
 		if base != "" {
@@ -84,19 +85,11 @@ func benchOfflineDiff(b *testing.B, s Spec, mode string) {
 	b.ReportMetric(float64(rss)/1024, "diff-maxrss-MB")
 }
 
-// keepFiles copies the cluster file and the dump into $BENCH_OFFLINE_KEEP
-// (when set), for profiling the diff on exactly these inputs.
-func keepFiles(b *testing.B, mode, cluster, dump string) {
-	dir := os.Getenv("BENCH_OFFLINE_KEEP")
-	if dir == "" {
-		return
-	}
-	for _, f := range [][2]string{{cluster, "cluster.json"}, {dump, mode + ".dump"}} {
-		data, err := os.ReadFile(f[0])
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, f[1]), data, 0o600)
-		}
-		if err != nil {
+// keep writes an input of the diff into $BENCH_OFFLINE_KEEP as name (when
+// set), for profiling the diff on exactly these inputs.
+func keep(b *testing.B, name string, data []byte) {
+	if dir := os.Getenv("BENCH_OFFLINE_KEEP"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			b.Fatal(err)
 		}
 	}

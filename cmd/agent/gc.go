@@ -64,7 +64,7 @@ func gcHeadroom(live uint64, base int) uint64 {
 // little before the GC percent's goal. The limit is recomputed after every
 // collection, so a live heap that grows is never held under a stale one
 // for more than one cycle. Measured at 100k endpoints, iptables-nft:
-// peak RSS 338 MiB (BENCHMARKS.md, "Live", eleventh session). Small heaps
+// peak RSS 332-342 MiB (BENCHMARKS.md, "Live", eleventh session). Small heaps
 // (10k endpoints: 25-45 MiB live) get none: their RSS is below
 // kube-proxy's, and returning pages that churn soon faults back in costs
 // CPU there.

@@ -70,11 +70,12 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 			log.Warn("no nftables change events: polling only", "err", err)
 		} else {
 			w.changes = cw
-			if kernel, derr, _, _ := cw.Dating(); kernel {
+			if kernel, _, _, derr := cw.Dating(); kernel {
 				log.Info("nftables change events dated by the kernel (socket filter on the event socket)")
 			} else {
-				w.notes = append(w.notes, datingNote(derr))
-				log.Warn(w.notes[len(w.notes)-1])
+				note := datingNote(derr)
+				w.notes = append(w.notes, note)
+				log.Warn(note)
 			}
 		}
 	}

@@ -135,8 +135,8 @@ func (a *Agent) State() State {
 func (a *Agent) LagState() State {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := State{Node: a.state.Node, Now: a.clock.Now(), Ready: a.state.Ready, LastAudit: a.state.LastAudit}
-	if !s.LastAudit.IsZero() {
+	s := State{Node: a.state.Node, Now: a.clock.Now()}
+	if !a.state.LastAudit.IsZero() { // published at least once
 		s.Recent = a.recentLocked()
 	}
 	if a.tracker.initialized {

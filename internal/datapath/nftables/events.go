@@ -36,7 +36,7 @@ type ChangeWatcher struct {
 	opsB       opsBatch          // the current transaction's ops (run goroutine only)
 	pool       opPool            // released op memory (events_mem.go)
 	names      map[string]string // the current transaction's names, interned
-	txFirst    time.Time         // when the current transaction's first message was queued or read (run goroutine only)
+	txFirst    time.Time         // when the current transaction's first message was read (run goroutine only)
 	stamp      *stamper          // kernel dating of datagrams (nil: dated by their read)
 	stampErr   error             // why stamp is nil
 	dated      [2]atomic.Uint64  // transactions dated by the kernel's stamp, by their read
@@ -135,8 +135,8 @@ func (w *ChangeWatcher) Generation() uint32 { return w.gen.Load() }
 // Dating says how transactions are dated: by the kernel's stamp of their
 // first datagram (kernel true; events_stamp.go) or by its read (err says
 // why), with how many were dated each way.
-func (w *ChangeWatcher) Dating() (kernel bool, err error, stamped, read uint64) {
-	return w.stamp != nil, w.stampErr, w.dated[0].Load(), w.dated[1].Load()
+func (w *ChangeWatcher) Dating() (kernel bool, stamped, read uint64, err error) {
+	return w.stamp != nil, w.dated[0].Load(), w.dated[1].Load(), w.stampErr
 }
 
 // Err returns the error that ended the subscription, if any.

@@ -96,7 +96,7 @@ func readNewGen(t *testing.T, r *datagramReader) uint32 {
 func TestWatcherDatesByTheKernel(t *testing.T) {
 	ns := nftTestNetns(t)
 	_, w := nftLiveWatch(t, ns)
-	kernel, err, _, _ := w.Dating()
+	kernel, _, _, err := w.Dating()
 	if !kernel {
 		t.Fatalf("watcher dates by its reads: %v", err)
 	}
@@ -107,7 +107,7 @@ func TestWatcherDatesByTheKernel(t *testing.T) {
 	if ev.Received.Before(before.Add(-5*time.Millisecond)) || ev.Received.After(after.Add(5*time.Millisecond)) {
 		t.Errorf("event dated %v after the commit began, want within the commit (%v)", ev.Received.Sub(before), after.Sub(before))
 	}
-	if _, _, stamped, _ := w.Dating(); stamped == 0 {
+	if _, stamped, _, _ := w.Dating(); stamped == 0 {
 		t.Error("no transaction dated by the kernel's stamp")
 	}
 }

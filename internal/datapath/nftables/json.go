@@ -308,33 +308,46 @@ func parseNFTJSONVerdict(raw json.RawMessage) (nftVerdict, bool, error) {
 	if len(raw) == 0 || raw[0] != '{' || jsonv2.Unmarshal(raw, &j, nftVerdictOptions) != nil {
 		return nftVerdict{}, false, nil
 	}
+	v, n, err := j.verdict()
+	if err != nil || n != 1 {
+		return nftVerdict{}, false, err
+	}
+	return v, true, nil
+}
+
+// verdict is the verdict j names (the first set, in the order goto, jump,
+// drop, reject, accept, return, continue) and how many it names; a goto or
+// jump without target is an error.
+func (j *nftJSONVerdict) verdict() (nftVerdict, int, error) {
 	var v nftVerdict
 	n := 0
-	for _, c := range []struct {
-		set  bool
-		kind string
-	}{{j.Drop != nil, nftVerdictDrop}, {j.Accept != nil, nftVerdictAccept}, {j.Return != nil, nftVerdictReturn},
-		{j.Continue != nil, nftVerdictContinue}, {j.Reject != nil, nftVerdictReject}} {
-		if c.set {
-			v, n = nftVerdict{Kind: c.kind}, n+1
-		}
-	}
 	for _, t := range []struct {
 		target *nftJSONTarget
 		kind   string
 	}{{j.Goto, nftVerdictGoto}, {j.Jump, nftVerdictJump}} {
-		if t.target == nil {
-			continue
+		if t.target != nil {
+			if n == 0 {
+				v = nftVerdict{Kind: t.kind, Target: t.target.Target}
+			}
+			n++
 		}
-		if t.target.Target == "" {
-			return nftVerdict{}, false, fmt.Errorf("%s without target", t.kind)
+	}
+	for _, c := range []struct {
+		arg  json.RawMessage
+		kind string
+	}{{j.Drop, nftVerdictDrop}, {j.Reject, nftVerdictReject}, {j.Accept, nftVerdictAccept},
+		{j.Return, nftVerdictReturn}, {j.Continue, nftVerdictContinue}} {
+		if c.arg != nil {
+			if n == 0 {
+				v = nftVerdict{Kind: c.kind}
+			}
+			n++
 		}
-		v, n = nftVerdict{Kind: t.kind, Target: t.target.Target}, n+1
 	}
-	if n != 1 {
-		return nftVerdict{}, false, nil
+	if (v.Kind == nftVerdictGoto || v.Kind == nftVerdictJump) && v.Target == "" {
+		return nftVerdict{}, n, fmt.Errorf("%s without target", v.Kind)
 	}
-	return v, true, nil
+	return v, n, nil
 }
 
 // nftJSONStmt is one statement of a rule; at most one field is set.
@@ -353,7 +366,7 @@ type nftJSONMatch struct {
 }
 
 // nftJSONDNAT: Addr is a string or {"map": {"data": {"set": [[key,
-// addr . port], ...]}}}, decoded by parseDNATMap.
+// addr . port], ...]}}}, decoded by addJSONDNAT.
 type nftJSONDNAT struct {
 	Addr json.RawMessage `json:"addr"`
 	Port *uint16         `json:"port"`
@@ -396,25 +409,14 @@ func (r *nftRule) addJSONStatement(st *nftJSONStmt) error {
 		return r.addJSONDNAT(st.DNAT)
 	case st.VMap != nil:
 		return r.addJSONVMap(st.VMap)
-	case st.Goto != nil || st.Jump != nil:
-		kind, t := nftVerdictGoto, st.Goto
-		if t == nil {
-			kind, t = nftVerdictJump, st.Jump
+	default:
+		v, n, err := st.verdict()
+		if err != nil {
+			return err
 		}
-		if t.Target == "" {
-			return fmt.Errorf("%s without target", kind)
+		if n > 0 {
+			r.Verdict = v
 		}
-		r.Verdict = nftVerdict{Kind: kind, Target: t.Target}
-	case st.Drop != nil:
-		r.Verdict = nftVerdict{Kind: nftVerdictDrop}
-	case st.Reject != nil:
-		r.Verdict = nftVerdict{Kind: nftVerdictReject}
-	case st.Accept != nil:
-		r.Verdict = nftVerdict{Kind: nftVerdictAccept}
-	case st.Return != nil:
-		r.Verdict = nftVerdict{Kind: nftVerdictReturn}
-	case st.Continue != nil:
-		r.Verdict = nftVerdict{Kind: nftVerdictContinue}
 	}
 	return nil
 }
