@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -212,5 +213,39 @@ netdrift_recommended_prestop_seconds 3
 	none := func() agent.State { s := agenttest.State(); s.Recent = nil; return s }
 	if n := testutil.CollectAndCount(metrics.NewPreStop(none)); n != 0 {
 		t.Errorf("%d series without removal samples, want none", n)
+	}
+}
+
+// TestWatchDelayBySource: each delay is counted in its source's series,
+// the pre-resolved ones and a source not known in advance alike.
+func TestWatchDelayBySource(t *testing.T) {
+	rec := metrics.NewRecorder()
+	rec.ObserveWatchDelay("endpointslice", 20*time.Millisecond)
+	rec.ObserveWatchDelay("endpointslice", -time.Second) // clock skew: counted as 0
+	rec.ObserveWatchDelay("lease", time.Second)
+	rec.ObserveWatchDelay("other", time.Second)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(rec.Collectors()...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	sums := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "netdrift_watch_delay_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			src := m.GetLabel()[0].GetValue()
+			got[src], sums[src] = m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+		}
+	}
+	want := map[string]uint64{"endpointslice": 2, "lease": 1, "other": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("samples per source %v, want %v", got, want)
+	}
+	if sums["endpointslice"] != 0.02 || sums["lease"] != 1 {
+		t.Errorf("sums %v: want endpointslice 0.02 s (the negative delay as 0), lease 1 s", sums)
 	}
 }

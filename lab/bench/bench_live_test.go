@@ -26,6 +26,7 @@ import (
 //	BENCH_LIVE_IDLE_SECONDS 30
 //	BENCH_LIVE_SYNC_TIMEOUT 30m (kube-proxy's first sync; the agent's start-up)
 //	BENCH_LIVE_AGENT_ARGS   extra agent flags
+//	BENCH_LIVE_AGENT_ENV    the agent's extra environment (KEY=VALUE ...)
 //	BENCH_LIVE_PROXY_START  running | stopped: kube-proxy while the objects are created (default: running for iptables-nft)
 //	BENCH_LIVE_OUT      output directory (default ../../bin/bench-live)
 func TestBenchLive(t *testing.T) {
@@ -79,6 +80,7 @@ func TestBenchLive(t *testing.T) {
 				res := Run(context.Background(), Config{
 					Mode: mode, Endpoints: eps, Rates: rates, Window: window, Idle: idle, SyncTimeout: syncTimeout,
 					Agent: bin, AgentArgs: strings.Fields(os.Getenv("BENCH_LIVE_AGENT_ARGS")), Logf: t.Logf,
+					AgentEnv:   strings.Fields(os.Getenv("BENCH_LIVE_AGENT_ENV")),
 					ProxyStart: os.Getenv("BENCH_LIVE_PROXY_START"), OfflineRuns: offlineRuns,
 				})
 				var buf bytes.Buffer

@@ -99,7 +99,8 @@ func (r *Result) Write(w io.Writer) {
 
 	if r.Idle != nil || len(r.Churn) > 0 {
 		fmt.Fprintln(w, "\nCPU over the same window (utime+stime + cutime+cstime of reaped children, /proc/PID/stat):")
-		row("window", "secs", "changes", "agent", "(children)", "kube-proxy", "(children)", "agent/kube-proxy", "agent/change", "kube-proxy/change", "agent %core", "kube-proxy %core", "load start", "load end")
+		row("window", "secs", "changes", "agent", "(children)", "kube-proxy", "(children)", "agent/kube-proxy", "agent/change", "kube-proxy/change", "agent %core", "kube-proxy %core",
+			"watch-only", "watch-only/kube-proxy", "load start", "load end")
 		ws := []Window{}
 		if r.Idle != nil {
 			ws = append(ws, *r.Idle)
@@ -116,9 +117,13 @@ func (r *Result) Write(w io.Writer) {
 				sec(x.Agent.Total()), sec(x.Agent.Children()), sec(x.Proxy.Total()), sec(x.Proxy.Children()),
 				ratio(x.Agent.Total().Seconds(), x.Proxy.Total().Seconds()),
 				per(x.Agent.Total()), per(x.Proxy.Total()),
-				pctCore(x.Agent.Total(), x.Took), pctCore(x.Proxy.Total(), x.Took), x.LoadStart, x.LoadEnd)
+				pctCore(x.Agent.Total(), x.Took), pctCore(x.Proxy.Total(), x.Took),
+				sec(x.WatchOnly.Total()), ratio(x.WatchOnly.Total().Seconds(), x.Proxy.Total().Seconds()), x.LoadStart, x.LoadEnd)
 		}
 		tw.Flush()
+		fmt.Fprintln(w, "watch-only: the lab's watchonly program in the node's namespace over the same window: client-go informers on what the agent watches")
+		fmt.Fprintln(w, "  (protobuf; every Service, EndpointSlice and Node, the node's Pods and Lease) with handlers that do nothing. kube-proxy pays")
+		fmt.Fprintln(w, "  the same watch of Services and EndpointSlices: this share of the agent's CPU is the API watch's, not the agent's work.")
 		for _, x := range ws {
 			if x.AgentLiveKids+x.ProxyLiveKids > 0 {
 				fmt.Fprintf(w, "%s: children still running at the window's end (counted up to it from their /proc/PID/stat): agent %d, kube-proxy %d\n",

@@ -52,6 +52,7 @@ type Config struct {
 	ProxyStart string // "", "running" or "stopped"
 	Agent      string // the netdrift binary
 	AgentArgs  []string
+	AgentEnv   []string // the agent's extra environment (KEY=VALUE)
 	// OfflineRuns: run `netdrift diff` this many times on the reference
 	// dump and a cluster file listed from the API, before the agent starts
 	// (0: not at all).
@@ -109,6 +110,9 @@ type Window struct {
 	LoadStart       string // /proc/loadavg
 	LoadEnd         string
 	Agent, Proxy    CPU
+	// WatchOnly: the watchonly reference's CPU (client-go informers on what
+	// the agent watches, no-op handlers); zero when it did not run
+	WatchOnly       CPU
 	AgentLiveKids   int // children still running at the window's end (their CPU so far is counted)
 	ProxyLiveKids   int
 	Changes         int
@@ -217,6 +221,7 @@ func Run(ctx context.Context, cfg Config) (res *Result) {
 		Name: cfg.LabName, Dir: dir, Nodes: 1, ProxyMode: m.ProxyMode, IPTablesBackend: m.Backend,
 		Agent: cfg.Agent, DeferAgents: true,
 		AgentArgs: append([]string{"--datapath=" + m.AgentDatapath}, cfg.AgentArgs...),
+		AgentEnv:  cfg.AgentEnv,
 		Logf:      logf,
 	})
 	if err != nil {
@@ -350,6 +355,13 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	}
 
 	procs := pids{agent: agentPID, proxy: proxyPID}
+	// The API watch's own cost, beside the agent's: the same informers with
+	// handlers that do nothing.
+	if pid, err := startWatchOnly(ctx, l); err != nil {
+		res.Notes = append(res.Notes, "no watch-only reference: "+err.Error())
+	} else {
+		procs.watch = pid
+	}
 	// Idle.
 	time.Sleep(3 * time.Second)
 	idle, err := measure(ctx, procs, "idle", cfg.Idle, func(ctx context.Context) { sleepCtx(ctx, cfg.Idle) })
@@ -396,7 +408,27 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	return nil
 }
 
-type pids struct{ agent, proxy int }
+type pids struct{ agent, proxy, watch int } // watch: 0 when watchonly does not run
+
+// startWatchOnly starts the watchonly reference in the node's namespace and
+// waits until its caches synced (it prints so).
+func startWatchOnly(ctx context.Context, l *labenv.Lab) (int, error) {
+	pid, err := l.StartWatchOnly(node)
+	if err != nil {
+		return 0, err
+	}
+	log := l.LogPath("watchonly/" + node)
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+		if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("caches synced")) {
+			return pid, nil
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+	return 0, fmt.Errorf("watchonly did not sync its caches in 2 minutes (log %s)", log)
+}
 
 // measure runs fn as a window and reads both processes' CPU at its ends.
 func measure(ctx context.Context, p pids, name string, d time.Duration, fn func(context.Context)) (Window, error) {
@@ -409,8 +441,17 @@ func measure(ctx context.Context, p pids, name string, d time.Duration, fn func(
 	if err != nil {
 		return w, fmt.Errorf("kube-proxy: %w", err)
 	}
+	var wo0 CPU
+	if p.watch != 0 {
+		wo0, _, _ = ReadTreeCPU(p.watch)
+	}
 	start := time.Now()
 	fn(ctx)
+	if p.watch != 0 {
+		if wo1, _, err := ReadTreeCPU(p.watch); err == nil {
+			w.WatchOnly = wo1.Sub(wo0)
+		}
+	}
 	a1, ak, err := ReadTreeCPU(p.agent)
 	if err != nil {
 		return w, fmt.Errorf("agent (died in the window?): %w", err)

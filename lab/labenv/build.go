@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// Binaries are the upstream programs the lab builds from its go.mod.
-var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy"}
+// Binaries are the programs the lab builds from its go.mod: the upstream
+// ones, and watchonly (the live benchmark's API-watch reference).
+var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "watchonly"}
 
 // ModuleDir is the lab module's root (where go.mod lives), found from this
 // source file's location (or, under -trimpath, `go env GOMOD`);

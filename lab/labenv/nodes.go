@@ -123,6 +123,7 @@ func (l *Lab) nodeGone(i int) bool {
 
 func kubeProxyName(i int) string { return "kube-proxy/" + nodeName(i) }
 func agentName(i int) string     { return "agent/" + nodeName(i) }
+func watchOnlyName(i int) string { return "watchonly/" + nodeName(i) }
 
 func (l *Lab) kubeProxyArgs(i int) []string {
 	args := []string{filepath.Join(l.opts.BinDir, "kube-proxy"),
@@ -181,6 +182,23 @@ func (l *Lab) kubeProxyEnv() ([]string, error) {
 	return []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}, nil
 }
 
+// StartWatchOnly starts the lab's watchonly program in node's namespace
+// (client-go informers on what the agent watches, handlers that do
+// nothing: the API watch's own cost) and returns its PID. The lab stops it
+// like its other processes.
+func (l *Lab) StartWatchOnly(node string) (int, error) {
+	i, err := l.index(node)
+	if err != nil {
+		return 0, err
+	}
+	p, err := l.start(watchOnlyName(i), nodeNS(l.opts.Name, i),
+		[]string{filepath.Join(l.opts.BinDir, "watchonly"), "--kubeconfig", l.kubeconfig, "--node-name", nodeName(i)})
+	if err != nil {
+		return 0, err
+	}
+	return p.PID, nil
+}
+
 // StartAgent starts node's netdrift agent (Options.Agent) if it is not
 // running; with Options.DeferAgents this is how agents start. It returns
 // the agent's PID. The lab stops it like its other processes.
@@ -226,7 +244,7 @@ func (l *Lab) startAgent(i int) error {
 		"--kubeconfig", l.kubeconfig,
 		"--listen", l.AgentAddr(nodeName(i)),
 	}, l.opts.AgentArgs...)
-	_, err := l.start(agentName(i), nodeNS(l.opts.Name, i), args)
+	_, err := l.startEnv(agentName(i), nodeNS(l.opts.Name, i), l.opts.AgentEnv, args)
 	return err
 }
 

@@ -40,6 +40,9 @@ type Options struct {
 	// plus AgentArgs inside every node namespace.
 	Agent     string
 	AgentArgs []string
+	// AgentEnv are extra environment variables of the agents (KEY=VALUE),
+	// such as the GOMAXPROCS the DaemonSet's CPU limit gives it.
+	AgentEnv []string
 	// DeferAgents: with Agent set, Start does not start the agents; the
 	// caller starts each with StartAgent (e.g. to time the agent's start-up
 	// against a table kube-proxy already holds).
