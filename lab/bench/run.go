@@ -104,12 +104,12 @@ func (c *Config) defaults() error {
 
 // Window is one measured window.
 type Window struct {
-	Name            string
-	Rate            float64 // changes per second asked (0: idle)
-	Took            time.Duration
-	LoadStart       string // /proc/loadavg
-	LoadEnd         string
-	Agent, Proxy    CPU
+	Name         string
+	Rate         float64 // changes per second asked (0: idle)
+	Took         time.Duration
+	LoadStart    string // /proc/loadavg
+	LoadEnd      string
+	Agent, Proxy CPU
 	// WatchOnly: the watchonly reference's CPU (client-go informers on what
 	// the agent watches, no-op handlers); zero when it did not run
 	WatchOnly       CPU
