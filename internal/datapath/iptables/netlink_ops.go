@@ -1,6 +1,10 @@
 package iptables
 
-import "github.com/netdrift/netdrift/internal/datapath/nfops"
+import (
+	"slices"
+
+	"github.com/netdrift/netdrift/internal/datapath/nfops"
+)
 
 // Patching cached chains from the rule messages of a change event, instead
 // of dumping them again (NFTReader.ApplyEvent). A kube-proxy sync rewrites
@@ -142,7 +146,8 @@ func (n *NFTReader) patchChain(f *nlFamily, table, name string, ops chainOps) pa
 	if old != nil && len(old.nl) < len(old.rules) {
 		return patchRead // not read over netlink
 	}
-	p := newChainPatch(old)
+	p := n.patchBuf.reset(old)
+	defer p.release()
 	for i := range ops.len() {
 		if r := p.apply(ops, i, t); r != patchDone {
 			return r
@@ -169,19 +174,33 @@ type chainPatch struct {
 	delTail    bool // ... last
 }
 
-func newChainPatch(old *ipChain) *chainPatch {
-	p := &chainPatch{old: old, head: -1, tail: -1}
+func newChainPatch(old *ipChain) *chainPatch { return new(chainPatch).reset(old) }
+
+// reset makes p a patch of old (nil: a chain not cached), keeping the
+// capacity of its node list and handle index.
+func (p *chainPatch) reset(old *ipChain) *chainPatch {
+	nodes, at := p.nodes[:0], p.at
+	if at == nil {
+		at = map[uint64]int32{}
+	}
+	*p = chainPatch{old: old, head: -1, tail: -1, nodes: nodes, at: at}
 	if old == nil {
-		p.at = map[uint64]int32{}
 		return p
 	}
 	p.exists, p.handle = true, old.handle
-	p.nodes = make([]patchNode, 0, len(old.nl)+4)
-	p.at = make(map[uint64]int32, len(old.nl))
+	p.nodes = slices.Grow(p.nodes, 2*len(old.nl)+4) // a flushed chain written again doubles its list
 	for _, s := range old.nl {
 		p.link(p.tail, patchNode{s: s})
 	}
 	return p
+}
+
+// release drops what the patch points to (rules, message bytes), keeping
+// its capacity for the next one.
+func (p *chainPatch) release() {
+	clear(p.nodes)
+	clear(p.at)
+	p.old = nil
 }
 
 // link inserts a node after the node at index after (-1: at the head).
@@ -241,7 +260,8 @@ func (p *chainPatch) apply(ops chainOps, i int, t *ipTable) patchResult {
 		if p.exists && p.handle != 0 && p.handle != op.Handle {
 			return patchTable
 		}
-		p.exists, p.head, p.tail, p.at = false, -1, -1, map[uint64]int32{}
+		p.exists, p.head, p.tail = false, -1, -1
+		clear(p.at)
 	case op.Object != "rule" || !p.exists:
 		return patchRead
 	case op.Op == "del":

@@ -23,13 +23,17 @@ const (
 	opBlockMin = 1 << 10
 )
 
-// opMemKept is how many released opMems the watcher keeps for reuse
-// (the heap profile at 100k endpoints in iptables-nft mode held 8 MB of
-// blocks and 4 MB of op lists): events are applied
-// one at a time, and kube-proxy syncs at most about once a second, so one
-// is enough; a commit read while the previous event is still being
-// applied gets a new one, and the second released is collected.
-const opMemKept = 1
+// opMemKept is how many released opMems the watcher keeps for reuse.
+// An iptables-nft sync is two transactions, read back to back (filter,
+// then nat: tens of ops, then ~20,000 at 100k endpoints): the watcher
+// takes memory for the second while the first is still being applied, so
+// with one kept the nat transaction had fresh memory every sync (~11 MB
+// of blocks and op lists at 100k endpoints: the bulk of what a sync
+// allocated, and so of the collections of a ~260 MB heap). With two kept,
+// each of the two finds the memory it filled last time; reset trims what
+// a transaction did not use, so the small one does not keep the large
+// one's capacity when they trade places.
+const opMemKept = 2
 
 // opMem holds one transaction's ops and the bytes their Data point into.
 type opMem struct {
@@ -64,10 +68,20 @@ func (m *opMem) carve(b []byte) []byte {
 	return blk[n:len(blk):len(blk)]
 }
 
-// reset empties the memory for another transaction, keeping its capacity.
+// reset empties the memory for another transaction, keeping the capacity
+// this one used: blocks past the last one filled, and an op list over four
+// times longer than it needed, are let go.
 func (m *opMem) reset() {
 	clear(m.ops) // drop the Data references, and the strings
-	m.ops = m.ops[:0]
+	if used := len(m.ops); cap(m.ops) > 4*max(used, 16) {
+		m.ops = nil
+	} else {
+		m.ops = m.ops[:0]
+	}
+	if m.cur+1 < len(m.blocks) {
+		clear(m.blocks[m.cur+1:])
+		m.blocks = m.blocks[:m.cur+1]
+	}
 	for i := range m.blocks {
 		m.blocks[i] = m.blocks[i][:0]
 	}

@@ -115,3 +115,34 @@ func TestWatcherReusesReleasedOps(t *testing.T) {
 		t.Errorf("released memory used again for %d of 3 later commits", reused)
 	}
 }
+
+// TestOpMemResetTrims: memory handed back keeps what its transaction used,
+// not what an earlier, larger one grew it to (two are kept: an
+// iptables-nft sync's small filter and large nat transactions must not both
+// keep the large one's size when they trade places).
+func TestOpMemResetTrims(t *testing.T) {
+	m := &opMem{}
+	big := make([]byte, 1000)
+	large := func() {
+		for range 2000 {
+			m.ops = append(m.ops, Op{Data: m.carve(big)})
+		}
+	}
+	large()
+	n, opCap := len(m.blocks), cap(m.ops)
+	m.reset()
+	if len(m.blocks) != n || cap(m.ops) != opCap || n < 2 {
+		t.Fatalf("a large transaction's memory: %d blocks kept of %d, op capacity %d of %d", len(m.blocks), n, cap(m.ops), opCap)
+	}
+	m.ops = append(m.ops, Op{Data: m.carve([]byte("small"))}) // a small one in it
+	first := cap(m.blocks[0])
+	m.reset()
+	if len(m.blocks) != 1 || cap(m.blocks[0]) != first || cap(m.ops) != 0 {
+		t.Errorf("a small transaction's memory: %d blocks (want 1 of %d bytes), op capacity %d (want 0)",
+			len(m.blocks), first, cap(m.ops))
+	}
+	large() // grows again from there
+	if len(m.blocks) != n {
+		t.Errorf("the large one again: %d blocks, want %d", len(m.blocks), n)
+	}
+}

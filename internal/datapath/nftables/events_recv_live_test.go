@@ -1,7 +1,10 @@
 package nftables
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"syscall"
 	"testing"
 
 	"github.com/mdlayher/netlink"
@@ -66,5 +69,40 @@ func TestEachMessageRejectsBadLength(t *testing.T) {
 	b[0] = 40 // claims 40 bytes of 20
 	if err := eachMessage(b, func(netlink.Message) { t.Error("handed a message") }); err == nil {
 		t.Error("no error for a 40-byte message in 20 bytes")
+	}
+}
+
+// TestEachMessageMatchesSyscall: the in-place split hands the same
+// headers and payloads as syscall.ParseNetlinkMessage, padding included.
+func TestEachMessageMatchesSyscall(t *testing.T) {
+	msg := func(typ uint16, seq uint32, payload string) []byte {
+		n := syscall.NLMSG_HDRLEN + len(payload)
+		b := make([]byte, (n+3)&^3)
+		binary.NativeEndian.PutUint32(b, uint32(n))
+		binary.NativeEndian.PutUint16(b[4:], typ)
+		binary.NativeEndian.PutUint16(b[6:], 0x2)
+		binary.NativeEndian.PutUint32(b[8:], seq)
+		binary.NativeEndian.PutUint32(b[12:], 77)
+		copy(b[syscall.NLMSG_HDRLEN:], payload)
+		return b
+	}
+	dgram := append(append(append(msg(0xa06, 1, "abcde"), msg(0xa08, 2, "")...), msg(0xa0f, 3, "12345678")...), 0, 0)
+	want, err := syscall.ParseNetlinkMessage(dgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []netlink.Message
+	if err := eachMessage(dgram, func(m netlink.Message) { got = append(got, m) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d messages, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Header.Length != w.Header.Len || uint16(g.Header.Type) != w.Header.Type || uint16(g.Header.Flags) != w.Header.Flags ||
+			g.Header.Sequence != w.Header.Seq || g.Header.PID != w.Header.Pid || !bytes.Equal(g.Data, w.Data) {
+			t.Errorf("message %d: %+v %q, want %+v %q", i, g.Header, g.Data, w.Header, w.Data)
+		}
 	}
 }
