@@ -41,3 +41,19 @@ func TestReadSelf(t *testing.T) {
 		t.Fatalf("%+v %v", m, err)
 	}
 }
+
+// TestOverIdle: the churn window's CPU less the idle rate over its length.
+func TestOverIdle(t *testing.T) {
+	idle := &Window{Took: 30 * time.Second, Agent: CPU{User: 300 * time.Millisecond}}
+	churn := Window{Took: 60 * time.Second, Agent: CPU{User: 1500 * time.Millisecond, ChildUser: 100 * time.Millisecond}}
+	if got, want := overIdle(churn, idle), 1000*time.Millisecond; got != want {
+		t.Errorf("over idle %v, want %v (1.6 s less 10 ms/s x 60 s)", got, want)
+	}
+	if got := overIdle(churn, nil); got != churn.Agent.Total() {
+		t.Errorf("without an idle window %v, want the window's own %v", got, churn.Agent.Total())
+	}
+	busyIdle := &Window{Took: time.Second, Agent: CPU{User: time.Second}}
+	if got := overIdle(churn, busyIdle); got != 0 {
+		t.Errorf("idle busier than the churn: %v, want 0", got)
+	}
+}

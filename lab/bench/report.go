@@ -99,7 +99,7 @@ func (r *Result) Write(w io.Writer) {
 
 	if r.Idle != nil || len(r.Churn) > 0 {
 		fmt.Fprintln(w, "\nCPU over the same window (utime+stime + cutime+cstime of reaped children, /proc/PID/stat):")
-		row("window", "secs", "changes", "agent", "(children)", "kube-proxy", "(children)", "agent/kube-proxy", "agent/change", "kube-proxy/change", "agent %core", "kube-proxy %core",
+		row("window", "secs", "changes", "agent", "(children)", "kube-proxy", "(children)", "agent/kube-proxy", "agent/change", "over idle", "kube-proxy/change", "agent %core", "kube-proxy %core",
 			"watch-only", "watch-only/kube-proxy", "load start", "load end")
 		ws := []Window{}
 		if r.Idle != nil {
@@ -116,11 +116,13 @@ func (r *Result) Write(w io.Writer) {
 			row(x.Name, fmt.Sprintf("%.0f", x.Took.Seconds()), fmt.Sprint(x.Changes),
 				sec(x.Agent.Total()), sec(x.Agent.Children()), sec(x.Proxy.Total()), sec(x.Proxy.Children()),
 				ratio(x.Agent.Total().Seconds(), x.Proxy.Total().Seconds()),
-				per(x.Agent.Total()), per(x.Proxy.Total()),
+				per(x.Agent.Total()), per(overIdle(x, r.Idle)), per(x.Proxy.Total()),
 				pctCore(x.Agent.Total(), x.Took), pctCore(x.Proxy.Total(), x.Took),
 				sec(x.WatchOnly.Total()), ratio(x.WatchOnly.Total().Seconds(), x.Proxy.Total().Seconds()), x.LoadStart, x.LoadEnd)
 		}
 		tw.Flush()
+		fmt.Fprintln(w, "over idle: the agent's CPU per change less what it spends without changes (the idle window's rate over the churn window):")
+		fmt.Fprintln(w, "  the cost of the changes themselves, without the budgeted background audits (node-level run, slow audit), which the idle column measures.")
 		fmt.Fprintln(w, "watch-only: the lab's watchonly program in the node's namespace over the same window: client-go informers on what the agent watches")
 		fmt.Fprintln(w, "  (protobuf; every Service, EndpointSlice and Node, the node's Pods and Lease) with handlers that do nothing. kube-proxy pays")
 		fmt.Fprintln(w, "  the same watch of Services and EndpointSlices: this share of the agent's CPU is the API watch's, not the agent's work.")
@@ -270,4 +272,14 @@ func writeOffline(w io.Writer, o *OfflineDiff) {
 	fmt.Fprintf(w, "  diff CPU per run %s; best %s, median %s; the dump's CPU %s (the cheaper reference run): diff/dump %s best, %s median\n",
 		strings.Join(cpus, " "), msec(o.Best()), msec(med), msec(o.Ref.CPU),
 		ratio(o.Best().Seconds(), o.Ref.CPU.Seconds()), ratio(med.Seconds(), o.Ref.CPU.Seconds()))
+}
+
+// overIdle is x's agent CPU less the idle window's rate of it over x's
+// length (never below zero); x's own CPU when no idle window was measured.
+func overIdle(x Window, idle *Window) time.Duration {
+	if idle == nil || idle.Took <= 0 {
+		return x.Agent.Total()
+	}
+	base := time.Duration(float64(idle.Agent.Total()) * x.Took.Seconds() / idle.Took.Seconds())
+	return max(x.Agent.Total()-base, 0)
 }
