@@ -198,9 +198,19 @@ func (p *chainPatch) reset(old *ipChain) *chainPatch {
 // release drops what the patch points to (rules, message bytes), keeping
 // its capacity for the next one.
 func (p *chainPatch) release() {
+	p.forgetHandles()
 	clear(p.nodes)
-	clear(p.at)
 	p.old = nil
+}
+
+// forgetHandles empties the handle index key by key: every key came from a
+// node. clear(p.at) costs the map's capacity, which the largest chain
+// (KUBE-SERVICES) sets, and a sync patches every chain kube-proxy declares
+// (~110,000 at 100k endpoints), nearly all of a rule or two.
+func (p *chainPatch) forgetHandles() {
+	for i := range p.nodes {
+		delete(p.at, p.nodes[i].s.handle)
+	}
 }
 
 // link inserts a node after the node at index after (-1: at the head).
@@ -261,7 +271,7 @@ func (p *chainPatch) apply(ops chainOps, i int, t *ipTable) patchResult {
 			return patchTable
 		}
 		p.exists, p.head, p.tail = false, -1, -1
-		clear(p.at)
+		p.forgetHandles()
 	case op.Object != "rule" || !p.exists:
 		return patchRead
 	case op.Op == "del":

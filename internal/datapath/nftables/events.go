@@ -34,7 +34,7 @@ type ChangeWatcher struct {
 	maxOpBytes int
 	opsQueue   int
 	opsB       opsBatch          // the current transaction's ops (run goroutine only)
-	pool       opPool            // released op memory (events_mem.go)
+	pool       *opPool           // released op memory (events_mem.go)
 	names      map[string]string // the current transaction's names, interned
 	txFirst    time.Time         // when the current transaction's first message was read (run goroutine only)
 	stamp      *stamper          // kernel dating of datagrams (nil: dated by their read)
@@ -104,7 +104,7 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 	}
 	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{}),
 		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes, opsQueue: opts.OpsQueue,
-		pool: make(opPool, opMemKept)}
+		pool: newOpPool()}
 	// Subscribe first, then read the current generation, so nothing is missed.
 	g, err := Generation(netns)
 	if err != nil {

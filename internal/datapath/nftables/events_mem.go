@@ -1,6 +1,9 @@
 package nftables
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Op memory that is used again. An iptables-nft sync at 100k endpoints
 // notifies ~20,000 rule messages (kube-proxy rewrites its entry chains),
@@ -23,23 +26,22 @@ const (
 	opBlockMin = 1 << 10
 )
 
-// opMemKept is how many released opMems the watcher keeps for reuse.
-// An iptables-nft sync is two transactions, read back to back (filter,
-// then nat: tens of ops, then ~20,000 at 100k endpoints): the watcher
-// takes memory for the second while the first is still being applied, so
-// with one kept the nat transaction had fresh memory every sync (~11 MB
-// of blocks and op lists at 100k endpoints: the bulk of what a sync
-// allocated, and so of the collections of a ~260 MB heap). With two kept,
-// each of the two finds the memory it filled last time; reset trims what
-// a transaction did not use, so the small one does not keep the large
-// one's capacity when they trade places.
-const opMemKept = 2
+// Released memory is kept per table (opPool): each table's transactions
+// fill again what that table's last one filled. An iptables-nft sync is
+// two transactions per family (filter, then nat: tens of ops, then ~20,000
+// at 100k endpoints), and kube-proxy syncs its IPv4 and IPv6 tables apart;
+// with one memory kept for all, the IPv4 nat transaction had fresh memory
+// almost every sync (~11 MB of blocks and op lists at 100k endpoints: the
+// bulk of what a sync allocated, and so of the collections of a ~260 MB
+// heap). reset trims what a transaction did not use, so a table's memory
+// follows its last transaction (a rare full restore does not stay kept).
 
 // opMem holds one transaction's ops and the bytes their Data point into.
 type opMem struct {
 	ops    []Op
 	blocks [][]byte // filled in order; cur is the one being filled
 	cur    int
+	table  TableRef // the table of its transaction's first op (its pool slot)
 	// use counts hand-outs and releases: odd while an event holds it. A
 	// Release whose token is not the current one (a second Release of
 	// the same event, or of a copy) does nothing.
@@ -88,30 +90,39 @@ func (m *opMem) reset() {
 	m.cur = 0
 }
 
-// opPool is a watcher's released opMems.
-type opPool chan *opMem
+// opPool is a watcher's released opMems, one per table (at most one per
+// WatchOptions.OpTables entry).
+type opPool struct {
+	mu   sync.Mutex
+	kept map[TableRef]*opMem
+}
 
-// take returns an empty opMem and the token its Release must present.
-func (p opPool) take() (*opMem, uint64) {
-	var m *opMem
-	select {
-	case m = <-p:
-	default:
-		m = &opMem{}
+func newOpPool() *opPool { return &opPool{kept: map[TableRef]*opMem{}} }
+
+// take returns an empty opMem for a transaction beginning in table t, and
+// the token its Release must present.
+func (p *opPool) take(t TableRef) (*opMem, uint64) {
+	p.mu.Lock()
+	m := p.kept[t]
+	delete(p.kept, t)
+	p.mu.Unlock()
+	if m == nil {
+		m = &opMem{table: t}
 	}
 	return m, m.use.Add(1)
 }
 
-// give puts back an opMem taken with token t, unless it was given back already.
-func (p opPool) give(m *opMem, t uint64) {
+// give puts back an opMem taken with token t, unless it was given back
+// already; it replaces one its table kept (two of the table's transactions
+// were in flight at once: the other is collected).
+func (p *opPool) give(m *opMem, t uint64) {
 	if m == nil || !m.use.CompareAndSwap(t, t+1) {
 		return
 	}
 	m.reset()
-	select {
-	case p <- m:
-	default: // enough kept: let the collector have it
-	}
+	p.mu.Lock()
+	p.kept[m.table] = m
+	p.mu.Unlock()
 }
 
 // Release hands the memory of the event's Ops (and their Data) back to

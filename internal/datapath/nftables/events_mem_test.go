@@ -52,8 +52,9 @@ func TestOpMemCarve(t *testing.T) {
 // empty; a second Release (of the same event or of a copy) after it was
 // handed out again does not put it back while the new event holds it.
 func TestOpPoolRelease(t *testing.T) {
-	p := make(opPool, opMemKept)
-	m, tok := p.take()
+	p := newOpPool()
+	nat := TableRef{Family: "ip", Table: "nat"}
+	m, tok := p.take(nat)
 	m.ops = append(m.ops, Op{Chain: "KUBE-A", Data: m.carve([]byte("rule"))})
 	ev := ChangeEvent{Ops: m.ops, mem: m, memToken: tok, pool: p}
 	stale := ev
@@ -61,7 +62,7 @@ func TestOpPoolRelease(t *testing.T) {
 	if ev.Ops != nil || ev.mem != nil {
 		t.Error("Release left the event's ops")
 	}
-	again, tok2 := p.take()
+	again, tok2 := p.take(nat)
 	if again != m || len(again.ops) != 0 || len(again.blocks[0]) != 0 || tok2 == tok {
 		t.Fatalf("not reused empty: same %v, %d ops, token %d after %d", again == m, len(again.ops), tok2, tok)
 	}
@@ -69,7 +70,7 @@ func TestOpPoolRelease(t *testing.T) {
 		t.Error("reset kept no capacity, or kept a Data reference")
 	}
 	stale.Release() // the copy: must not give back what the new event holds
-	if other, _ := p.take(); other == m {
+	if other, _ := p.take(nat); other == m {
 		t.Fatal("a stale Release put back memory in use")
 	}
 	(&ChangeEvent{}).Release() // no memory: nothing happens
@@ -120,6 +121,9 @@ func TestWatcherReusesReleasedOps(t *testing.T) {
 // not what an earlier, larger one grew it to (two are kept: an
 // iptables-nft sync's small filter and large nat transactions must not both
 // keep the large one's size when they trade places).
+//
+// (Kept per table, they no longer trade places; a table's rare large
+// transaction, a full restore, must still not stay kept.)
 func TestOpMemResetTrims(t *testing.T) {
 	m := &opMem{}
 	big := make([]byte, 1000)
@@ -144,5 +148,33 @@ func TestOpMemResetTrims(t *testing.T) {
 	large() // grows again from there
 	if len(m.blocks) != n {
 		t.Errorf("the large one again: %d blocks, want %d", len(m.blocks), n)
+	}
+}
+
+// TestOpPoolPerTable: each table gets back the memory its own last
+// transaction filled, whatever order the tables' transactions are read and
+// released in (an iptables-nft sync's filter and nat, IPv4 and IPv6).
+func TestOpPoolPerTable(t *testing.T) {
+	p := newOpPool()
+	nat, filter := TableRef{Family: "ip", Table: "nat"}, TableRef{Family: "ip", Table: "filter"}
+	mn, tn := p.take(nat)
+	mf, tf := p.take(filter)
+	for range 500 {
+		mn.ops = append(mn.ops, Op{Data: mn.carve(make([]byte, 1000))})
+	}
+	mf.ops = append(mf.ops, Op{Data: mf.carve([]byte("one"))})
+	blocks := len(mn.blocks)
+	p.give(mn, tn) // nat released first, then filter
+	p.give(mf, tf)
+	f2, _ := p.take(filter) // filter read first this time
+	n2, _ := p.take(nat)
+	if f2 != mf || n2 != mn {
+		t.Fatalf("filter got its own memory %v, nat its own %v", f2 == mf, n2 == mn)
+	}
+	if len(n2.blocks) != blocks {
+		t.Errorf("nat's memory kept %d blocks of the %d it filled", len(n2.blocks), blocks)
+	}
+	if other, _ := p.take(nat); other == mn {
+		t.Error("memory in use handed out again")
 	}
 }

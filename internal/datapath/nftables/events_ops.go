@@ -60,13 +60,13 @@ type opsBatch struct {
 
 // reset starts a new transaction. The batch's memory goes back to the
 // pool unless an event took it (handOver).
-func (b *opsBatch) reset(p opPool) {
+func (b *opsBatch) reset(p *opPool) {
 	p.give(b.mem, b.token)
 	*b = opsBatch{}
 }
 
 // handOver gives the batch's ops and memory to ev.
-func (b *opsBatch) handOver(ev *ChangeEvent, p opPool) {
+func (b *opsBatch) handOver(ev *ChangeEvent, p *opPool) {
 	ev.Ops, ev.OpsComplete = b.ops, !b.overflow
 	if b.mem != nil {
 		b.mem.ops = b.ops // keep a grown array for the next use
@@ -95,7 +95,7 @@ func (w *ChangeWatcher) addOp(m netlink.Message, it ChangeItem) {
 		return
 	}
 	if b.mem == nil {
-		b.mem, b.token = w.pool.take()
+		b.mem, b.token = w.pool.take(TableRef{Family: it.Family, Table: it.Table})
 	}
 	op, err := parseOp(m, it, b.mem.carve)
 	if err == nil {

@@ -64,7 +64,7 @@ type ChangeEvent struct {
 	// The memory Ops live in, which Release hands back (events_mem.go).
 	mem      *opMem
 	memToken uint64
-	pool     opPool
+	pool     *opPool
 }
 
 // ChangeItem is one kind of change to one object.
