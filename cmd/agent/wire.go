@@ -107,7 +107,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(rec.Collectors()...)
-	reg.MustRegister(metrics.NewCollector(w.agent.State, version, f.maxServiceSeries), metrics.NewNodeCollector(nf.Info))
+	reg.MustRegister(metrics.NewCollector(w.agent.SummaryState, version, f.maxServiceSeries), metrics.NewNodeCollector(nf.Info))
 	reg.MustRegister(rst.NewMetrics(w.rst, f.maxServiceSeries), metrics.NewPreStop(w.agent.State))
 	// New connections to stale backends: fed by conntrack NEW events (start).
 	w.hurt = hurt.New(func() (stale, pending []drift.Tracked) {
@@ -116,7 +116,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	}, clk.Now, 0)
 	w.netns = f.netns
 	reg.MustRegister(w.hurt)
-	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt, Lag: w.agent.LagState})
+	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt, Lag: w.agent.LagState, Summary: w.agent.SummaryState})
 	return w, nil
 }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -106,18 +107,35 @@ func New(o Options) *Agent {
 }
 
 // State returns the latest published snapshot.
-func (a *Agent) State() State {
+func (a *Agent) State() State { return a.stateOf(true) }
+
+// SummaryState is State without the desired state and without the observed
+// frontends (Observed keeps its datapath, version and warnings): what
+// /readyz, /v1/status, /v1/drift and /v1/rsts show. State copies both
+// frontend maps whenever they changed since the last copy, which under
+// churn at 100k endpoints is megabytes for each probe or poll.
+func (a *Agent) SummaryState() State { return a.stateOf(false) }
+
+func (a *Agent) stateOf(frontends bool) State {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.state
 	s.Now = a.clock.Now()
 	s.FullAudits, s.FullAuditCorrections = a.fullAudits, a.fullCorrections
 	if !s.LastAudit.IsZero() { // published at least once
-		s.Desired = a.tracker.merged.snapshot(a.cfg.NodeName)
+		if frontends {
+			s.Desired = a.tracker.merged.snapshot(a.cfg.NodeName)
+		}
+		s.DesiredFrontends = len(a.tracker.merged.current(a.cfg.NodeName).Frontends)
 		s.Recent = a.recentLocked()
 		s.Stale, s.Pending = a.findings.Stale(), a.findings.Pending()
 	}
-	s.Observed = a.observedLocked(s.Observed)
+	if frontends {
+		s.Observed = a.observedLocked(s.Observed)
+	} else {
+		o := s.Observed
+		s.Observed = model.Observed{Datapath: o.Datapath, Version: o.Version, Warnings: slices.Clone(o.Warnings)}
+	}
 	s.Watch = a.watchStatusLocked(s.Now)
 	if a.tracker.initialized {
 		// Changes are recorded as the watch delivers them, not at the next

@@ -355,3 +355,36 @@ func TestLagStateIsStatesLagPart(t *testing.T) {
 	}
 	check("measured")
 }
+
+// TestSummaryStateIsStateWithoutFrontends: SummaryState is State with no
+// desired state and no observed frontends; everything the status, drift,
+// readiness and RST handlers read is the same.
+func TestSummaryStateIsStateWithoutFrontends(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	check := func(what string) {
+		t.Helper()
+		full, sum := h.a.State(), h.a.SummaryState()
+		if len(sum.Desired.Frontends)+len(sum.Observed.Frontends) != 0 || len(full.Desired.Frontends) == 0 || len(full.Observed.Frontends) == 0 {
+			t.Fatalf("%s: SummaryState has %d desired and %d observed frontends (State: %d, %d)", what,
+				len(sum.Desired.Frontends), len(sum.Observed.Frontends), len(full.Desired.Frontends), len(full.Observed.Frontends))
+		}
+		if full.DesiredFrontends != len(full.Desired.Frontends) || full.ObservedFrontends != len(full.Observed.Frontends) {
+			t.Fatalf("%s: counts %d desired, %d observed; the maps hold %d, %d", what,
+				full.DesiredFrontends, full.ObservedFrontends, len(full.Desired.Frontends), len(full.Observed.Frontends))
+		}
+		full.Desired, full.Observed.Frontends, full.Observed.Since, full.Observed.Changed = model.Desired{}, nil, 0, nil
+		if len(full.Observed.Warnings) == 0 {
+			full.Observed.Warnings = sum.Observed.Warnings // nil and empty alike
+		}
+		if !reflect.DeepEqual(sum, full) {
+			t.Fatalf("%s: SummaryState differs from State without frontends:\n%+v\n%+v", what, sum, full)
+		}
+	}
+	h.setSlice(slice("web", "10.1.0.1", "10.1.0.2", "10.1.0.3"), time.Time{})
+	h.advance(10 * time.Millisecond)
+	check("pending")
+	h.kubeProxySyncs()
+	h.advance(200 * time.Millisecond)
+	check("measured")
+}

@@ -42,6 +42,9 @@ func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	if readOK {
 		s.Observed = obs
 	}
+	// Counted here, on the loop's goroutine: the reader changes its
+	// frontends in place only there (ApplyChange), never during a query.
+	s.ObservedFrontends = len(s.Observed.Frontends)
 	if sa, ok := a.src.(datapath.SelfAuditor); ok {
 		s.ReaderAudits, s.ReaderAuditDiffs = sa.SelfAudits()
 	}

@@ -48,7 +48,10 @@ type State struct {
 	Recent         []drift.LagSample     // newest last
 	Desired        model.Desired
 	Observed       model.Observed
-	Notes          []string // degraded-mode explanations
+	// DesiredFrontends and ObservedFrontends count the frontends of both
+	// states, also when SummaryState leaves the maps out.
+	DesiredFrontends, ObservedFrontends int
+	Notes                               []string // degraded-mode explanations
 	// FullAudits counts the full audits run; FullAuditCorrections the
 	// services whose incrementally kept desired state they corrected (each
 	// one a missed delivery or a bug in the incremental path).

@@ -70,3 +70,25 @@ func TestLagUsesTheLagProvider(t *testing.T) {
 		t.Errorf("%d samples, want the provider's %d", len(l.Samples), len(st.Recent))
 	}
 }
+
+// TestSummaryHandlersUseTheSummaryProvider: /readyz, /v1/status, /v1/drift
+// and /v1/rsts read the summary state when one is provided, never the full
+// state (which copies the frontend maps).
+func TestSummaryHandlersUseTheSummaryProvider(t *testing.T) {
+	st := agenttest.State()
+	full := func() agent.State {
+		t.Error("a summary handler asked for the full state with a Summary provider set")
+		return st
+	}
+	asked := 0
+	h := api.NewHandler(full, prometheus.NewRegistry(), api.Providers{Summary: func() agent.State { asked++; return st }})
+	for _, path := range []string{"/readyz", "/v1/status", "/v1/drift"} {
+		before := asked
+		if code, _, body := get(t, h, "GET", path); code != 200 {
+			t.Errorf("%s: status %d: %s", path, code, body)
+		}
+		if asked == before {
+			t.Errorf("%s did not read the summary state", path)
+		}
+	}
+}

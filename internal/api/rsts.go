@@ -29,6 +29,10 @@ type Providers struct {
 	// desired and observed state that the full state makes on every call;
 	// nil: the full state.
 	Lag func() agent.State
+	// Summary is the state of /readyz, /v1/status, /v1/drift and /v1/rsts:
+	// all but the desired state and the observed frontends, which they do
+	// not show (agent.Agent.SummaryState); nil: the full state.
+	Summary func() agent.State
 }
 
 // HurtProvider counts the new connections sent to stale backends
@@ -138,6 +142,6 @@ func (h *Handler) rsts(w http.ResponseWriter, _ *http.Request) {
 		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]string{"error": "RST probe not running"})
 		return
 	}
-	s := h.state()
+	s := h.summary()
 	writeJSON(w, RSTReportOf(h.providers.RSTs.Snapshot(), preStopOf(s)))
 }

@@ -58,8 +58,17 @@ func writeJSONStatus(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
+// summary is the state without its frontend maps, for the handlers that
+// show neither (Providers.Summary).
+func (h *Handler) summary() agent.State {
+	if h.providers.Summary != nil {
+		return h.providers.Summary()
+	}
+	return h.state()
+}
+
 func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
-	s := h.state()
+	s := h.summary()
 	if !s.Ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("not ready: " + s.ReadyReason + "\n"))
@@ -69,7 +78,7 @@ func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h *Handler) status(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, StatusOf(h.state(), h.providers))
+	writeJSON(w, StatusOf(h.summary(), h.providers))
 }
 
 // StatusOf builds /v1/status.
@@ -115,7 +124,7 @@ func preStopOf(s agent.State) *float64 {
 }
 
 func (h *Handler) drift(w http.ResponseWriter, _ *http.Request) {
-	s := h.state()
+	s := h.summary()
 	writeJSON(w, Drift{Node: s.Node, Datapath: s.Datapath,
 		Findings: trackedWithConnections(s.Stale, s.Now, h.providers.Hurt),
 		Pending:  trackedWithConnections(s.Pending, s.Now, h.providers.Hurt),

@@ -106,8 +106,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.fullFixes, prometheus.CounterValue, float64(s.FullAuditCorrections))
 	ch <- prometheus.MustNewConstMetric(c.rdAudits, prometheus.CounterValue, float64(s.ReaderAudits))
 	ch <- prometheus.MustNewConstMetric(c.rdDiffs, prometheus.CounterValue, float64(s.ReaderAuditDiffs))
-	g(c.frontends, float64(len(s.Desired.Frontends)), "desired")
-	g(c.frontends, float64(len(s.Observed.Frontends)), "observed")
+	g(c.frontends, float64(s.DesiredFrontends), "desired")
+	g(c.frontends, float64(s.ObservedFrontends), "observed")
 	if !s.LastAudit.IsZero() {
 		g(c.lastAuditT, float64(s.LastAudit.UnixNano())/1e9)
 	}

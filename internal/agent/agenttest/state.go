@@ -53,6 +53,7 @@ func State() agent.State {
 		Desired:        model.Desired{Node: "node-a", Frontends: desired()},
 		Observed: model.Observed{Datapath: model.ModeIPTables, Frontends: observed(),
 			Warnings: []string{"nat KUBE-SVC-CCCCCCCCCCCCCCCC rule 2: \"-m statistic --mode nth\" not understood"}},
+		DesiredFrontends: len(desired()), ObservedFrontends: len(observed()),
 		Notes: []string{"source node degraded: conntrack: netlink dump: operation not permitted"},
 	}
 }
