@@ -103,8 +103,8 @@ func TestBenchLive(t *testing.T) {
 // TestBenchLiveQuick is the CI variant (make test-bench-live-quick): 1,000
 // endpoints, one 30 s churn window at 5 changes/s per mode. It asserts only
 // correctness: every change yields a lag sample or a counted reason (the
-// agent's superseded count), nothing stays pending, and both processes'
-// CPU was measured. Never a time or a ratio.
+// agent's superseded count), nothing stays pending, both processes' CPU
+// was measured and the watch-only reference ran. Never a time or a ratio.
 func TestBenchLiveQuick(t *testing.T) {
 	needRoot(t)
 	bin := agentBinary(t)
@@ -129,6 +129,9 @@ func TestBenchLiveQuick(t *testing.T) {
 			w := res.Churn[0]
 			if w.Changes == 0 || w.ChangeErrors > 0 {
 				t.Errorf("changes made %d, failed %d", w.Changes, w.ChangeErrors)
+			}
+			if !res.WatchOnly {
+				t.Errorf("the watch-only reference did not run: %v", res.Notes)
 			}
 			if w.Agent.Total() <= 0 || w.Proxy.Total() <= 0 {
 				t.Errorf("CPU not measured: agent %s, kube-proxy %s", w.Agent.Total(), w.Proxy.Total())

@@ -184,6 +184,7 @@ type Result struct {
 	Churn              []Window
 	AgentMem, ProxyMem Mem
 	Monitor            *MonitorStats // the nf_tables listener over the churn windows (nil: none ran)
+	WatchOnly          bool          // the watch-only reference ran over the windows
 	Notes              []string
 	Err                error
 }
@@ -360,7 +361,7 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	if pid, err := startWatchOnly(ctx, l); err != nil {
 		res.Notes = append(res.Notes, "no watch-only reference: "+err.Error())
 	} else {
-		procs.watch = pid
+		procs.watch, res.WatchOnly = pid, true
 	}
 	// Idle.
 	time.Sleep(3 * time.Second)
