@@ -328,9 +328,7 @@ func TestStartNotesReachTheStatus(t *testing.T) {
 // TestLagStateIsStatesLagPart: LagState carries State's samples and
 // pending changes, and none of the desired or observed state it copies.
 func TestLagStateIsStatesLagPart(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	check := func(what string) {
+	checkPendingThenMeasured(t, func(h *harness, what string) {
 		t.Helper()
 		full, lag := h.a.State(), h.a.LagState()
 		if !reflect.DeepEqual(lag.Recent, full.Recent) || !reflect.DeepEqual(lag.PendingChanges, full.PendingChanges) ||
@@ -341,28 +339,34 @@ func TestLagStateIsStatesLagPart(t *testing.T) {
 			t.Fatalf("%s: LagState copied %d desired and %d observed frontends (State: %d desired)", what,
 				len(lag.Desired.Frontends), len(lag.Observed.Frontends), len(full.Desired.Frontends))
 		}
-	}
+	})
+}
+
+// checkPendingThenMeasured runs check once a change is delivered and
+// pending, and again once kube-proxy programmed it and it was measured.
+func checkPendingThenMeasured(t *testing.T, check func(h *harness, what string)) {
+	t.Helper()
+	h := newHarness(t)
+	h.start()
 	h.setSlice(slice("web", "10.1.0.1", "10.1.0.2", "10.1.0.3"), time.Time{})
 	h.advance(10 * time.Millisecond)
 	if len(h.a.LagState().PendingChanges) == 0 {
 		t.Fatal("no pending change after a delivery the datapath does not show yet")
 	}
-	check("pending")
+	check(h, "pending")
 	h.kubeProxySyncs()
 	h.advance(200 * time.Millisecond)
 	if len(h.a.LagState().Recent) == 0 {
 		t.Fatal("no lag sample after kube-proxy programmed the change")
 	}
-	check("measured")
+	check(h, "measured")
 }
 
 // TestSummaryStateIsStateWithoutFrontends: SummaryState is State with no
 // desired state and no observed frontends; everything the status, drift,
 // readiness and RST handlers read is the same.
 func TestSummaryStateIsStateWithoutFrontends(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	check := func(what string) {
+	checkPendingThenMeasured(t, func(h *harness, what string) {
 		t.Helper()
 		full, sum := h.a.State(), h.a.SummaryState()
 		if len(sum.Desired.Frontends)+len(sum.Observed.Frontends) != 0 || len(full.Desired.Frontends) == 0 || len(full.Observed.Frontends) == 0 {
@@ -380,11 +384,5 @@ func TestSummaryStateIsStateWithoutFrontends(t *testing.T) {
 		if !reflect.DeepEqual(sum, full) {
 			t.Fatalf("%s: SummaryState differs from State without frontends:\n%+v\n%+v", what, sum, full)
 		}
-	}
-	h.setSlice(slice("web", "10.1.0.1", "10.1.0.2", "10.1.0.3"), time.Time{})
-	h.advance(10 * time.Millisecond)
-	check("pending")
-	h.kubeProxySyncs()
-	h.advance(200 * time.Millisecond)
-	check("measured")
+	})
 }
