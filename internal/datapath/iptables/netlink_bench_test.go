@@ -91,7 +91,7 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 	var recvNoOps, recvBase time.Duration
 	var msgStats iptables.NFTStats
 	groups, changed, frontends := 0, 0, 0
-	var alloc uint64
+	var alloc, syncAlloc uint64
 	timedOut := false
 	n := 0
 	backend := 0
@@ -163,8 +163,8 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 		// The same as it is live: a real kube-proxy sync (entry chains
 		// flushed and rewritten, the endpoint's chain changed), its rule
 		// messages carried by the watcher and patched into the chains.
-		r, a, st := syncMsgs(b, ns, s, nr, hints, sep, &backend)
-		syncRecv, syncMsg, msgStats = syncRecv+r, syncMsg+a, st
+		r, a, st, al := syncMsgs(b, ns, s, nr, hints, sep, &backend)
+		syncRecv, syncMsg, msgStats, syncAlloc = syncRecv+r, syncMsg+a, st, syncAlloc+al
 		r, a = recvCosts(b, ns, s, sep, &backend)
 		recvNoOps, recvBase = recvNoOps+r, recvBase+a
 		// The whole-table walk an event needed before (new hints force it).
@@ -190,6 +190,7 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 	b.ReportMetric(float64(msgStats.LastDecoded), "sync-decoded")
 	b.ReportMetric(float64(msgStats.LastGroups), "sync-groups")
 	b.ReportMetric(float64(alloc)/float64(n*perChange)/1024, "change-alloc-kB")
+	b.ReportMetric(float64(syncAlloc)/float64(n)/1024, "syncmsg-alloc-kB")
 	b.ReportMetric(ms(walk), "walk-ms")
 	b.ReportMetric(float64(full)/float64(ref), "full/nftsave")
 	b.ReportMetric(float64(change)/perChange/float64(ref), "change/nftsave")

@@ -76,7 +76,7 @@ func (r *opsRig) apply() iptables.NFTStats {
 	for {
 		select {
 		case ev := <-r.w.Events():
-			if err := r.nr.ApplyEvent(context.Background(), readerEvent(ev)); err != nil {
+			if err := r.nr.ApplyEvent(context.Background(), agentEvent(ev)); err != nil {
 				r.t.Fatal(err)
 			}
 			st := r.nr.Stats()
@@ -141,19 +141,6 @@ func (r *opsRig) sameAsFresh(what string) {
 	if !reflect.DeepEqual(got.Frontends, want.Frontends) || !reflect.DeepEqual(got.Warnings, want.Warnings) {
 		r.t.Errorf("%s: observed state differs from a fresh read:\ngot  %v\nwant %v", what, got.Frontends, want.Frontends)
 	}
-}
-
-// readerEvent is what internal/datapath hands the reader for an event.
-func readerEvent(ev nftables.ChangeEvent) iptables.NFTEvent {
-	out := iptables.NFTEvent{Gen: ev.Generation, Lost: ev.Lost, OpsComplete: ev.OpsComplete}
-	for _, c := range ev.Changes {
-		out.Changes = append(out.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
-	}
-	for _, o := range ev.Ops {
-		out.Ops = append(out.Ops, iptables.NFTOp{Family: o.Family, Table: o.Table, Chain: o.Chain, Object: o.Object,
-			Op: o.Op, Handle: o.Handle, Position: o.Position, Append: o.Append, Data: o.Data})
-	}
-	return out
 }
 
 // firstEndpoint is a service with endpoints: its KUBE-SEP chain, DNAT
@@ -291,7 +278,7 @@ func TestNFTPatchLostAndIncomplete(t *testing.T) {
 	move("10.255.0.1:8080")
 	ev := <-r.w.Events()
 	ev.Ops, ev.OpsComplete = nil, false
-	if err := r.nr.ApplyEvent(context.Background(), readerEvent(ev)); err != nil {
+	if err := r.nr.ApplyEvent(context.Background(), agentEvent(ev)); err != nil {
 		t.Fatal(err)
 	}
 	if st := r.nr.Stats(); st.LastChains != 1 || st.LastPatched != 0 {
@@ -305,7 +292,7 @@ func TestNFTPatchLostAndIncomplete(t *testing.T) {
 	evs := []nftables.ChangeEvent{<-r.w.Events(), <-r.w.Events(), <-r.w.Events()}
 	evs[1].Lost = true // the one before it was lost
 	for _, ev := range evs {
-		if err := r.nr.ApplyEvent(context.Background(), readerEvent(ev)); err != nil {
+		if err := r.nr.ApplyEvent(context.Background(), agentEvent(ev)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -48,22 +48,34 @@ func kubeProxySync(s bench.Spec, sep string, backend int) string {
 
 // syncMsgs measures perChange kube-proxy syncs delivered as they are live:
 // the watcher carries the rule messages, ApplyEvent patches the chains,
-// Snapshot returns the state. recv: this process's CPU from the restore's
-// start to the last event's receipt (the watcher, and the test's fork and
-// wait of the restore); apply: ApplyEvent + Snapshot.
-func syncMsgs(b *testing.B, ns string, s bench.Spec, nr *iptables.NFTReader, hints model.Hints, sep string, backend *int) (recv, apply time.Duration, st iptables.NFTStats) {
+// Snapshot returns the state, and each event's memory goes back to the
+// watcher (as the agent does). A first sync, not counted, fills that
+// memory. recv: this process's CPU from the restore's start to the last
+// event's receipt (the watcher, and the test's fork and wait of the
+// restore); apply: ApplyEvent + Snapshot; alloc: bytes allocated per sync
+// (the restore inputs are made before).
+func syncMsgs(b *testing.B, ns string, s bench.Spec, nr *iptables.NFTReader, hints model.Hints, sep string, backend *int) (recv, apply time.Duration, st iptables.NFTStats, alloc uint64) {
 	w := syncWatcher(b, ns, true)
 	defer w.Close()
-	runtime.GC()
-	for range perChange {
+	inputs := make([]string, perChange+1) // made first: the allocation figure is the agent's side only
+	for i := range inputs {
 		*backend++
-		evs, cpu := restoreEvents(b, ns, w, kubeProxySync(s, sep, *backend))
-		recv += cpu
+		inputs[i] = kubeProxySync(s, sep, *backend)
+	}
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	for i, in := range inputs {
+		if i == 1 { // the first sync fills the watcher's op memory: not counted
+			runtime.ReadMemStats(&m0)
+		}
+		evs, cpu := restoreEvents(b, ns, w, in)
 		var err error
 		var sum iptables.NFTStats
-		apply += cpuNoGC(func() {
+		took := cpuNoGC(func() {
 			for _, ev := range evs {
-				if err = nr.ApplyEvent(context.Background(), readerEvent(ev)); err != nil {
+				err = nr.ApplyEvent(context.Background(), agentEvent(ev))
+				ev.Release() // as the agent does (internal/datapath: iptablesReader.ApplyChange)
+				if err != nil {
 					return
 				}
 				x := nr.Stats()
@@ -82,9 +94,24 @@ func syncMsgs(b *testing.B, ns string, s bench.Spec, nr *iptables.NFTReader, hin
 			b.Fatalf("sync with messages: %v, stats %+v", err, sum)
 		}
 		st = sum
+		if i > 0 { // the first one, as above, fills the op memory
+			recv, apply = recv+cpu, apply+took
+		}
 	}
+	runtime.ReadMemStats(&m1)
 	apply += cpuOf(func() {}) // the GC of what the syncs allocated, amortized
-	return recv, apply, st
+	return recv, apply, st, (m1.TotalAlloc - m0.TotalAlloc) / perChange
+}
+
+// agentEvent is the event as internal/datapath hands it to the reader: the
+// ops themselves (their memory goes back to the watcher on Release), the
+// changes converted.
+func agentEvent(ev nftables.ChangeEvent) iptables.NFTEvent {
+	out := iptables.NFTEvent{Gen: ev.Generation, Lost: ev.Lost, OpsComplete: ev.OpsComplete, Ops: ev.Ops}
+	for _, c := range ev.Changes {
+		out.Changes = append(out.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
+	}
+	return out
 }
 
 // recvCosts is the receive side of the same syncs without the rule messages
