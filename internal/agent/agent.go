@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -134,7 +133,7 @@ func (a *Agent) stateOf(frontends bool) State {
 		s.Observed = a.observedLocked(s.Observed)
 	} else {
 		o := s.Observed
-		s.Observed = model.Observed{Datapath: o.Datapath, Version: o.Version, Warnings: slices.Clone(o.Warnings)}
+		s.Observed = model.Observed{Datapath: o.Datapath, Version: o.Version, Warnings: o.Warnings} // shared, as State's copies share them
 	}
 	s.Watch = a.watchStatusLocked(s.Now)
 	if a.tracker.initialized {

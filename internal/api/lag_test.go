@@ -81,8 +81,8 @@ func TestSummaryHandlersUseTheSummaryProvider(t *testing.T) {
 		return st
 	}
 	asked := 0
-	h := api.NewHandler(full, prometheus.NewRegistry(), api.Providers{Summary: func() agent.State { asked++; return st }})
-	for _, path := range []string{"/readyz", "/v1/status", "/v1/drift"} {
+	h := api.NewHandler(full, prometheus.NewRegistry(), api.Providers{RSTs: fixedRSTs{}, Summary: func() agent.State { asked++; return st }})
+	for _, path := range []string{"/readyz", "/v1/status", "/v1/drift", "/v1/rsts"} {
 		before := asked
 		if code, _, body := get(t, h, "GET", path); code != 200 {
 			t.Errorf("%s: status %d: %s", path, code, body)
