@@ -41,6 +41,7 @@ type ChangeWatcher struct {
 	stampErr   error             // why stamp is nil
 	dated      [2]atomic.Uint64  // transactions dated by the kernel's stamp, by their read
 	opsHint    map[TableRef]int  // ops the last transaction begun in a table carried (run goroutine only)
+	holdReads  <-chan struct{}   // WatchOptions.holdReads
 }
 
 // WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
@@ -57,6 +58,11 @@ type WatchOptions struct {
 	// MaxOpBytes bounds the rule bytes one event carries (default
 	// DefaultMaxOpBytes); a larger transaction's event carries none.
 	MaxOpBytes int
+
+	// holdReads, when set, keeps the watcher from reading its socket until
+	// it is closed: tests make the kernel overrun the socket with it (a
+	// reader woken at every datagram may keep pace with a large commit).
+	holdReads <-chan struct{}
 	// OpsQueue: an event carries its ops only while fewer events than this
 	// wait for the reader (default 8), so a reader that falls behind holds
 	// at most OpsQueue events' rule bytes; later events name their chains
@@ -104,7 +110,7 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 	}
 	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{}),
 		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes, opsQueue: opts.OpsQueue,
-		pool: newOpPool()}
+		pool: newOpPool(), holdReads: opts.holdReads}
 	// Subscribe first, then read the current generation, so nothing is missed.
 	g, err := Generation(netns)
 	if err != nil {
@@ -160,6 +166,13 @@ func (w *ChangeWatcher) run() {
 	defer close(w.events)
 	defer w.stamp.close() // here, not in Close: run may be using it
 	var batch changeBatch
+	if w.holdReads != nil {
+		select {
+		case <-w.holdReads:
+		case <-w.done:
+			return
+		}
+	}
 	r, err := newDatagramReader(w.conn)
 	if err != nil {
 		w.fail(err)
