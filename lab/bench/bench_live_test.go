@@ -82,6 +82,7 @@ func TestBenchLive(t *testing.T) {
 					Agent: bin, AgentArgs: strings.Fields(os.Getenv("BENCH_LIVE_AGENT_ARGS")), Logf: t.Logf,
 					AgentEnv:   strings.Fields(os.Getenv("BENCH_LIVE_AGENT_ENV")),
 					ProxyStart: os.Getenv("BENCH_LIVE_PROXY_START"), OfflineRuns: offlineRuns,
+					OfflineKeep: os.Getenv("BENCH_LIVE_OFFLINE_KEEP"),
 				})
 				var buf bytes.Buffer
 				res.Write(&buf)

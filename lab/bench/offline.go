@@ -75,6 +75,9 @@ func offlineDiff(ctx context.Context, cs kubernetes.Interface, cfg Config, ref R
 	if err := os.WriteFile(dpath, ref.Out, 0o600); err != nil {
 		return od, err
 	}
+	if err := keepOffline(cfg, cluster, ref.Out); err != nil {
+		return od, err
+	}
 	dumpFlag := "--iptables-save"
 	if cfg.Mode == "nftables" {
 		dumpFlag = "--nft-json"
@@ -88,6 +91,21 @@ func offlineDiff(ctx context.Context, cs kubernetes.Interface, cfg Config, ref R
 		od.CPU = append(od.CPU, cpu)
 	}
 	return od, nil
+}
+
+// keepOffline copies the diff's inputs into cfg.OfflineKeep, when set.
+func keepOffline(cfg Config, cluster, dump []byte) error {
+	if cfg.OfflineKeep == "" {
+		return nil
+	}
+	dir := filepath.Join(cfg.OfflineKeep, cfg.Mode+"-"+ScaleName(cfg.Endpoints))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cluster.json"), cluster, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "dump"), dump, 0o644)
 }
 
 // runDiff runs one diff; its CPU is the child's own rusage. (Not its

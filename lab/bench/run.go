@@ -57,6 +57,9 @@ type Config struct {
 	// dump and a cluster file listed from the API, before the agent starts
 	// (0: not at all).
 	OfflineRuns int
+	// OfflineKeep: when set, the offline diff's two inputs are kept in
+	// OfflineKeep/<mode>-<scale>/ (cluster.json, dump) for profiling.
+	OfflineKeep string
 	LabName     string
 	Logf        func(format string, args ...any)
 }

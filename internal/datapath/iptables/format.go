@@ -1,10 +1,12 @@
 package iptables
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -178,32 +180,112 @@ func natListing(lines []string) bool {
 // DumpFamily tells the address family of an iptables-save text from the
 // addresses its rules match and DNAT to. ok is false when it names none;
 // mixed when it names both (two families' dumps in one file).
+//
+// It reads the text in place, line by line (a copy to a string and a field
+// iterator over every line were ~13 % of an offline diff's CPU at 10k
+// endpoints), and stops once it has seen both families.
 func DumpFamily(text []byte) (fam model.IPFamily, mixed, ok bool) {
-	v4, v6 := 0, 0
-	for line := range strings.SplitSeq(string(text), "\n") {
-		prev := ""
-		for f := range strings.FieldsSeq(line) {
-			switch prev {
-			case "-d", "-s", "--destination", "--source", "--to-destination":
-				if addr, ok := ruleAddr(f); ok && (addr.Is4() || addr.Is4In6()) {
-					v4++
-				} else if ok {
-					v6++
-				}
-			}
-			prev = f
+	var n familyCount
+	for len(text) > 0 && (n.v4 == 0 || n.v6 == 0) {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = nil
 		}
+		n.line(line)
 	}
 	switch {
-	case v4 > 0 && v6 > 0:
+	case n.v4 > 0 && n.v6 > 0:
 		return "", true, true
-	case v6 > 0:
+	case n.v6 > 0:
 		return model.IPv6, false, true
-	case v4 > 0:
+	case n.v4 > 0:
 		return model.IPv4, false, true
 	}
 	return "", false, false
 }
+
+// familyCount counts the addresses of each family a dump's rules name.
+type familyCount struct{ v4, v6 int }
+
+// line counts the address after every -d, -s, --destination, --source and
+// --to-destination field of one line, fields as strings.Fields splits
+// them. A line with a non-ASCII byte (which may be a Unicode space) is
+// read again through strings.Fields: counting an address twice changes
+// nothing, only whether a family was seen matters.
+func (n *familyCount) line(line []byte) {
+	addrNext := false
+	for i := 0; i < len(line); {
+		if byteClass[line[i]] == classSpace {
+			i++
+			continue
+		}
+		j := i
+		for j < len(line) && byteClass[line[j]] == classField {
+			j++
+		}
+		if j < len(line) && byteClass[line[j]] == classOther {
+			n.fields(strings.Fields(string(line)))
+			return
+		}
+		f := line[i:j]
+		if addrNext {
+			n.addr(f)
+		}
+		addrNext = f[0] == '-' && isAddrFlag(f)
+		i = j
+	}
+}
+
+func (n *familyCount) fields(fields []string) {
+	for i := 1; i < len(fields); i++ {
+		if isAddrFlag([]byte(fields[i-1])) {
+			n.addr([]byte(fields[i]))
+		}
+	}
+}
+
+// addr counts one address argument. Once an IPv4 address was seen, only
+// an IPv6 one changes the outcome, and every IPv6 form holds a colon.
+func (n *familyCount) addr(f []byte) {
+	if n.v4 > 0 && bytes.IndexByte(f, ':') < 0 {
+		return
+	}
+	if addr, ok := ruleAddr(string(f)); ok && (addr.Is4() || addr.Is4In6()) {
+		n.v4++
+	} else if ok {
+		n.v6++
+	}
+}
+
+func isAddrFlag(f []byte) bool {
+	switch string(f) {
+	case "-d", "-s", "--destination", "--source", "--to-destination":
+		return true
+	}
+	return false
+}
+
+// byteClass sorts bytes for the field scan: ASCII spaces (as
+// strings.Fields has them), other ASCII bytes, and non-ASCII bytes.
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = classOther
+		case c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+			t[c] = classSpace
+		}
+	}
+	return t
+}()
+
+const (
+	classField = iota
+	classSpace
+	classOther
+)
 
 // ruleAddr is the address of a rule's address argument: an address, a
 // prefix (address/bits or address/mask) or a DNAT target (address:port).
