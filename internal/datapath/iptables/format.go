@@ -17,36 +17,45 @@ import (
 // Other captures people paste instead (`iptables -L`, `nft list`, nft JSON,
 // ipvsadm) are refused with an error naming the line and what to run.
 func prepare(text string) (string, []string, error) {
-	lineNo := 0
-	first := ""
-	for rest := text; len(rest) > 0; {
-		lineNo++
-		line := rest
-		if i := strings.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = ""
-		}
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		first = line
-		break
-	}
+	first, lineNo := firstLine(text)
 	if first == "" {
 		return text, nil, nil
 	}
 	if hint := notSaveHint(first); hint != "" {
 		return "", nil, fmt.Errorf("line %d: %q: %s", lineNo, clip(first), hint)
 	}
-	if first[0] == '*' || first[0] == ':' || first[0] == '[' || first == "COMMIT" {
-		return text, nil, nil
-	}
-	if strings.HasPrefix(first, "-P ") || strings.HasPrefix(first, "-N ") || strings.HasPrefix(first, "-A ") {
+	if ruleSpecForm(first) {
 		return fromRuleSpecs(text)
 	}
 	return text, nil, nil
+}
+
+// firstLine is the first line of text that is neither blank nor a comment,
+// trimmed, and its number ("" when there is none).
+func firstLine[T string | []byte](text T) (string, int) {
+	lineNo := 0
+	for len(text) > 0 {
+		lineNo++
+		i := 0
+		for i < len(text) && text[i] != '\n' {
+			i++
+		}
+		line := text[:i]
+		text = text[min(i+1, len(text)):]
+		if l := strings.TrimSpace(string(line)); l != "" && l[0] != '#' {
+			return l, lineNo
+		}
+	}
+	return "", lineNo
+}
+
+// ruleSpecForm reports whether a dump whose first line is first is
+// `iptables -S` output (rule specifications without table headers).
+func ruleSpecForm(first string) bool {
+	if first[0] == '*' || first[0] == ':' || first[0] == '[' || first == "COMMIT" {
+		return false
+	}
+	return strings.HasPrefix(first, "-P ") || strings.HasPrefix(first, "-N ") || strings.HasPrefix(first, "-A ")
 }
 
 // notSaveHint names the right capture when a line shows the text is another
@@ -303,12 +312,27 @@ func ruleAddr(a string) (netip.Addr, bool) {
 // HasTable reports whether a dump (iptables-save or `iptables -S` text)
 // holds the named table. A dump that cannot be read reports false.
 func HasTable(text []byte, name string) bool {
-	s, _, err := prepare(string(text))
-	if err != nil {
+	first, _ := firstLine(text)
+	switch {
+	case first == "" || notSaveHint(first) != "":
 		return false
+	case ruleSpecForm(first):
+		s, _, err := fromRuleSpecs(string(text))
+		return err == nil && hasTableHeader([]byte(s), name)
 	}
-	for line := range strings.SplitSeq(s, "\n") {
-		if strings.TrimSpace(line) == "*"+name {
+	return hasTableHeader(text, name) // read in place: no copy of the dump
+}
+
+// hasTableHeader reports whether a line of iptables-save text is "*name".
+func hasTableHeader(text []byte, name string) bool {
+	for len(text) > 0 {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = nil
+		}
+		if l := bytes.TrimSpace(line); len(l) == len(name)+1 && l[0] == '*' && string(l[1:]) == name {
 			return true
 		}
 	}
