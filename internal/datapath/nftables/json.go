@@ -366,9 +366,10 @@ type nftJSONMatch struct {
 }
 
 // nftJSONDNAT: Addr is a string or {"map": {"data": {"set": [[key,
-// addr . port], ...]}}}, decoded by addJSONDNAT.
+// addr . port], ...]}}}, decoded by addJSONDNAT (json_dnat.go reads the
+// usual map form as it is decoded).
 type nftJSONDNAT struct {
-	Addr json.RawMessage `json:"addr"`
+	Addr nftJSONDNATAddr `json:"addr"`
 	Port *uint16         `json:"port"`
 }
 
@@ -448,9 +449,18 @@ func (r *nftRule) addJSONMatch(m *nftJSONMatch) {
 }
 
 func (r *nftRule) addJSONDNAT(d *nftJSONDNAT) error {
-	if len(d.Addr) > 0 && d.Addr[0] == '"' {
+	if d.Addr.scanned {
+		r.DNAT = append(r.DNAT, d.Addr.targets...)
+		return nil
+	}
+	return r.addJSONDNATValue(d.Addr.raw, d.Port)
+}
+
+// addJSONDNATValue decodes a dnat address the scan did not read.
+func (r *nftRule) addJSONDNATValue(addr json.RawMessage, dport *uint16) error {
+	if len(addr) > 0 && addr[0] == '"' {
 		var a string
-		if err := unmarshalNFT(d.Addr, &a); err != nil {
+		if err := unmarshalNFT(addr, &a); err != nil {
 			return err
 		}
 		ip, err := netip.ParseAddr(a)
@@ -458,8 +468,8 @@ func (r *nftRule) addJSONDNAT(d *nftJSONDNAT) error {
 			return err
 		}
 		var port uint16
-		if d.Port != nil {
-			port = *d.Port
+		if dport != nil {
+			port = *dport
 		}
 		r.DNAT = append(r.DNAT, netip.AddrPortFrom(ip.Unmap(), port))
 		return nil
@@ -469,8 +479,8 @@ func (r *nftRule) addJSONDNAT(d *nftJSONDNAT) error {
 			Data nftJSONSetData `json:"data"`
 		} `json:"map"`
 	}
-	if len(d.Addr) == 0 || d.Addr[0] != '{' || unmarshalNFT(d.Addr, &m) != nil || m.Map == nil || m.Map.Data.Set == nil {
-		return fmt.Errorf("unsupported dnat address %s", d.Addr)
+	if len(addr) == 0 || addr[0] != '{' || unmarshalNFT(addr, &m) != nil || m.Map == nil || m.Map.Data.Set == nil {
+		return fmt.Errorf("unsupported dnat address %s", addr)
 	}
 	for _, pair := range m.Map.Data.Set {
 		if len(pair) != 2 {
