@@ -6,6 +6,8 @@ import (
 	"net/netip"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/netdrift/netdrift/internal/jsonscan"
 )
 
 // nftJSONDNATAddr is a dnat statement's "addr": a string, or an anonymous
@@ -53,63 +55,63 @@ func (a *nftJSONDNATAddr) set(v []byte) {
 // any other form (names in another letter case, a repeated or unknown
 // member, escapes in strings, a port given as a string, an address that
 // does not parse...): the caller decodes those as before, so a false here
-// never changes a result.
+// never changes a result (internal/jsonscan).
 func scanDNATMap(v []byte) (targets []netip.AddrPort, ok bool) {
-	c := jsonCursor{b: v}
-	if !c.lit('{') || !c.name("map") || !c.lit('{') {
+	c := jsonscan.New(v)
+	if !c.Lit('{') || !c.Name("map") || !c.Lit('{') {
 		return nil, false
 	}
 	var seenKey, seenData bool
 	for {
-		k, ok := c.str()
-		if !ok || !c.lit(':') {
+		k, ok := c.Str()
+		if !ok || !c.Lit(':') {
 			return nil, false
 		}
 		switch {
 		case string(k) == "key" && !seenKey:
-			seenKey = c.skip()
+			seenKey = c.Skip()
 			if !seenKey {
 				return nil, false
 			}
 		case string(k) == "data" && !seenData:
-			if targets, seenData = c.concatSet(); !seenData {
+			if targets, seenData = concatSet(&c); !seenData {
 				return nil, false
 			}
 		default:
 			return nil, false
 		}
-		if c.lit('}') {
+		if c.Lit('}') {
 			break
 		}
-		if !c.lit(',') {
+		if !c.Lit(',') {
 			return nil, false
 		}
 	}
-	if !seenData || !c.lit('}') || !c.end() {
+	if !seenData || !c.Lit('}') || !c.End() {
 		return nil, false
 	}
 	return targets, true
 }
 
 // concatSet reads {"set": [[K, {"concat": [ADDRESS, PORT]}], ...]}.
-func (c *jsonCursor) concatSet() ([]netip.AddrPort, bool) {
-	if !c.lit('{') || !c.name("set") || !c.lit('[') {
+func concatSet(c *jsonscan.Cursor) ([]netip.AddrPort, bool) {
+	if !c.Lit('{') || !c.Name("set") || !c.Lit('[') {
 		return nil, false
 	}
 	var out []netip.AddrPort
-	if c.lit(']') {
-		return out, c.lit('}')
+	if c.Lit(']') {
+		return out, c.Lit('}')
 	}
 	for {
-		if !c.lit('[') || !c.skip() || !c.lit(',') || !c.lit('{') || !c.name("concat") || !c.lit('[') {
+		if !c.Lit('[') || !c.Skip() || !c.Lit(',') || !c.Lit('{') || !c.Name("concat") || !c.Lit('[') {
 			return nil, false
 		}
-		addr, ok := c.str()
-		if !ok || !c.lit(',') {
+		addr, ok := c.Str()
+		if !ok || !c.Lit(',') {
 			return nil, false
 		}
-		port, ok := c.digits()
-		if !ok || !c.lit(']') || !c.lit('}') || !c.lit(']') {
+		port, ok := c.Digits()
+		if !ok || !c.Lit(']') || !c.Lit('}') || !c.Lit(']') {
 			return nil, false
 		}
 		ap, err := nftAddrPortFromParts([]string{string(addr), string(port)})
@@ -117,134 +119,11 @@ func (c *jsonCursor) concatSet() ([]netip.AddrPort, bool) {
 			return nil, false
 		}
 		out = append(out, ap)
-		if c.lit(']') {
-			return out, c.lit('}')
+		if c.Lit(']') {
+			return out, c.Lit('}')
 		}
-		if !c.lit(',') {
+		if !c.Lit(',') {
 			return nil, false
 		}
 	}
-}
-
-// jsonCursor reads a valid JSON value token by token, for the forms the
-// scans above accept.
-type jsonCursor struct {
-	b []byte
-	i int
-}
-
-func (c *jsonCursor) ws() {
-	for c.i < len(c.b) && (c.b[c.i] == ' ' || c.b[c.i] == '\t' || c.b[c.i] == '\n' || c.b[c.i] == '\r') {
-		c.i++
-	}
-}
-
-// lit consumes the structural byte ch.
-func (c *jsonCursor) lit(ch byte) bool {
-	c.ws()
-	if c.i < len(c.b) && c.b[c.i] == ch {
-		c.i++
-		return true
-	}
-	return false
-}
-
-// end reports whether only whitespace is left.
-func (c *jsonCursor) end() bool {
-	c.ws()
-	return c.i == len(c.b)
-}
-
-// str reads a string without escapes (its bytes are its value).
-func (c *jsonCursor) str() ([]byte, bool) {
-	if !c.lit('"') {
-		return nil, false
-	}
-	start := c.i
-	for c.i < len(c.b) && c.b[c.i] != '"' {
-		if c.b[c.i] == '\\' {
-			return nil, false
-		}
-		c.i++
-	}
-	if c.i == len(c.b) {
-		return nil, false
-	}
-	c.i++
-	return c.b[start : c.i-1], true
-}
-
-// name reads a member name equal to want and its colon.
-func (c *jsonCursor) name(want string) bool {
-	s, ok := c.str()
-	return ok && string(s) == want && c.lit(':')
-}
-
-// digits reads a number made of decimal digits only.
-func (c *jsonCursor) digits() ([]byte, bool) {
-	c.ws()
-	start := c.i
-	for c.i < len(c.b) && c.b[c.i] >= '0' && c.b[c.i] <= '9' {
-		c.i++
-	}
-	if c.i == start || c.i < len(c.b) && (c.b[c.i] == '.' || c.b[c.i] == 'e' || c.b[c.i] == 'E') {
-		return nil, false
-	}
-	return c.b[start:c.i], true
-}
-
-// skip passes over one value (the input is valid JSON).
-func (c *jsonCursor) skip() bool {
-	c.ws()
-	if c.i >= len(c.b) {
-		return false
-	}
-	switch c.b[c.i] {
-	case '"':
-		return c.skipString()
-	case '{', '[':
-		depth := 0
-		for c.i < len(c.b) {
-			switch c.b[c.i] {
-			case '"':
-				if !c.skipString() {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					c.i++
-					return true
-				}
-			}
-			c.i++
-		}
-		return false
-	}
-	start := c.i // a number or a literal
-	for c.i < len(c.b) && isScalarByte(c.b[c.i]) {
-		c.i++
-	}
-	return c.i > start
-}
-
-// skipString passes over a string, escapes included.
-func (c *jsonCursor) skipString() bool {
-	for c.i++; c.i < len(c.b); c.i++ {
-		switch c.b[c.i] {
-		case '\\':
-			c.i++
-		case '"':
-			c.i++
-			return true
-		}
-	}
-	return false
-}
-
-// isScalarByte: a byte of a number or of true, false or null.
-func isScalarByte(ch byte) bool {
-	return ch == '-' || ch == '+' || ch == '.' || ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z'
 }
