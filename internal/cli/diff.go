@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,8 +34,16 @@ func (d *dumpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.NetNS, "netns", "", "read the live datapath inside this named network namespace")
 }
 
+// paths are the files the diff reads (none for a live read, whose size
+// is not known up front).
+func (d *dumpFlags) paths(clusters []string) []string {
+	if d.NetNS != "" {
+		return nil
+	}
+	return append(slices.Clone(clusters), d.IPTables, d.IP6Tables, d.NFTJSON, d.NFT6JSON, d.IPVSAdm)
+}
+
 func RunDiff(args []string, stdout, stderr io.Writer) int {
-	defer offlineGC()()
 	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var clusters multiFlag
@@ -62,6 +71,7 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "netdrift diff: need --node, at least one --cluster FILE, and a datapath dump (or --netns)")
 		return ExitError
 	}
+	defer offlineGC(dumps.paths(clusters)...)()
 	cs, err := watch.LoadClusterFiles(clusters...)
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift diff:", err)

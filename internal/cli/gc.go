@@ -1,25 +1,54 @@
 package cli
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
 )
 
-// offlineGCPercent is the GC target of `netdrift diff`, a short-lived
-// process that keeps most of what it allocates (the cluster objects, the
-// parsed dump, the desired state): at GOGC=100 the collector marks that
-// growing heap again and again for little garbage. At 400 the peak heap
-// stays close to the total allocated (at 10k endpoints 90 MB instead of
-// 74 MB, still below the 97 MB before the streaming cluster-file decoder)
-// and the diff costs about 14 % less CPU (BENCHMARKS.md, "Offline diff").
-const offlineGCPercent = 400
+// `netdrift diff` is a short-lived process that keeps most of what it
+// allocates (the cluster objects, the parsed dump, the desired state), so
+// every collection marks a growing heap for little garbage: at GOGC=100
+// that was ~14 % of its CPU, at GOGC=400 still ~8 % at 10k endpoints.
+// It now collects only if its heap passes a limit well above what its
+// inputs can make: offlineHeapBase plus offlineHeapPerByte times the bytes
+// of the files it reads (it allocates ~5 bytes per input byte in all, at
+// 10k and at 100k endpoints; BENCHMARKS.md, "Offline diff"). The peak heap
+// is then the total allocated, about what GOGC=400 reached. A diff of the
+// live datapath (--netns) reads input of unknown size: offlineGCPercent.
+const (
+	offlineGCPercent   = 400
+	offlineHeapBase    = 64 << 20
+	offlineHeapPerByte = 16
+)
 
-// offlineGC sets offlineGCPercent unless the user set GOGC, and returns
-// the function that restores the previous setting.
-func offlineGC() (restore func()) {
-	if os.Getenv("GOGC") != "" {
+// offlineGC sets the diff's GC policy for input files of the given paths
+// (none: a live read) unless the user set GOGC or GOMEMLIMIT, and returns
+// the function that restores the previous settings.
+func offlineGC(paths ...string) (restore func()) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	prev := debug.SetGCPercent(offlineGCPercent)
-	return func() { debug.SetGCPercent(prev) }
+	var size int64
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil {
+			size += st.Size()
+		}
+	}
+	if len(paths) == 0 || size == 0 {
+		prev := debug.SetGCPercent(offlineGCPercent)
+		return func() { debug.SetGCPercent(prev) }
+	}
+	limit := int64(offlineHeapBase)
+	if size < (math.MaxInt64-limit)/offlineHeapPerByte {
+		limit += offlineHeapPerByte * size
+	} else {
+		limit = math.MaxInt64
+	}
+	prevLimit := debug.SetMemoryLimit(limit)
+	prev := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(prev)
+		debug.SetMemoryLimit(prevLimit)
+	}
 }

@@ -31,6 +31,9 @@ func LoadClusterFiles(paths ...string) (*ClusterState, error) {
 		}
 		parts = append(parts, cs)
 	}
+	if len(parts) == 1 {
+		return parts[0], nil // LoadCluster's result is merged already
+	}
 	return mergeStates(parts), nil
 }
 
