@@ -60,3 +60,13 @@ func CachedTablesDiff(a, b *NFTReader) string {
 	}
 	return out
 }
+
+// CachedGeneration is the nf_tables generation r's cache reflects.
+func CachedGeneration(r *NFTReader) uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gen
+}
+
+// KernelGeneration reads ns's current nf_tables generation.
+var KernelGeneration = currentGen

@@ -140,16 +140,20 @@ func testFullReadCommitsThroughout(t *testing.T, spec bench.Spec, pause time.Dur
 		st = nr.Stats()
 		t.Logf("read %v during %d commits (longest stretch that may hold none %v; a quiet read %v): %d attempts dropped, %d completed, err %v",
 			end.Sub(start), n, gap, minRead, st.ReadRetries, st.FullReads, err)
-		if st.ReadRetries == fullReadAttempts-1 {
+		// The commit loop may also stall near its end, so that the final
+		// attempt runs after the last commit: it then reads the kernel's
+		// generation and nothing moved under it. Run again.
+		caughtUp := err == nil && iptables.CachedGeneration(nr) == iptables.KernelGeneration(t, ns)
+		if st.ReadRetries == fullReadAttempts-1 && !caughtUp {
 			break
 		}
 		if err != nil {
 			t.Fatalf("read during commits failed after %d dropped attempts: %v", st.ReadRetries, err)
 		}
-		if st.ReadRetries > fullReadAttempts-1 || gap < minRead/2 {
+		if !caughtUp && (st.ReadRetries > fullReadAttempts-1 || gap < minRead/2) {
 			t.Fatalf("%d attempts dropped, want %d: every attempt ran during commits (none lasts %v without one)", st.ReadRetries, fullReadAttempts-1, gap)
 		}
-		if try == 3 {
+		if try == 5 {
 			t.Skipf("the commit loop left %v without a commit (a complete attempt takes about %v), %d times: an attempt may have run undisturbed", gap, minRead, try)
 		}
 	}
