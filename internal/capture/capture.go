@@ -134,7 +134,7 @@ func readDump(flag, path string) ([]byte, error) {
 // is read as IPv6); two files of one family, or one file holding both, are
 // refused.
 func observeIPTables(f Files, hints model.Hints) (Observation, error) {
-	var dumps iptables.Dumps
+	dumps := iptables.Dumps{HandedOver: true} // read from files for this parse alone
 	files := map[model.IPFamily]string{}
 	noFilter := map[model.IPFamily]bool{}
 	var notes []string

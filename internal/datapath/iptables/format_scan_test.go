@@ -3,6 +3,7 @@ package iptables
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -144,4 +145,24 @@ func FuzzHasTableMatchesText(f *testing.F) {
 			t.Fatalf("HasTable(%q, %q) = %v, the string reading says %v", text, name, got, ref)
 		}
 	})
+}
+
+// TestParseHandedOverMatchesCopy: a dump handed over (shared, not copied)
+// parses to the same observed state.
+func TestParseHandedOverMatchesCopy(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("../../../testdata", "kube-proxy-v1.37/worker-a.iptables-save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := Parse(Dumps{IPv4: data}, model.Hints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := Parse(Dumps{IPv4: data, HandedOver: true}, model.Hints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copied.Frontends) == 0 || !reflect.DeepEqual(copied, shared) {
+		t.Errorf("handed over: %d frontends, copied %d, or they differ", len(shared.Frontends), len(copied.Frontends))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -15,6 +16,10 @@ import (
 type Dumps struct {
 	IPv4 []byte
 	IPv6 []byte
+	// HandedOver: the caller never changes the bytes again, so the
+	// observed state may share them instead of a copy (an offline diff's
+	// file, read for this parse alone).
+	HandedOver bool
 }
 
 // Parse maps kube-proxy's iptables rules to the observed state.
@@ -41,7 +46,7 @@ func Parse(dumps Dumps, opts model.Hints) (model.Observed, error) {
 		if fd.text == nil {
 			continue
 		}
-		d, notes, err := readDump(string(fd.text))
+		d, notes, err := readDump(dumps.text(fd.text))
 		if err != nil {
 			return model.Observed{}, fmt.Errorf("%s dump: %w", fd.fam, err)
 		}
@@ -54,6 +59,14 @@ func Parse(dumps Dumps, opts model.Hints) (model.Observed, error) {
 		obs.Warnings = append(obs.Warnings, w.warnings...)
 	}
 	return obs, nil
+}
+
+// text is b as the parse's string: a copy, or b itself when handed over.
+func (d Dumps) text(b []byte) string {
+	if d.HandedOver {
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	return string(b)
 }
 
 // readDump checks the format, parses the text and picks the one
