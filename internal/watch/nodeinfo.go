@@ -207,7 +207,7 @@ func NodeCheckInputs(nodeName string, cs *ClusterState) nodecheck.Inputs {
 // NodeCheckInputsCached is NodeCheckInputs converting only the
 // EndpointSlices c has not seen (c nil: all of them).
 func NodeCheckInputsCached(nodeName string, cs *ClusterState, c *EndpointInfoCache) nodecheck.Inputs {
-	in := nodecheck.Inputs{NodeName: nodeName, ServicesKnown: true, ServiceIPs: ServiceIPs(cs.Services)}
+	in := nodecheck.Inputs{NodeName: nodeName, ServicesKnown: true}
 	for _, n := range cs.Nodes {
 		in.Nodes = append(in.Nodes, NodeInfoOf(n))
 	}
@@ -217,6 +217,7 @@ func NodeCheckInputsCached(nodeName string, cs *ClusterState, c *EndpointInfoCac
 		}
 	}
 	if c == nil {
+		in.ServiceIPs = ServiceIPs(cs.Services)
 		// One list, one allocation: a one-shot conversion (the offline
 		// diff) that keeps nothing pays half the CPU of per-slice lists
 		// (BenchmarkNodeChecks/*/cold: 30 against 57 ms at 100k).
@@ -232,20 +233,29 @@ func NodeCheckInputsCached(nodeName string, cs *ClusterState, c *EndpointInfoCac
 		}
 		return in
 	}
+	in.ServiceIPs = c.serviceIPs(cs.Services)
 	// Per slice, shared with the cache (Inputs are read, never changed).
-	next := make(map[*discoveryv1.EndpointSlice][]model.EndpointInfo, len(cs.EndpointSlices))
+	c.run++
+	if c.bySlice == nil {
+		c.bySlice = make(map[*discoveryv1.EndpointSlice]cachedInfos, len(cs.EndpointSlices))
+	}
 	in.EndpointsBySlice = make([][]model.EndpointInfo, 0, len(cs.EndpointSlices))
 	for _, s := range cs.EndpointSlices {
-		infos, ok := c.bySlice[s]
+		e, ok := c.bySlice[s]
 		if !ok {
-			infos = EndpointInfos(s)
+			e.infos = EndpointInfos(s)
 		}
-		next[s] = infos
-		if len(infos) > 0 {
-			in.EndpointsBySlice = append(in.EndpointsBySlice, infos)
+		e.run = c.run
+		c.bySlice[s] = e
+		if len(e.infos) > 0 {
+			in.EndpointsBySlice = append(in.EndpointsBySlice, e.infos)
 		}
 	}
-	c.bySlice = next
+	for s, e := range c.bySlice {
+		if e.run != c.run {
+			delete(c.bySlice, s)
+		}
+	}
 	return in
 }
 
@@ -255,5 +265,42 @@ func NodeCheckInputsCached(nodeName string, cs *ClusterState, c *EndpointInfoCac
 // change and never changes a cached one in place. A run drops the slices
 // it did not see. Not safe for concurrent runs.
 type EndpointInfoCache struct {
-	bySlice map[*discoveryv1.EndpointSlice][]model.EndpointInfo
+	bySlice map[*discoveryv1.EndpointSlice]cachedInfos
+	run     uint32 // runs so far: an entry not seen by this one is dropped
+
+	// The service IPs of the last run and the services they came from:
+	// under endpoint churn the services stay the same objects, and
+	// parsing and sorting every IP again was a fifth of a node-level run
+	// at 100k endpoints. (The map is kept in place from run to run: a new
+	// one of every slice each run was as much again.)
+	svcs map[*corev1.Service]struct{}
+	ips  []netip.Addr
+}
+
+type cachedInfos struct {
+	infos []model.EndpointInfo
+	run   uint32
+}
+
+// serviceIPs is ServiceIPs(svcs), computed again only when svcs are not
+// the objects of the last call.
+func (c *EndpointInfoCache) serviceIPs(svcs []*corev1.Service) []netip.Addr {
+	if c.svcs != nil && len(svcs) == len(c.svcs) {
+		same := true
+		for _, s := range svcs {
+			if _, ok := c.svcs[s]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return c.ips
+		}
+	}
+	c.ips = ServiceIPs(svcs)
+	c.svcs = make(map[*corev1.Service]struct{}, len(svcs))
+	for _, s := range svcs {
+		c.svcs[s] = struct{}{}
+	}
+	return c.ips
 }

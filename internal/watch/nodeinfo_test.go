@@ -153,15 +153,44 @@ func TestNodeCheckInputsCached(t *testing.T) {
 	// The informer replaces b: the new object is converted, a is reused.
 	b2 := slice("web-2", "10.1.0.9")
 	cs.EndpointSlices = []*discoveryv1.EndpointSlice{a, b2}
-	reusedA := c.bySlice[a]
+	reusedA := c.bySlice[a].infos
 	second := flat(NodeCheckInputsCached("a", cs, &c))
 	if got := second[1].Addr.String(); len(second) != 2 || got != "10.1.0.9" {
 		t.Errorf("replaced slice: endpoints %+v, want the second at 10.1.0.9", second)
 	}
-	if len(c.bySlice) != 2 || &c.bySlice[a][0] != &reusedA[0] {
+	if len(c.bySlice) != 2 || &c.bySlice[a].infos[0] != &reusedA[0] {
 		t.Errorf("unchanged slice converted again, or the replaced one kept: %d slices cached", len(c.bySlice))
 	}
 	if _, ok := c.bySlice[b]; ok {
 		t.Error("the replaced slice is still cached")
+	}
+}
+
+// TestNodeCheckInputsCachedServiceIPs: the service IPs are worked out
+// again only when the services are not the objects of the last run.
+func TestNodeCheckInputsCachedServiceIPs(t *testing.T) {
+	svc := func(name, ip string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip}}}
+	}
+	a, b := svc("a", "10.96.0.2"), svc("b", "10.96.0.1")
+	cs := &ClusterState{Services: []*corev1.Service{a, b}}
+	var c EndpointInfoCache
+	first := NodeCheckInputsCached("n", cs, &c).ServiceIPs
+	if !reflect.DeepEqual(first, ServiceIPs(cs.Services)) || len(first) != 2 {
+		t.Fatalf("cached service IPs %v, want %v", first, ServiceIPs(cs.Services))
+	}
+	cs.Services = []*corev1.Service{b, a} // the same objects, listed in another order
+	if again := NodeCheckInputsCached("n", cs, &c).ServiceIPs; &again[0] != &first[0] {
+		t.Error("the same services: IPs worked out again")
+	}
+	cs.Services = []*corev1.Service{a, svc("b", "10.96.0.9")} // b replaced
+	got := NodeCheckInputsCached("n", cs, &c).ServiceIPs
+	if want := ServiceIPs(cs.Services); !reflect.DeepEqual(got, want) || got[1].String() != "10.96.0.9" {
+		t.Errorf("after b was replaced: %v, want %v", got, want)
+	}
+	cs.Services = cs.Services[:1] // b deleted
+	if got := NodeCheckInputsCached("n", cs, &c).ServiceIPs; len(got) != 1 || got[0].String() != "10.96.0.2" {
+		t.Errorf("after b was deleted: %v, want [10.96.0.2]", got)
 	}
 }

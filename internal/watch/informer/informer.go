@@ -231,20 +231,25 @@ func (w *Watcher) ServiceKeys() []string {
 
 // State returns the whole cache as a watch.ClusterState (shared pointers: read only).
 func (w *Watcher) State() *watch.ClusterState {
-	cs := &watch.ClusterState{}
-	for _, o := range w.svcIx.List() {
-		cs.Services = append(cs.Services, o.(*corev1.Service))
+	return &watch.ClusterState{
+		Services:       listAs[*corev1.Service](w.svcIx.List()),
+		EndpointSlices: listAs[*discoveryv1.EndpointSlice](w.sliceIx.List()),
+		Nodes:          listAs[*corev1.Node](w.nodeIx.List()),
+		Pods:           listAs[*corev1.Pod](w.podIx.List()),
 	}
-	for _, o := range w.sliceIx.List() {
-		cs.EndpointSlices = append(cs.EndpointSlices, o.(*discoveryv1.EndpointSlice))
+}
+
+// listAs converts an indexer's list, sized once (nil when empty, as the
+// appends left it).
+func listAs[T any](objs []any) []T {
+	if len(objs) == 0 {
+		return nil
 	}
-	for _, o := range w.nodeIx.List() {
-		cs.Nodes = append(cs.Nodes, o.(*corev1.Node))
+	out := make([]T, len(objs))
+	for i, o := range objs {
+		out[i] = o.(T)
 	}
-	for _, o := range w.podIx.List() {
-		cs.Pods = append(cs.Pods, o.(*corev1.Pod))
-	}
-	return cs
+	return out
 }
 
 // String describes the watcher for logs.
