@@ -17,10 +17,12 @@ import (
 // FindingSource adds findings beyond the service datapath (routes, links,
 // conntrack, cluster-scope checks). It is evaluated on every audit. On a
 // partial failure it returns what it could check together with the error:
-// the source is reported down and its findings are kept.
+// the source is reported down and its findings are kept. desired returns the
+// node's desired state, frozen (a copy of every frontend the first time it
+// is called after a change): a source calls it only when it needs it.
 type FindingSource interface {
 	Name() string
-	Findings(ctx context.Context, cs *watch.ClusterState, desired model.Desired) ([]model.Finding, error)
+	Findings(ctx context.Context, cs *watch.ClusterState, desired func() model.Desired) ([]model.Finding, error)
 }
 
 // Agent is the audit loop. Create with New, feed watch events to OnEvent,

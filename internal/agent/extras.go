@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -36,12 +37,26 @@ func (a *Agent) startExtrasLocked(ctx context.Context, now time.Time) {
 		return
 	}
 	a.nodeRuns.running, a.nodeRuns.soon, a.nodeRuns.last = true, false, now
-	go a.runExtras(ctx, a.tracker.merged.snapshot(a.cfg.NodeName))
+	go a.runExtras(ctx)
+}
+
+// frozenDesired is the desired state for a node-level run, frozen on the
+// first call (sources call it only when they need it: the conntrack rule,
+// when a flow may be stale). Copying every frontend at the start of every
+// run was, at 100k endpoints under churn, over a quarter of what the agent
+// allocated (BENCHMARKS.md, "Live").
+func (a *Agent) frozenDesired() func() model.Desired {
+	return sync.OnceValue(func() model.Desired {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.tracker.merged.snapshot(a.cfg.NodeName)
+	})
 }
 
 // runExtras runs every node-level source once and publishes the result; the
 // next loop step folds the findings in.
-func (a *Agent) runExtras(ctx context.Context, desired model.Desired) {
+func (a *Agent) runExtras(ctx context.Context) {
+	desired := a.frozenDesired()
 	began := a.clock.Now()
 	cs := a.cluster.State()
 	var found []model.Finding

@@ -3,8 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/wait"
@@ -19,7 +22,7 @@ type slowSource struct {
 
 func (s *slowSource) Name() string { return "node" }
 
-func (s *slowSource) Findings(ctx context.Context, _ *watch.ClusterState, _ model.Desired) ([]model.Finding, error) {
+func (s *slowSource) Findings(ctx context.Context, _ *watch.ClusterState, _ func() model.Desired) ([]model.Finding, error) {
 	s.calls <- struct{}{}
 	if err := <-s.release; err != nil {
 		return nil, err
@@ -111,5 +114,53 @@ func TestNodeRunsIntervalFollowsCost(t *testing.T) {
 	r.cost = time.Minute
 	if got := r.interval(cfg); got != 30*cfg.AuditInterval {
 		t.Errorf("1 min run: interval %v, want the cap %v", got, 30*cfg.AuditInterval)
+	}
+}
+
+// desiredSource is a node-level source that takes the desired state only
+// when told to, twice, and reports what it got.
+type desiredSource struct {
+	take bool
+	got  chan [2]model.Desired
+}
+
+func (s *desiredSource) Name() string { return "node" }
+
+func (s *desiredSource) Findings(_ context.Context, _ *watch.ClusterState, desired func() model.Desired) ([]model.Finding, error) {
+	var d [2]model.Desired
+	if s.take {
+		d = [2]model.Desired{desired(), desired()}
+	}
+	s.got <- d
+	return nil, nil
+}
+
+// A node-level run copies the desired state only if a source asks for it,
+// and then once: at 100k endpoints under churn the copy at every run's
+// start was over a quarter of what the agent allocated.
+func TestNodeRunTakesTheDesiredStateOnlyWhenAsked(t *testing.T) {
+	for _, take := range []bool{false, true} {
+		src := &desiredSource{take: take, got: make(chan [2]model.Desired, 1)}
+		h := newHarnessWith(t, nil, src)
+		h.c.services["shop/web"] = service("web", "10.96.0.10")
+		h.c.slices["shop/web"] = []*discoveryv1.EndpointSlice{slice("web", "10.1.0.1", "10.1.0.2")}
+		h.kubeProxySyncs()
+		h.a.Step(h.ctx) // the first audit starts the node-level run (no State(): it copies the desired state)
+		d := <-src.got
+		h.a.mu.Lock()
+		frozen, want := h.a.tracker.merged.frozen, len(h.a.tracker.merged.current(node).Frontends)
+		h.a.mu.Unlock()
+		if !take {
+			if frozen != nil {
+				t.Error("the run copied the desired state though no source asked for it")
+			}
+			continue
+		}
+		if want == 0 || len(d[0].Frontends) != want || d[0].Node != node {
+			t.Fatalf("desired state handed over: %d frontends for %q, the agent has %d", len(d[0].Frontends), d[0].Node, want)
+		}
+		if reflect.ValueOf(d[0].Frontends).Pointer() != reflect.ValueOf(d[1].Frontends).Pointer() {
+			t.Error("two calls in one run copied the desired state twice")
+		}
 	}
 }

@@ -45,12 +45,15 @@ func (n *NodeSource) Name() string { return "node" }
 // Findings reads the node and runs the rules. When the kernel read fails, the
 // cluster-scope findings (which need no kernel state) are still returned,
 // beside the error.
-func (n *NodeSource) Findings(ctx context.Context, cs *watch.ClusterState, desired model.Desired) ([]model.Finding, error) {
+func (n *NodeSource) Findings(ctx context.Context, cs *watch.ClusterState, desired func() model.Desired) ([]model.Finding, error) {
 	in := watch.NodeCheckInputsCached(n.cfg.Node, cs, &n.eps)
-	in.Desired = desired.Frontends
 	snap, err := nodestate.ReadWith(ctx, nodestate.Config{Netns: n.cfg.NetNS, ProcPath: n.cfg.ProcPath})
+	in.Desired = noFrontends // nothing reads it: no flow may be stale
 	if err == nil {
 		in.Snapshot = &snap
+		if nodecheck.NeedsDesired(&snap) {
+			in.Desired = desired().Frontends
+		}
 	}
 	f, info := nodecheck.Check(in, n.cfg.Check, n.clock.Now())
 	n.mu.Lock()
@@ -58,6 +61,10 @@ func (n *NodeSource) Findings(ctx context.Context, cs *watch.ClusterState, desir
 	n.mu.Unlock()
 	return f, err
 }
+
+// noFrontends is the desired state handed to a run that does not read it
+// (not nil: nil says the desired state is unknown).
+var noFrontends = map[model.Frontend]model.Verdict{}
 
 // Info is what the last run measured beside its findings (for metrics).
 func (n *NodeSource) Info() nodecheck.Info {

@@ -123,6 +123,12 @@ func carriesTraffic(f model.Flow) bool {
 	return false
 }
 
+// NeedsDesired reports whether the conntrack rule reads the desired state
+// for this snapshot: whether a flow may be stale.
+func NeedsDesired(s *model.NodeSnapshot) bool {
+	return slices.ContainsFunc(s.Flows, maybeStale)
+}
+
 // maybeStale: a flow Classify looks further at (live, DNATed, not closing).
 func maybeStale(f model.Flow) bool {
 	return !f.Dying && f.DNATed() && f.TCPState != "TIME_WAIT" && f.TCPState != "CLOSE"
@@ -139,7 +145,7 @@ func conntrackRule(w *world, in Inputs, s *model.NodeSnapshot, info *Info) []mod
 		return nil
 	}
 	info.FlowsChecked += len(s.Flows)
-	if !slices.ContainsFunc(s.Flows, maybeStale) {
+	if !NeedsDesired(s) {
 		return nil // no flow to classify: the index over every frontend is not built
 	}
 	x := NewConntrackIndex(in.Desired, w.localAddrs)

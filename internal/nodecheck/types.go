@@ -107,7 +107,9 @@ type Inputs struct {
 	Endpoints        []model.EndpointInfo
 	EndpointsBySlice [][]model.EndpointInfo
 	// Desired is what kube-proxy must program on this node; nil skips
-	// the conntrack rule.
+	// the conntrack rule. Only that rule reads it, and only when
+	// NeedsDesired(Snapshot): a caller that must copy it may pass an empty
+	// map otherwise.
 	Desired map[model.Frontend]model.Verdict
 	// ServiceIPs are the IPs of every existing Service (cluster, external,
 	// load-balancer IPs); used only when ServicesKnown.
