@@ -121,8 +121,16 @@ func desiredWith(ip string) map[model.Frontend]model.Verdict {
 
 func TestNodeStateLiveStaleConntrack(t *testing.T) {
 	a, client, _ := serviceNode(t)
+	// The agent hands the node-level run the desired state only when a
+	// flow may be stale: none before any traffic, the two below after it.
+	if quiet := liveSnapshot(t, a); nodecheck.NeedsDesired(quiet) {
+		t.Errorf("no traffic yet, but NeedsDesired: %d flows", len(quiet.Flows))
+	}
 	udpAsk(t, client, "10.96.0.10:53")
 	tcpAsk(t, client, "10.96.0.10:80")
+	if busy := liveSnapshot(t, a); !nodecheck.NeedsDesired(busy) {
+		t.Errorf("two DNATed flows, but not NeedsDesired: %d flows", len(busy.Flows))
+	}
 
 	in := nodecheck.Inputs{NodeName: "a",
 		Nodes:   []model.NodeInfo{liveNode("a", "10.77.0.0/24", "192.168.77.10")},
