@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"math"
 	"os"
 	"runtime/debug"
 )
@@ -39,13 +38,7 @@ func offlineGC(paths ...string) (restore func()) {
 		prev := debug.SetGCPercent(offlineGCPercent)
 		return func() { debug.SetGCPercent(prev) }
 	}
-	limit := int64(offlineHeapBase)
-	if size < (math.MaxInt64-limit)/offlineHeapPerByte {
-		limit += offlineHeapPerByte * size
-	} else {
-		limit = math.MaxInt64
-	}
-	prevLimit := debug.SetMemoryLimit(limit)
+	prevLimit := debug.SetMemoryLimit(offlineHeapBase + offlineHeapPerByte*size)
 	prev := debug.SetGCPercent(-1)
 	return func() {
 		debug.SetGCPercent(prev)

@@ -265,14 +265,15 @@ func NodeCheckInputsCached(nodeName string, cs *ClusterState, c *EndpointInfoCac
 // change and never changes a cached one in place. A run drops the slices
 // it did not see. Not safe for concurrent runs.
 type EndpointInfoCache struct {
+	// bySlice is kept in place from run to run (a new map of every slice
+	// each run cost about as much as the service IPs below).
 	bySlice map[*discoveryv1.EndpointSlice]cachedInfos
 	run     uint32 // runs so far: an entry not seen by this one is dropped
 
 	// The service IPs of the last run and the services they came from:
 	// under endpoint churn the services stay the same objects, and
-	// parsing and sorting every IP again was a fifth of a node-level run
-	// at 100k endpoints. (The map is kept in place from run to run: a new
-	// one of every slice each run was as much again.)
+	// parsing and sorting every IP again was a sixth of a node-level run
+	// at 100k endpoints (CPU profile, nftables, 1 change/s).
 	svcs map[*corev1.Service]struct{}
 	ips  []netip.Addr
 }

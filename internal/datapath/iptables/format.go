@@ -196,12 +196,8 @@ func natListing(lines []string) bool {
 func DumpFamily(text []byte) (fam model.IPFamily, mixed, ok bool) {
 	var n familyCount
 	for len(text) > 0 && (n.v4 == 0 || n.v6 == 0) {
-		line := text
-		if i := bytes.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = nil
-		}
+		var line []byte
+		line, text, _ = bytes.Cut(text, newline)
 		n.line(line)
 	}
 	switch {
@@ -214,6 +210,8 @@ func DumpFamily(text []byte) (fam model.IPFamily, mixed, ok bool) {
 	}
 	return "", false, false
 }
+
+var newline = []byte{'\n'}
 
 // familyCount counts the addresses of each family a dump's rules name.
 type familyCount struct{ v4, v6 int }
@@ -326,12 +324,8 @@ func HasTable(text []byte, name string) bool {
 // hasTableHeader reports whether a line of iptables-save text is "*name".
 func hasTableHeader(text []byte, name string) bool {
 	for len(text) > 0 {
-		line := text
-		if i := bytes.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = nil
-		}
+		var line []byte
+		line, text, _ = bytes.Cut(text, newline)
 		if l := bytes.TrimSpace(line); len(l) == len(name)+1 && l[0] == '*' && string(l[1:]) == name {
 			return true
 		}
