@@ -54,15 +54,16 @@ func (o OfflineDiff) Median() time.Duration {
 }
 
 // offlineDiff writes the dump and the cluster file to a temporary
-// directory and runs the diff cfg.OfflineRuns times. Every run must exit 0
+// directory (cfg.OfflineKeep's, kept, when set) and runs the diff
+// cfg.OfflineRuns times. Every run must exit 0
 // (no findings) and print no warning: the table is kube-proxy's own, synced.
 func offlineDiff(ctx context.Context, cs kubernetes.Interface, cfg Config, ref RefDump) (OfflineDiff, error) {
 	od := OfflineDiff{Ref: ref, DumpBytes: len(ref.Out)}
-	dir, err := os.MkdirTemp("", "netdrift-bench-offline-")
+	dir, cleanup, err := offlineDir(cfg)
 	if err != nil {
 		return od, err
 	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 	cluster, err := clusterFile(ctx, cs)
 	if err != nil {
 		return od, err
@@ -73,9 +74,6 @@ func offlineDiff(ctx context.Context, cs kubernetes.Interface, cfg Config, ref R
 		return od, err
 	}
 	if err := os.WriteFile(dpath, ref.Out, 0o600); err != nil {
-		return od, err
-	}
-	if err := keepOffline(cfg, cluster, ref.Out); err != nil {
 		return od, err
 	}
 	dumpFlag := "--iptables-save"
@@ -93,19 +91,16 @@ func offlineDiff(ctx context.Context, cs kubernetes.Interface, cfg Config, ref R
 	return od, nil
 }
 
-// keepOffline copies the diff's inputs into cfg.OfflineKeep, when set.
-func keepOffline(cfg Config, cluster, dump []byte) error {
+// offlineDir is where the diff's inputs are written: a temporary
+// directory removed afterwards, or OfflineKeep/<mode>-<scale>/, kept for
+// profiling.
+func offlineDir(cfg Config) (dir string, cleanup func(), err error) {
 	if cfg.OfflineKeep == "" {
-		return nil
+		dir, err = os.MkdirTemp("", "netdrift-bench-offline-")
+		return dir, func() { os.RemoveAll(dir) }, err
 	}
-	dir := filepath.Join(cfg.OfflineKeep, cfg.Mode+"-"+ScaleName(cfg.Endpoints))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cluster.json"), cluster, 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "dump"), dump, 0o644)
+	dir = filepath.Join(cfg.OfflineKeep, cfg.Mode+"-"+ScaleName(cfg.Endpoints))
+	return dir, func() {}, os.MkdirAll(dir, 0o755)
 }
 
 // runDiff runs one diff; its CPU is the child's own rusage. (Not its
