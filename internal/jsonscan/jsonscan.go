@@ -6,8 +6,12 @@
 // member names, no repeats) and its caller decodes anything else as
 // before, so a refusal never changes a result.
 //
-// The input is a valid JSON value (as jsontext.Decoder.ReadValue returns
-// one): the scan checks the form, not the syntax.
+// What a scan reads token by token (Lit, Str, Name, Member, Bool, Int,
+// Digits, Next) it reads strictly: whitespace, strings and numbers as RFC
+// 8259 allows them, so a value read that way whole is valid JSON. Skip and
+// Value pass over a value by its brackets and quotes without checking its
+// syntax: their caller hands the bytes to a validating decoder, or knows
+// them valid already (as jsontext.Decoder.ReadValue returns them).
 package jsonscan
 
 import (
@@ -24,15 +28,18 @@ type Cursor struct {
 // New is a cursor at the start of v.
 func New(v []byte) Cursor { return Cursor{b: v} }
 
-// ws passes over whitespace: between the tokens of valid JSON, any byte
-// up to ' ' is whitespace. Indentation is read eight spaces at a time.
+// ws passes over whitespace (space, tab, newline, carriage return).
+// Indentation is read eight spaces at a time.
 func (c *Cursor) ws() {
-	for c.i < len(c.b) && c.b[c.i] <= ' ' {
+	for c.i < len(c.b) {
 		if c.i+8 <= len(c.b) && binary.LittleEndian.Uint64(c.b[c.i:]) == 0x2020202020202020 {
 			c.i += 8
-		} else {
-			c.i++
+			continue
 		}
+		if !isSpace(c.b[c.i]) {
+			return
+		}
+		c.i++
 	}
 }
 
@@ -52,23 +59,22 @@ func (c *Cursor) End() bool {
 	return c.i == len(c.b)
 }
 
-// Str reads a string that holds no escape and is valid UTF-8: its bytes
-// are its value.
+// Str reads a string that holds no escape and no control character and
+// is valid UTF-8: its bytes are its value.
 func (c *Cursor) Str() ([]byte, bool) {
 	if !c.Lit('"') {
 		return nil, false
 	}
 	start, ascii := c.i, true
-	for c.i < len(c.b) && c.b[c.i] != '"' {
-		switch ch := c.b[c.i]; {
-		case ch == '\\':
-			return nil, false
-		case ch >= utf8.RuneSelf:
-			ascii = false
+	for c.i < len(c.b) {
+		k := strClass[c.b[c.i]]
+		if k == strStop {
+			break
 		}
+		ascii = ascii && k == strASCII
 		c.i++
 	}
-	if c.i == len(c.b) {
+	if c.i == len(c.b) || c.b[c.i] != '"' { // the end, an escape or a control character
 		return nil, false
 	}
 	c.i++
@@ -146,6 +152,11 @@ func (c *Cursor) Skip() bool {
 					c.i++
 					return true
 				}
+			case ' ': // indentation, eight spaces at a time
+				if c.i+8 <= len(c.b) && binary.LittleEndian.Uint64(c.b[c.i:]) == 0x2020202020202020 {
+					c.i += 8
+					continue
+				}
 			}
 			c.i++
 		}
@@ -176,3 +187,89 @@ func (c *Cursor) skipString() bool {
 func isScalarByte(ch byte) bool {
 	return ch == '-' || ch == '+' || ch == '.' || ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z'
 }
+
+func isSpace(ch byte) bool { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r' }
+
+// Quoted reads a string as Str does and returns its token, quotes
+// included (for a decoder of its own, such as a time's).
+func (c *Cursor) Quoted() ([]byte, bool) {
+	c.ws()
+	start := c.i
+	if _, ok := c.Str(); !ok {
+		return nil, false
+	}
+	return c.b[start:c.i], true
+}
+
+// Int reads an integer as JSON writes one (an optional minus, no leading
+// zero, no fraction or exponent) that fits in bits.
+func (c *Cursor) Int(bits int) (int64, bool) {
+	c.ws()
+	neg := c.i < len(c.b) && c.b[c.i] == '-'
+	if neg {
+		c.i++
+	}
+	if neg && (c.i == len(c.b) || c.b[c.i] < '0' || c.b[c.i] > '9') {
+		return 0, false // Digits would pass over whitespace first
+	}
+	d, ok := c.Digits()
+	if !ok || len(d) > 1 && d[0] == '0' || len(d) > 19 {
+		return 0, false
+	}
+	var u uint64
+	for _, ch := range d {
+		u = u*10 + uint64(ch-'0')
+	}
+	limit := uint64(1) << (bits - 1) // -limit .. limit-1
+	switch {
+	case neg && u <= limit:
+		return -int64(u), true
+	case !neg && u < limit:
+		return int64(u), true
+	}
+	return 0, false
+}
+
+// Next starts the next member or element of the object or array being
+// read, i of them read before: more is false at its end (the closing byte
+// read), ok false where neither a comma nor that byte comes.
+func (c *Cursor) Next(closing byte, i int) (more, ok bool) {
+	if c.Lit(closing) {
+		return false, true
+	}
+	if i > 0 && !c.Lit(',') {
+		return false, false
+	}
+	return true, true
+}
+
+// Value passes over one value as Skip does and returns its bytes.
+func (c *Cursor) Value() ([]byte, bool) {
+	c.ws()
+	start := c.i
+	if !c.Skip() {
+		return nil, false
+	}
+	return c.b[start:c.i], true
+}
+
+// strClass classifies the bytes of a string: what Str reads as it is,
+// where it stops (the closing quote, an escape, a control character), and
+// the bytes of non-ASCII UTF-8 (checked whole at the end).
+var strClass = func() (t [256]uint8) {
+	for i := range t {
+		switch {
+		case i == '"' || i == '\\' || i < ' ':
+			t[i] = strStop
+		case i >= utf8.RuneSelf:
+			t[i] = strUTF8
+		}
+	}
+	return t
+}()
+
+const (
+	strASCII = iota
+	strStop
+	strUTF8
+)

@@ -89,3 +89,102 @@ func FuzzSkipValid(f *testing.F) {
 		}
 	})
 }
+
+func TestInt(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		bits int
+		want int64
+		ok   bool
+	}{
+		{`80`, 32, 80, true}, {` -1`, 32, -1, true}, {`0`, 32, 0, true},
+		{`2147483647`, 32, 1<<31 - 1, true}, {`2147483648`, 32, 0, false}, {`-2147483648`, 32, -1 << 31, true},
+		{`9223372036854775807`, 64, 1<<63 - 1, true}, {`9223372036854775808`, 64, 0, false},
+		{`99999999999999999999`, 64, 0, false}, {`01`, 32, 0, false}, {`-`, 32, 0, false}, {`1.0`, 32, 0, false},
+		{`1e2`, 32, 0, false}, {`+1`, 32, 0, false}, {`"1"`, 32, 0, false},
+	} {
+		cur := New([]byte(c.in))
+		v, ok := cur.Int(c.bits)
+		if ok != c.ok || ok && v != c.want {
+			t.Errorf("Int(%s, %d) = %d %v, want %d %v", c.in, c.bits, v, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestQuotedAndValue(t *testing.T) {
+	c := New([]byte(` "2026-12-04T22:10:24Z" , {"a": [1, "]"]} ]`))
+	if q, ok := c.Quoted(); !ok || string(q) != `"2026-12-04T22:10:24Z"` || !c.Lit(',') {
+		t.Fatalf("Quoted: %q %v", q, ok)
+	}
+	if v, ok := c.Value(); !ok || string(v) != `{"a": [1, "]"]}` || !c.Lit(']') {
+		t.Fatalf("Value: %q %v", v, ok)
+	}
+	for _, in := range []string{"\"a\tb\"", "\"a\x01\""} {
+		c = New([]byte(in))
+		if _, ok := c.Str(); ok {
+			t.Errorf("Str read the control character in %q", in)
+		}
+	}
+	c = New([]byte("\x0b1"))
+	if _, ok := c.Int(64); ok {
+		t.Error("a vertical tab read as whitespace")
+	}
+}
+
+// readStrict reads any value but null with the strict readers alone.
+func readStrict(c *Cursor, depth int) bool {
+	if depth > 20 {
+		return false
+	}
+	c.ws()
+	if c.i >= len(c.b) {
+		return false
+	}
+	switch c.b[c.i] {
+	case '{', '[':
+		closing, obj := byte(']'), c.b[c.i] == '{'
+		if obj {
+			closing = '}'
+		}
+		c.i++
+		for i := 0; ; i++ {
+			more, ok := c.Next(closing, i)
+			if !ok {
+				return false
+			}
+			if !more {
+				return true
+			}
+			if obj {
+				if _, ok := c.Member(); !ok {
+					return false
+				}
+			}
+			if !readStrict(c, depth+1) {
+				return false
+			}
+		}
+	case '"':
+		_, ok := c.Str()
+		return ok
+	case 't', 'f':
+		_, ok := c.Bool()
+		return ok
+	}
+	_, ok := c.Int(64)
+	return ok
+}
+
+// FuzzStrictReadIsValid: what the strict readers read whole is valid JSON
+// (the cluster-file scan relies on it to refuse what a decoder would).
+func FuzzStrictReadIsValid(f *testing.F) {
+	for _, s := range []string{`{"a": [1, "x", {"b": true}]}`, `[-1, 0, "é"]`, "{\n    \"k\": false\n}", `[1,]`, `{"a" 1}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		c := New([]byte(v))
+		if readStrict(&c, 0) && c.End() && !json.Valid([]byte(v)) {
+			t.Fatalf("the strict readers read %q, which is not valid JSON", v)
+		}
+	})
+}

@@ -40,6 +40,9 @@ func loadFast(data []byte) (*ClusterState, error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' && trimmed[0] != '[' {
 		return load(data, "", addDocumentFast) // YAML documents
 	}
+	if cs, ok := loadScan(data); ok {
+		return cs, nil
+	}
 	cs, err := loadJSONStream(data)
 	if err != nil {
 		return nil, err

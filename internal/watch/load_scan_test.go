@@ -1,0 +1,187 @@
+package watch
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/netdrift/netdrift/internal/jsonscan"
+)
+
+// richSlice is an EndpointSlice as kubectl prints one, with every member
+// the scan reads.
+const richSlice = `{
+    "addressType": "IPv4",
+    "apiVersion": "discovery.k8s.io/v1",
+    "endpoints": [
+        {
+            "addresses": ["10.244.1.5", "10.244.1.6"],
+            "conditions": {"ready": false, "serving": true, "terminating": true},
+            "hints": {"forNodes": [{"name": "node-a"}], "forZones": [{"name": "zone-a"}, {"name": "zone-b"}]},
+            "hostname": "web-0",
+            "nodeName": "node-a",
+            "targetRef": {"apiVersion": "v1", "fieldPath": "spec", "kind": "Pod", "name": "web-0", "namespace": "shop",
+                "resourceVersion": "12", "uid": "9f1c"},
+            "zone": "zone-a",
+            "deprecatedTopology": {"kubernetes.io/hostname": "node-a"}
+        },
+        {"addresses": [], "conditions": {}},
+        {"addresses": ["10.244.2.7"], "conditions": {"ready": true}, "hints": {"forZones": []}}
+    ],
+    "kind": "EndpointSlice",
+    "metadata": {
+        "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "2026-12-04T22:10:24.744751933Z"},
+        "creationTimestamp": "2026-12-04T22:10:24Z",
+        "generateName": "web-",
+        "generation": 3,
+        "labels": {"endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io", "kubernetes.io/service-name": "web"},
+        "name": "web-x7k2p",
+        "namespace": "shop",
+        "ownerReferences": [{"apiVersion": "v1", "blockOwnerDeletion": true, "controller": true, "kind": "Service", "name": "web", "uid": "77ab"}],
+        "resourceVersion": "4821",
+        "uid": "c0ffee"
+    },
+    "ports": [{"appProtocol": "http", "name": "http", "port": 8080, "protocol": "TCP"}, {"port": -1}, {}]
+}`
+
+const scanService = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},` +
+	`"spec":{"clusterIP":"10.96.0.10","ports":[{"name":"http","port":80,"protocol":"TCP","targetPort":8080}]}}`
+
+func scanList(items ...string) string {
+	return `{"apiVersion": "v1", "items": [` + strings.Join(items, ",\n") + `], "kind": "List", "metadata": {"resourceVersion": ""}}`
+}
+
+// TestScanEndpointSliceDecodesAsTheDecoder: every member the scan reads
+// comes out as the decoder makes it (pointers, empty slices and maps).
+func TestScanEndpointSliceDecodesAsTheDecoder(t *testing.T) {
+	c := jsonscan.New([]byte(richSlice))
+	got, ok := scanEndpointSlice(&c)
+	if !ok || !c.End() {
+		t.Fatal("the scan refused a slice it reads")
+	}
+	var want discoveryv1.EndpointSlice
+	if err := json.Unmarshal([]byte(richSlice), &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, &want) {
+		t.Fatalf("scan:\n%+v\nencoding/json:\n%+v", got, &want)
+	}
+}
+
+// TestScanReadsRealClusterFiles: kubectl's own output (the repository's
+// real captures) is read by the scan, every EndpointSlice field by field,
+// to what encoding/json loads.
+func TestScanReadsRealClusterFiles(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/kube-proxy-v1.37/*cluster*.json")
+	if len(files) == 0 {
+		t.Fatal("no captures found")
+	}
+	for _, f := range append(files, "testdata/small.cluster.json") {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := loadScan(data)
+		if !ok {
+			t.Fatalf("%s: the scan did not read it", f)
+		}
+		want, err := load(data, f, stdDecoding)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: the scan and encoding/json differ (error %v)", f, err)
+		}
+		var l struct{ Items []json.RawMessage }
+		if err := json.Unmarshal(data, &l); err != nil {
+			t.Fatal(err)
+		}
+		slices := 0
+		for _, it := range l.Items {
+			if itemKind(it) != "EndpointSlice" {
+				continue
+			}
+			slices++
+			if c := jsonscan.New(it); !isScanned(&c) {
+				t.Errorf("%s: a slice decoded by reflection, not scanned: %.200s", f, it)
+			}
+		}
+		if slices == 0 && !strings.Contains(f, "small") {
+			t.Errorf("%s: no EndpointSlices", f)
+		}
+	}
+}
+
+func isScanned(c *jsonscan.Cursor) bool {
+	_, ok := scanEndpointSlice(c)
+	return ok && c.End()
+}
+
+// TestScanRefusesWhatItDoesNotReadExactly: a slice with anything the scan
+// does not read as encoding/json would is not scanned, and the file loads
+// as encoding/json loads it (or fails as it does).
+func TestScanRefusesWhatItDoesNotReadExactly(t *testing.T) {
+	for name, c := range map[string]struct{ old, new string }{
+		"escape":           {`"name": "web-x7k2p"`, `"name": "web-x7k2\u0070"`},
+		"null":             {`"hostname": "web-0"`, `"hostname": null`},
+		"repeated_member":  {`"zone": "zone-a"`, `"zone": "zone-a", "zone": "zone-b"`},
+		"unknown_member":   {`"zone": "zone-a"`, `"zone": "zone-a", "extra": [1, {"x": null}]`},
+		"letter_case":      {`"nodeName": "node-a"`, `"NodeName": "node-a"`},
+		"fraction":         {`"port": 8080`, `"port": 8080.0`},
+		"exponent":         {`"port": 8080`, `"port": 8e3`},
+		"leading_zero":     {`"port": 8080`, `"port": 08080`},
+		"port_overflow":    {`"port": 8080`, `"port": 2147483648`},
+		"port_string":      {`"port": 8080`, `"port": "8080"`},
+		"invalid_utf8":     {`"zone-a"}`, "\"zone-\xff\"}"},
+		"control_char":     {`"web-0"`, "\"web\t0\""},
+		"bad_time":         {`"2026-12-04T22:10:24Z"`, `"yesterday"`},
+		"wrong_version":    {`"discovery.k8s.io/v1"`, `"discovery.k8s.io/v1beta1"`},
+		"managed_fields":   {`"generation": 3`, `"generation": 3, "managedFields": [{"manager": "kcm"}]`},
+		"unbalanced":       {`"ports": [`, `"ports": [[`},
+		"trailing_comma":   {`"kind": "EndpointSlice",`, `"kind": "EndpointSlice",,`},
+		"vertical_tab":     {`"kind": "EndpointSlice"`, "\"kind\":\v\"EndpointSlice\""},
+		"conditions_array": {`"conditions": {}`, `"conditions": []`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			slice := strings.Replace(richSlice, c.old, c.new, 1)
+			if slice == richSlice {
+				t.Fatalf("%q not in the slice", c.old)
+			}
+			if cur := jsonscan.New([]byte(slice)); isScanned(&cur) {
+				t.Fatal("scanned a slice it must refuse")
+			}
+			doc := []byte(scanList(scanService, slice, scanService))
+			std, serr := load(doc, "f", stdDecoding)
+			if got, ok := loadScan(doc); ok && (serr != nil || !reflect.DeepEqual(got, std)) {
+				t.Fatalf("the scan loaded %+v; encoding/json %+v, %v", got, std, serr)
+			}
+			if got, err := LoadCluster(doc, "f"); !reflect.DeepEqual(got, std) || (err == nil) != (serr == nil) {
+				t.Fatalf("LoadCluster: %v; encoding/json: %v", err, serr)
+			}
+		})
+	}
+}
+
+// FuzzLoadScanMatchesStd: whatever the scan reads, encoding/json loads,
+// to the same state.
+func FuzzLoadScanMatchesStd(f *testing.F) {
+	for _, s := range loaderSeeds() {
+		f.Add(s)
+	}
+	f.Add([]byte(scanList(richSlice, scanService, richSlice)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := loadScan(data)
+		if !ok {
+			return
+		}
+		std, err := load(data, "fuzz", stdDecoding)
+		if err != nil {
+			t.Fatalf("the scan read what encoding/json rejects: %v", err)
+		}
+		if !reflect.DeepEqual(got, std) {
+			t.Fatal("the scan and encoding/json loaded different states")
+		}
+	})
+}
