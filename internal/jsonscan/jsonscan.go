@@ -190,17 +190,6 @@ func isScalarByte(ch byte) bool {
 
 func isSpace(ch byte) bool { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r' }
 
-// Quoted reads a string as Str does and returns its token, quotes
-// included (for a decoder of its own, such as a time's).
-func (c *Cursor) Quoted() ([]byte, bool) {
-	c.ws()
-	start := c.i
-	if _, ok := c.Str(); !ok {
-		return nil, false
-	}
-	return c.b[start:c.i], true
-}
-
 // Int reads an integer as JSON writes one (an optional minus, no leading
 // zero, no fraction or exponent) that fits in bits.
 func (c *Cursor) Int(bits int) (int64, bool) {

@@ -111,10 +111,10 @@ func TestInt(t *testing.T) {
 	}
 }
 
-func TestQuotedAndValue(t *testing.T) {
+func TestValueAndStrictness(t *testing.T) {
 	c := New([]byte(` "2026-12-04T22:10:24Z" , {"a": [1, "]"]} ]`))
-	if q, ok := c.Quoted(); !ok || string(q) != `"2026-12-04T22:10:24Z"` || !c.Lit(',') {
-		t.Fatalf("Quoted: %q %v", q, ok)
+	if s, ok := c.Str(); !ok || string(s) != `2026-12-04T22:10:24Z` || !c.Lit(',') {
+		t.Fatalf("Str: %q %v", s, ok)
 	}
 	if v, ok := c.Value(); !ok || string(v) != `{"a": [1, "]"]}` || !c.Lit(']') {
 		t.Fatalf("Value: %q %v", v, ok)

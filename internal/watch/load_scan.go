@@ -78,6 +78,7 @@ func scanItems(c *jsonscan.Cursor, cs *ClusterState) bool {
 		return false
 	}
 	last := "" // the kind of the item before: kubectl groups items by kind
+	s := &epScratch{}
 	for i := 0; ; i++ {
 		more, ok := c.Next(']', i)
 		if !ok {
@@ -86,7 +87,7 @@ func scanItems(c *jsonscan.Cursor, cs *ClusterState) bool {
 		if !more {
 			return true
 		}
-		if last, ok = scanItem(c, cs, last); !ok {
+		if last, ok = scanItem(c, s, cs, last); !ok {
 			return false
 		}
 	}
@@ -96,11 +97,11 @@ func scanItems(c *jsonscan.Cursor, cs *ClusterState) bool {
 // slice the scan does not read, is decoded alone as the fast decoding
 // decodes one: as the kind of the item before (last), else as the kind it
 // names. It returns the item's kind.
-func scanItem(c *jsonscan.Cursor, cs *ClusterState, last string) (string, bool) {
+func scanItem(c *jsonscan.Cursor, s *epScratch, cs *ClusterState, last string) (string, bool) {
 	const slice = "EndpointSlice"
 	if last == "" || last == slice {
 		at := *c
-		if o, ok := scanEndpointSlice(c); ok {
+		if o, ok := scanEndpointSlice(c, s); ok {
 			cs.EndpointSlices = append(cs.EndpointSlices, o)
 			return slice, true
 		}
@@ -179,7 +180,7 @@ func scanStringMap(c *jsonscan.Cursor, m map[string]string) bool {
 
 // scanEndpointSlice reads an EndpointSlice as addObject would decode it, or
 // returns false.
-func scanEndpointSlice(c *jsonscan.Cursor) (*discoveryv1.EndpointSlice, bool) {
+func scanEndpointSlice(c *jsonscan.Cursor, s *epScratch) (*discoveryv1.EndpointSlice, bool) {
 	o := &discoveryv1.EndpointSlice{}
 	ok := scanMembers(c, func(name []byte) (uint, bool) {
 		switch string(name) {
@@ -192,7 +193,7 @@ func scanEndpointSlice(c *jsonscan.Cursor) (*discoveryv1.EndpointSlice, bool) {
 		case "addressType":
 			return 8, scanStr(c, (*string)(&o.AddressType))
 		case "endpoints":
-			return 16, scanEndpoints(c, &o.Endpoints)
+			return 16, scanEndpoints(c, s, &o.Endpoints)
 		case "ports":
 			return 32, scanPorts(c, &o.Ports)
 		}

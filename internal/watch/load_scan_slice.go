@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,9 +32,11 @@ func scanObjectMeta(c *jsonscan.Cursor, m *metav1.ObjectMeta) bool {
 			v, ok := c.Int(64)
 			m.Generation = v
 			return 32, ok
-		case "creationTimestamp":
-			q, ok := c.Quoted()
-			return 64, ok && m.CreationTimestamp.UnmarshalJSON(q) == nil
+		case "creationTimestamp": // as metav1.Time.UnmarshalJSON reads it
+			v, ok := c.Str()
+			t, err := time.Parse(time.RFC3339, string(v))
+			m.CreationTimestamp = metav1.NewTime(t.Local())
+			return 64, ok && err == nil
 		case "labels":
 			m.Labels = map[string]string{}
 			return 128, scanStringMap(c, m.Labels)
@@ -80,21 +84,55 @@ func scanBoolPtr(c *jsonscan.Cursor, dst **bool) bool {
 	return ok
 }
 
-func scanEndpoints(c *jsonscan.Cursor, dst *[]discoveryv1.Endpoint) bool {
-	eps := []discoveryv1.Endpoint{}
-	ok := scanElements(c, func() bool {
-		eps = append(eps, discoveryv1.Endpoint{})
-		return scanEndpoint(c, &eps[len(eps)-1])
-	})
-	*dst = eps
-	return ok
+// epScratch is what reading a slice's endpoints reuses from slice to slice:
+// the endpoints are read into it and copied out at their number, and their
+// addresses share one string and one array per slice (two allocations a
+// slice, not two an address).
+type epScratch struct {
+	eps   []discoveryv1.Endpoint
+	spans []addrSpan // per endpoint, its addresses in ends
+	text  []byte     // every address of the slice, one after the other
+	ends  []int      // where each address ends in text
 }
 
-func scanEndpoint(c *jsonscan.Cursor, e *discoveryv1.Endpoint) bool {
+type addrSpan struct {
+	from, to int
+	set      bool // the endpoint has an addresses member
+}
+
+func scanEndpoints(c *jsonscan.Cursor, s *epScratch, dst *[]discoveryv1.Endpoint) bool {
+	s.eps, s.spans, s.text, s.ends = s.eps[:0], s.spans[:0], s.text[:0], s.ends[:0]
+	ok := scanElements(c, func() bool {
+		s.eps = append(s.eps, discoveryv1.Endpoint{})
+		s.spans = append(s.spans, addrSpan{})
+		return scanEndpoint(c, s, len(s.eps)-1)
+	})
+	if !ok {
+		return false
+	}
+	eps := make([]discoveryv1.Endpoint, len(s.eps))
+	copy(eps, s.eps)
+	text, all := string(s.text), make([]string, len(s.ends))
+	from := 0
+	for i, end := range s.ends {
+		all[i], from = text[from:end], end
+	}
+	for i, sp := range s.spans {
+		if sp.set {
+			eps[i].Addresses = all[sp.from:sp.to:sp.to]
+		}
+	}
+	clear(s.eps) // the scratch holds no pointer into the result
+	*dst = eps
+	return true
+}
+
+func scanEndpoint(c *jsonscan.Cursor, s *epScratch, i int) bool {
+	e := &s.eps[i]
 	return scanMembers(c, func(name []byte) (uint, bool) {
 		switch string(name) {
 		case "addresses":
-			return 1, scanStrings(c, &e.Addresses)
+			return 1, scanAddresses(c, s, i)
 		case "conditions":
 			return 2, scanConditions(c, &e.Conditions)
 		case "hostname":
@@ -117,14 +155,16 @@ func scanEndpoint(c *jsonscan.Cursor, e *discoveryv1.Endpoint) bool {
 	})
 }
 
-func scanStrings(c *jsonscan.Cursor, dst *[]string) bool {
-	ss := []string{}
+// scanAddresses reads endpoint i's addresses into the scratch.
+func scanAddresses(c *jsonscan.Cursor, s *epScratch, i int) bool {
+	from := len(s.ends)
 	ok := scanElements(c, func() bool {
-		s, ok := c.Str()
-		ss = append(ss, string(s))
+		a, ok := c.Str()
+		s.text = append(s.text, a...)
+		s.ends = append(s.ends, len(s.text))
 		return ok
 	})
-	*dst = ss
+	s.spans[i] = addrSpan{from: from, to: len(s.ends), set: true}
 	return ok
 }
 

@@ -60,7 +60,7 @@ func scanList(items ...string) string {
 // comes out as the decoder makes it (pointers, empty slices and maps).
 func TestScanEndpointSliceDecodesAsTheDecoder(t *testing.T) {
 	c := jsonscan.New([]byte(richSlice))
-	got, ok := scanEndpointSlice(&c)
+	got, ok := scanEndpointSlice(&c, &epScratch{})
 	if !ok || !c.End() {
 		t.Fatal("the scan refused a slice it reads")
 	}
@@ -115,7 +115,7 @@ func TestScanReadsRealClusterFiles(t *testing.T) {
 }
 
 func isScanned(c *jsonscan.Cursor) bool {
-	_, ok := scanEndpointSlice(c)
+	_, ok := scanEndpointSlice(c, &epScratch{})
 	return ok && c.End()
 }
 
