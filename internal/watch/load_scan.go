@@ -107,6 +107,14 @@ func scanItem(c *jsonscan.Cursor, s *epScratch, cs *ClusterState, last string) (
 		}
 		*c = at
 	}
+	if last == "" || last == "Service" {
+		at := *c
+		if o, ok := scanService(c); ok {
+			cs.Services = append(cs.Services, o)
+			return "Service", true
+		}
+		*c = at
+	}
 	raw, ok := c.Value()
 	if !ok || !isJSONObject(raw) {
 		return "", false

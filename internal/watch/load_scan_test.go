@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/netdrift/netdrift/internal/jsonscan"
@@ -49,8 +50,44 @@ const richSlice = `{
     "ports": [{"appProtocol": "http", "name": "http", "port": 8080, "protocol": "TCP"}, {"port": -1}, {}]
 }`
 
-const scanService = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},` +
+const plainService = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},` +
 	`"spec":{"clusterIP":"10.96.0.10","ports":[{"name":"http","port":80,"protocol":"TCP","targetPort":8080}]}}`
+
+// richService is a Service as kubectl prints one, with every member the
+// scan reads.
+const richService = `{
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"creationTimestamp": "2026-11-29T18:17:57Z", "labels": {"app": "web"}, "name": "web", "namespace": "shop",
+        "resourceVersion": "250", "uid": "1d2e"},
+    "spec": {
+        "allocateLoadBalancerNodePorts": true,
+        "clusterIP": "10.96.0.10",
+        "clusterIPs": ["10.96.0.10", "fd00::a"],
+        "externalIPs": ["192.0.2.7"],
+        "externalName": "",
+        "externalTrafficPolicy": "Local",
+        "healthCheckNodePort": 31999,
+        "internalTrafficPolicy": "Cluster",
+        "ipFamilies": ["IPv4", "IPv6"],
+        "ipFamilyPolicy": "PreferDualStack",
+        "loadBalancerClass": "example.com/lb",
+        "loadBalancerIP": "192.0.2.8",
+        "loadBalancerSourceRanges": ["198.51.100.0/24"],
+        "ports": [
+            {"appProtocol": "http", "name": "http", "nodePort": 30080, "port": 80, "protocol": "TCP", "targetPort": 8080},
+            {"name": "metrics", "port": 9090, "protocol": "TCP", "targetPort": "metrics"},
+            {"port": 53, "protocol": "UDP"}
+        ],
+        "publishNotReadyAddresses": false,
+        "selector": {"app": "web"},
+        "sessionAffinity": "ClientIP",
+        "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 10800}},
+        "trafficDistribution": "PreferClose",
+        "type": "LoadBalancer"
+    },
+    "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.8", "ipMode": "VIP"}, {"hostname": "lb.example.com"}]}}
+}`
 
 func scanList(items ...string) string {
 	return `{"apiVersion": "v1", "items": [` + strings.Join(items, ",\n") + `], "kind": "List", "metadata": {"resourceVersion": ""}}`
@@ -70,6 +107,24 @@ func TestScanEndpointSliceDecodesAsTheDecoder(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, &want) {
 		t.Fatalf("scan:\n%+v\nencoding/json:\n%+v", got, &want)
+	}
+}
+
+// TestScanServiceDecodesAsTheDecoder: the same for a Service.
+func TestScanServiceDecodesAsTheDecoder(t *testing.T) {
+	for _, doc := range []string{richService, plainService, `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "status": {"loadBalancer": {}}}`} {
+		c := jsonscan.New([]byte(doc))
+		got, ok := scanService(&c)
+		if !ok || !c.End() {
+			t.Fatalf("the scan refused a Service it reads: %.80s", doc)
+		}
+		var want corev1.Service
+		if err := json.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, &want) {
+			t.Fatalf("scan:\n%+v\nencoding/json:\n%+v", got, &want)
+		}
 	}
 }
 
@@ -98,18 +153,23 @@ func TestScanReadsRealClusterFiles(t *testing.T) {
 		if err := json.Unmarshal(data, &l); err != nil {
 			t.Fatal(err)
 		}
-		slices := 0
+		scanned := map[string]int{}
 		for _, it := range l.Items {
-			if itemKind(it) != "EndpointSlice" {
-				continue
+			c := jsonscan.New(it)
+			switch itemKind(it) {
+			case "EndpointSlice":
+				if !isScanned(&c) {
+					t.Errorf("%s: a slice decoded by reflection, not scanned: %.200s", f, it)
+				}
+			case "Service":
+				if _, ok := scanService(&c); !ok || !c.End() {
+					t.Errorf("%s: a Service decoded by reflection, not scanned: %.200s", f, it)
+				}
 			}
-			slices++
-			if c := jsonscan.New(it); !isScanned(&c) {
-				t.Errorf("%s: a slice decoded by reflection, not scanned: %.200s", f, it)
-			}
+			scanned[itemKind(it)]++
 		}
-		if slices == 0 && !strings.Contains(f, "small") {
-			t.Errorf("%s: no EndpointSlices", f)
+		if !strings.Contains(f, "small") && (scanned["EndpointSlice"] == 0 || scanned["Service"] == 0) {
+			t.Errorf("%s: no EndpointSlices or Services: %v", f, scanned)
 		}
 	}
 }
@@ -152,7 +212,40 @@ func TestScanRefusesWhatItDoesNotReadExactly(t *testing.T) {
 			if cur := jsonscan.New([]byte(slice)); isScanned(&cur) {
 				t.Fatal("scanned a slice it must refuse")
 			}
-			doc := []byte(scanList(scanService, slice, scanService))
+			doc := []byte(scanList(plainService, slice, plainService))
+			std, serr := load(doc, "f", stdDecoding)
+			if got, ok := loadScan(doc); ok && (serr != nil || !reflect.DeepEqual(got, std)) {
+				t.Fatalf("the scan loaded %+v; encoding/json %+v, %v", got, std, serr)
+			}
+			if got, err := LoadCluster(doc, "f"); !reflect.DeepEqual(got, std) || (err == nil) != (serr == nil) {
+				t.Fatalf("LoadCluster: %v; encoding/json: %v", err, serr)
+			}
+		})
+	}
+}
+
+// TestScanRefusesServicesItDoesNotReadExactly: the same for Services.
+func TestScanRefusesServicesItDoesNotReadExactly(t *testing.T) {
+	for name, c := range map[string]struct{ old, new string }{
+		"target_port_float":   {`"targetPort": 8080`, `"targetPort": 8080.5`},
+		"target_port_null":    {`"targetPort": 8080`, `"targetPort": null`},
+		"condition":           {`"status": {"loadBalancer"`, `"status": {"conditions": [], "loadBalancer"`},
+		"affinity_timeout":    {`"timeoutSeconds": 10800`, `"timeoutSeconds": 1e4`},
+		"ingress_ports":       {`{"hostname": "lb.example.com"}`, `{"hostname": "lb.example.com", "ports": [{"port": 80, "protocol": "TCP"}]}`},
+		"escaped_annotation":  {`"labels": {"app": "web"}`, `"annotations": {"last-applied": "{\"a\":1}"}, "labels": {"app": "web"}`},
+		"port_overflow":       {`"port": 53,`, `"port": 4294967349,`},
+		"repeated_port_field": {`"port": 53,`, `"port": 53, "port": 54,`},
+		"wrong_version":       {`"apiVersion": "v1"`, `"apiVersion": "v2"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc := strings.Replace(richService, c.old, c.new, 1)
+			if svc == richService {
+				t.Fatalf("%q not in the Service", c.old)
+			}
+			if cur := jsonscan.New([]byte(svc)); func() bool { _, ok := scanService(&cur); return ok }() {
+				t.Fatal("scanned a Service it must refuse")
+			}
+			doc := []byte(scanList(plainService, svc, richSlice))
 			std, serr := load(doc, "f", stdDecoding)
 			if got, ok := loadScan(doc); ok && (serr != nil || !reflect.DeepEqual(got, std)) {
 				t.Fatalf("the scan loaded %+v; encoding/json %+v, %v", got, std, serr)
@@ -170,7 +263,8 @@ func FuzzLoadScanMatchesStd(f *testing.F) {
 	for _, s := range loaderSeeds() {
 		f.Add(s)
 	}
-	f.Add([]byte(scanList(richSlice, scanService, richSlice)))
+	f.Add([]byte(scanList(richSlice, plainService, richSlice)))
+	f.Add([]byte(scanList(richService, richSlice, plainService)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, ok := loadScan(data)
 		if !ok {
