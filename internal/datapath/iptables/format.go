@@ -195,10 +195,13 @@ func natListing(lines []string) bool {
 // endpoints), and stops once it has seen both families.
 func DumpFamily(text []byte) (fam model.IPFamily, mixed, ok bool) {
 	var n familyCount
-	for len(text) > 0 && (n.v4 == 0 || n.v6 == 0) {
+	for len(text) > 0 && n.v4 == 0 {
 		var line []byte
 		line, text, _ = bytes.Cut(text, newline)
 		n.line(line)
+	}
+	if n.v4 > 0 && n.v6 == 0 {
+		n.colonFields(text)
 	}
 	switch {
 	case n.v4 > 0 && n.v6 > 0:
@@ -244,6 +247,57 @@ func (n *familyCount) line(line []byte) {
 		i = j
 	}
 }
+
+// colonFields reads the rest of a dump once an IPv4 address was seen: only
+// an IPv6 address changes the outcome then, and every IPv6 form holds a
+// colon, so only the fields that hold one are looked at, each with the
+// field before it in its line (as line would split them). Where a
+// non-ASCII byte borders them, their line is read by line.
+func (n *familyCount) colonFields(text []byte) {
+	for n.v6 == 0 {
+		i := bytes.IndexByte(text, ':')
+		if i < 0 {
+			return
+		}
+		start, end := fieldAround(text, i)
+		p := start // the field before, in the same line
+		for p > 0 && byteClass[text[p-1]] == classSpace && text[p-1] != '\n' {
+			p--
+		}
+		prevEnd := p
+		for p > 0 && byteClass[text[p-1]] == classField {
+			p--
+		}
+		if isOther(text, start-1) || isOther(text, end) || isOther(text, p-1) {
+			ls := bytes.LastIndexByte(text[:i], '\n') + 1
+			le := len(text)
+			if j := bytes.IndexByte(text[i:], '\n'); j >= 0 {
+				le = i + j
+			}
+			n.line(text[ls:le])
+			text = text[le:]
+			continue
+		}
+		if prev := text[p:prevEnd]; len(prev) > 0 && prev[0] == '-' && isAddrFlag(prev) {
+			n.addr(text[start:end])
+		}
+		text = text[end:]
+	}
+}
+
+// fieldAround is the field (a run of classField bytes) holding text[i].
+func fieldAround(text []byte, i int) (start, end int) {
+	start, end = i, i
+	for start > 0 && byteClass[text[start-1]] == classField {
+		start--
+	}
+	for end < len(text) && byteClass[text[end]] == classField {
+		end++
+	}
+	return start, end
+}
+
+func isOther(text []byte, i int) bool { return i >= 0 && i < len(text) && byteClass[text[i]] == classOther }
 
 func (n *familyCount) fields(fields []string) {
 	for i := 1; i < len(fields); i++ {

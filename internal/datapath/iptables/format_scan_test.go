@@ -56,6 +56,14 @@ var dumpFamilyCases = []struct {
 	{"tabs and CR", "-A X\t-d\t10.0.0.1/32\r\n", model.IPv4, false, true},
 	{"a Unicode space separates fields", "-A X -d\u00a0fd00::1 -m comment --comment \"é\" -j A", model.IPv6, false, true},
 	{"a flag inside a comment is a field too", "-A X -m comment --comment \"ns/a -s fd00::9 x\" -j A", model.IPv6, false, true},
+	// After the first IPv4 address only the fields with a colon are read.
+	{"v4, then colons in no address", "-A X -d 10.0.0.1/32 -j A\n:KUBE-X - [0:0]\n-A Y -m comment --comment \"ns/s:http\" -j DNAT --to-destination 10.0.0.2:80\n", model.IPv4, false, true},
+	{"v4, then v6 after a colon field", "-A X -d 10.0.0.1 -j A\n-A Y -m comment --comment \"a:b\" -d fd00::1 -j A\n", "", true, true},
+	{"v4, then v6 after a field with a colon", "-A X -d 10.0.0.1\n-A Y a:b fd00::1 -s fd00::2\n", "", true, true},
+	{"v4, then v6 behind no flag", "-A X -d 10.0.0.1\n-A Y x:y fd00::1 -d\nfd00::3\n", model.IPv4, false, true},
+	{"v4, then v6 behind a Unicode space", "-A X -d 10.0.0.1\n-A Y -d\u00a0fd00::1\n", "", true, true},
+	{"v4, then v6 behind a flag and a tab", "-d 10.0.0.1 -s\t\t[fd00::1]:80", "", true, true},
+	{"v4, then a v4-mapped address", "-d 10.0.0.1\n-s ::ffff:10.0.0.2\n", model.IPv4, false, true},
 }
 
 func TestDumpFamily(t *testing.T) {
