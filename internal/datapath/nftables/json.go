@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"unicode"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -567,7 +568,8 @@ func nftJSONError(data []byte, err error) error {
 // notJSONHint names the right capture or flag when data is not JSON but
 // another capture people paste ("" when it starts like JSON).
 func notJSONHint(data []byte) string {
-	s := string(bytes.TrimSpace(data))
+	data = bytes.TrimLeftFunc(data, unicode.IsSpace) // as bytes.TrimSpace trims
+	s := string(data[:min(len(data), 64)])           // the prefixes below are short: no copy of the whole capture
 	if s == "" || s[0] == '{' || s[0] == '[' {
 		return ""
 	}
