@@ -297,7 +297,9 @@ func fieldAround(text []byte, i int) (start, end int) {
 	return start, end
 }
 
-func isOther(text []byte, i int) bool { return i >= 0 && i < len(text) && byteClass[text[i]] == classOther }
+func isOther(text []byte, i int) bool {
+	return i >= 0 && i < len(text) && byteClass[text[i]] == classOther
+}
 
 func (n *familyCount) fields(fields []string) {
 	for i := 1; i < len(fields); i++ {
