@@ -262,3 +262,12 @@ const (
 	strStop
 	strUTF8
 )
+
+// Rest is what is left to read, from the next token on.
+func (c *Cursor) Rest() []byte {
+	c.ws()
+	return c.b[c.i:]
+}
+
+// Advance passes over n bytes of Rest (read by another decoder).
+func (c *Cursor) Advance(n int) { c.i = min(c.i+n, len(c.b)) }

@@ -93,8 +93,10 @@ func loadJSONStream(data []byte) (*ClusterState, error) {
 // newStreamDecoder reads src in place (a bytes.Buffer is not copied), so
 // its offsets index src.
 func newStreamDecoder(src []byte) *jsontext.Decoder {
-	return jsontext.NewDecoder(bytes.NewBuffer(src), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	return jsontext.NewDecoder(bytes.NewBuffer(src), streamOptions...)
 }
+
+var streamOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
 
 // fastList is typeMeta with the items decoded as they are read.
 type fastList struct {

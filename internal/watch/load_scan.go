@@ -1,27 +1,33 @@
 package watch
 
 import (
+	"bytes"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/netdrift/netdrift/internal/jsonscan"
 )
 
 // The scan decoding: a cluster file as kubectl prints it (one JSON List)
-// is read with internal/jsonscan, its EndpointSlices — most of the bytes
-// of any real cluster file, ten endpoints a slice and more — field by
-// field without reflection (load_scan_slice.go), every other item found by
-// its brackets and decoded alone as the fast decoding decodes it. It
-// accepts only what it reads exactly as encoding/json would: a member it
-// does not know, a repeated one, an escape in a string, a null, a number
-// that is not a plain integer, anything unexpected ends it, and loadFast
-// decodes the file as before, so a refusal never changes a result
-// (FuzzLoadScanMatchesStd). What it reads it reads strictly, and the items
-// it hands over are decoded by a validating decoder: it accepts no file
-// encoding/json rejects.
+// is read with internal/jsonscan. Its EndpointSlices — most of the bytes
+// of any real cluster file, ten endpoints a slice and more — and its
+// Services are read member by member into the API types without
+// reflection (load_scan_slice.go, load_scan_service.go); every other item
+// is decoded alone from the stream, as the fast decoding decodes one.
+//
+// The scan reads an item only as encoding/json would: a member it does not
+// know, a repeated one, an escape in a string, a null, a number that is
+// not a plain integer sends that item to the decoder instead; a malformed
+// List ends the scan and loadFast decodes the file as before. So a refusal
+// never changes a result (FuzzLoadScanMatchesStd). What it reads it reads
+// strictly and what it hands over is decoded by a validating decoder: it
+// accepts no file encoding/json rejects.
 //
 // At 10k endpoints (the lab's 5.3 MB cluster file) the fast decoding's
-// reflection over the slices was most of the offline diff's cluster load
-// (BENCHMARKS.md, "Offline diff").
+// reflection over the slices and Services was most of the offline diff's
+// cluster load (BENCHMARKS.md, "Offline diff").
 
 // loadScan is loadFast for one JSON List; false: not read, decode it as
 // before.
@@ -77,8 +83,7 @@ func scanItems(c *jsonscan.Cursor, cs *ClusterState) bool {
 	if !c.Lit('[') {
 		return false
 	}
-	last := "" // the kind of the item before: kubectl groups items by kind
-	s := &epScratch{}
+	st := &itemScan{}
 	for i := 0; ; i++ {
 		more, ok := c.Next(']', i)
 		if !ok {
@@ -87,44 +92,97 @@ func scanItems(c *jsonscan.Cursor, cs *ClusterState) bool {
 		if !more {
 			return true
 		}
-		if last, ok = scanItem(c, s, cs, last); !ok {
+		if !st.item(c, cs) {
 			return false
 		}
 	}
 }
 
-// scanItem reads an EndpointSlice field by field; any other item, or a
-// slice the scan does not read, is decoded alone as the fast decoding
-// decodes one: as the kind of the item before (last), else as the kind it
-// names. It returns the item's kind.
-func scanItem(c *jsonscan.Cursor, s *epScratch, cs *ClusterState, last string) (string, bool) {
-	const slice = "EndpointSlice"
-	if last == "" || last == slice {
+// itemScan is the state of a List's items being read.
+type itemScan struct {
+	last    string // the kind of the item before: kubectl groups items by kind
+	misses  int    // items of that kind in a row the scan did not read
+	scanned int    // items the scan read
+	decoded int    // items the decoder read
+	slices  epScratch
+	dec     *jsontext.Decoder
+}
+
+// maxMisses: after this many items of a kind in a row that the scan did
+// not read, the items of that kind go straight to the decoder. When the
+// file's first items are such, the scan gives the file up (a file with
+// managed fields, or of Pods only, say): the fast decoding reads it as
+// one stream, without a decoder set up for every item.
+const maxMisses = 4
+
+// item reads an EndpointSlice or a Service field by field; any other
+// item, or one the scan does not read, is decoded from the stream as the
+// fast decoding decodes one: as the kind of the item before, else as the
+// kind it names.
+func (st *itemScan) item(c *jsonscan.Cursor, cs *ClusterState) bool {
+	if st.misses < maxMisses {
 		at := *c
-		if o, ok := scanEndpointSlice(c, s); ok {
-			cs.EndpointSlices = append(cs.EndpointSlices, o)
-			return slice, true
+		switch st.last {
+		case "", "EndpointSlice":
+			if o, ok := scanEndpointSlice(c, &st.slices); ok {
+				cs.EndpointSlices = append(cs.EndpointSlices, o)
+				st.last, st.misses = "EndpointSlice", 0
+				st.scanned++
+				return true
+			}
+			*c = at
 		}
-		*c = at
-	}
-	if last == "" || last == "Service" {
-		at := *c
-		if o, ok := scanService(c); ok {
-			cs.Services = append(cs.Services, o)
-			return "Service", true
+		switch st.last {
+		case "", "Service":
+			if o, ok := scanService(c); ok {
+				cs.Services = append(cs.Services, o)
+				st.last, st.misses = "Service", 0
+				st.scanned++
+				return true
+			}
+			*c = at
 		}
-		*c = at
 	}
-	raw, ok := c.Value()
-	if !ok || !isJSONObject(raw) {
+	if st.decoded++; st.scanned == 0 && st.decoded > maxMisses {
+		return false // given up: loadFast decodes the file
+	}
+	kind, ok := st.decode(c, cs)
+	if kind == st.last && (kind == "EndpointSlice" || kind == "Service") {
+		st.misses++
+	} else {
+		st.last, st.misses = kind, 0
+	}
+	return ok
+}
+
+// decode decodes the item at c from the stream (as fastItems.add does,
+// without reading it twice), and returns its kind.
+func (st *itemScan) decode(c *jsonscan.Cursor, cs *ClusterState) (string, bool) {
+	src := c.Rest()
+	if st.dec == nil {
+		st.dec = newStreamDecoder(src)
+	} else {
+		st.dec.Reset(bytes.NewBuffer(src), streamOptions...)
+	}
+	if dec := st.dec; st.last != "" && dec.PeekKind() == '{' &&
+		addGuessed(cs, st.last, func(g any) error { return jsonv2.UnmarshalDecode(dec, g, v1Options) }) {
+		c.Advance(int(dec.InputOffset()))
+		return st.last, true
+	}
+	if st.last == "" { // nothing read yet
+		if _, err := st.dec.ReadValue(); err != nil {
+			return "", false
+		}
+	}
+	n := int(st.dec.InputOffset())
+	raw := bytes.TrimLeft(src[:n], " \t\r\n")
+	c.Advance(n)
+	if !isJSONObject(raw) {
 		return "", false
 	}
 	decode := func(g any) error { return unmarshalV1(raw, g) }
-	if last != "" && addGuessed(cs, last, decode) {
-		return last, true
-	}
 	k := itemKind(raw)
-	if k != "" && k != last && addGuessed(cs, k, decode) {
+	if k != "" && k != st.last && addGuessed(cs, k, decode) {
 		return k, true
 	}
 	return k, addObject(cs, raw, unmarshalV1) == nil

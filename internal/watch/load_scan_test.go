@@ -2,9 +2,11 @@ package watch
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -252,6 +254,47 @@ func TestScanRefusesServicesItDoesNotReadExactly(t *testing.T) {
 			}
 			if got, err := LoadCluster(doc, "f"); !reflect.DeepEqual(got, std) || (err == nil) != (serr == nil) {
 				t.Fatalf("LoadCluster: %v; encoding/json: %v", err, serr)
+			}
+		})
+	}
+}
+
+// TestScanGivesUpFilesItCannotRead: a file whose first items the scan does
+// not read (managed fields on every object, as kubectl prints them with
+// --show-managed-fields) is left to the fast decoding whole; a later run of
+// such items is decoded item by item. Either way the state is encoding/json's.
+func TestScanGivesUpFilesItCannotRead(t *testing.T) {
+	managed := strings.Replace(richSlice, `"generation": 3`, `"generation": 3, "managedFields": [{"manager": "kcm", "operation": "Update"}]`, 1)
+	odd := func(n int) []string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = strings.Replace(managed, "web-x7k2p", fmt.Sprintf("web-%d", i), 1)
+		}
+		return items
+	}
+	for name, c := range map[string]struct {
+		items []string
+		read  bool
+	}{
+		"all_managed":          {odd(maxMisses + 3), false},
+		"managed_after_others": {append([]string{plainService, richSlice}, odd(maxMisses+3)...), true},
+		"pods_only":            {slices.Repeat([]string{`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}`}, maxMisses+2), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc := []byte(scanList(c.items...))
+			got, ok := loadScan(doc)
+			if ok != c.read {
+				t.Fatalf("scan read the file: %v, want %v", ok, c.read)
+			}
+			std, err := load(doc, "f", stdDecoding)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok && !reflect.DeepEqual(got, std) {
+				t.Fatal("the scan and encoding/json differ")
+			}
+			if all, err := LoadCluster(doc, "f"); err != nil || !reflect.DeepEqual(all, std) {
+				t.Fatalf("LoadCluster: %v", err)
 			}
 		})
 	}
