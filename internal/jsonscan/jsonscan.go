@@ -271,3 +271,28 @@ func (c *Cursor) Rest() []byte {
 
 // Advance passes over n bytes of Rest (read by another decoder).
 func (c *Cursor) Advance(n int) { c.i = min(c.i+n, len(c.b)) }
+
+// Each reads an array or an object (open is '[' or '{'), calling elem to
+// read each element or member (a member's name too); false where elem
+// refuses or the value is malformed.
+func (c *Cursor) Each(open byte, elem func() bool) bool {
+	closing := byte(']')
+	if open == '{' {
+		closing = '}'
+	}
+	if !c.Lit(open) {
+		return false
+	}
+	for i := 0; ; i++ {
+		more, ok := c.Next(closing, i)
+		if !ok {
+			return false
+		}
+		if !more {
+			return true
+		}
+		if !elem() {
+			return false
+		}
+	}
+}

@@ -142,28 +142,15 @@ func readStrict(c *Cursor, depth int) bool {
 	}
 	switch c.b[c.i] {
 	case '{', '[':
-		closing, obj := byte(']'), c.b[c.i] == '{'
-		if obj {
-			closing = '}'
-		}
-		c.i++
-		for i := 0; ; i++ {
-			more, ok := c.Next(closing, i)
-			if !ok {
-				return false
-			}
-			if !more {
-				return true
-			}
+		obj := c.b[c.i] == '{'
+		return c.Each(c.b[c.i], func() bool {
 			if obj {
 				if _, ok := c.Member(); !ok {
 					return false
 				}
 			}
-			if !readStrict(c, depth+1) {
-				return false
-			}
-		}
+			return readStrict(c, depth+1)
+		})
 	case '"':
 		_, ok := c.Str()
 		return ok
@@ -187,4 +174,26 @@ func FuzzStrictReadIsValid(f *testing.F) {
 			t.Fatalf("the strict readers read %q, which is not valid JSON", v)
 		}
 	})
+}
+
+func TestEach(t *testing.T) {
+	c := New([]byte(`[1, 2, 3] {"a": true, "b": false} [] {} [1,] [1 2]`))
+	var n []int64
+	if !c.Each('[', func() bool { v, ok := c.Int(64); n = append(n, v); return ok }) || len(n) != 3 || n[2] != 3 {
+		t.Fatalf("array: %v", n)
+	}
+	names := ""
+	if !c.Each('{', func() bool { m, ok := c.Member(); names += string(m); _, ok2 := c.Bool(); return ok && ok2 }) || names != "ab" {
+		t.Fatalf("object: %q", names)
+	}
+	if !c.Each('[', func() bool { return false }) || !c.Each('{', func() bool { return false }) {
+		t.Fatal("empty array or object refused")
+	}
+	for _, bad := range []string{"trailing comma", "no comma"} {
+		if c.Each('[', func() bool { _, ok := c.Int(64); return ok }) {
+			t.Fatalf("%s accepted", bad)
+		}
+		c.Skip() // pass over what is left of it
+		c.Lit(']')
+	}
 }

@@ -6,6 +6,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netdrift/netdrift/internal/jsonscan"
 )
@@ -33,69 +34,35 @@ import (
 // before.
 func loadScan(data []byte) (*ClusterState, bool) {
 	c := jsonscan.New(data)
-	if !c.Lit('{') {
-		return nil, false
-	}
 	cs := &ClusterState{}
 	var kind []byte
-	var seen uint
-	for i := 0; ; i++ {
-		more, ok := c.Next('}', i)
-		if !ok {
-			return nil, false
-		}
-		if !more {
-			break
-		}
-		name, ok := c.Member()
-		if !ok {
-			return nil, false
-		}
-		var bit uint
+	items := false
+	ok := scanMembers(&c, func(name []byte) (uint, bool) {
 		switch string(name) {
 		case "apiVersion":
-			bit = 1
-			_, ok = c.Str()
+			_, ok := c.Str()
+			return 1, ok
 		case "kind":
-			bit = 2
-			kind, ok = c.Str()
+			k, ok := c.Str()
+			kind = k
+			return 2, ok
 		case "metadata": // a List's: {"resourceVersion": ""}
-			bit = 4
-			ok = scanStringMap(&c, nil)
+			return 4, scanStringMap(&c, nil)
 		case "items":
-			bit = 8
-			ok = scanItems(&c, cs)
-		default:
-			return nil, false
+			items = true
+			return 8, scanItems(&c, cs)
 		}
-		if !ok || seen&bit != 0 {
-			return nil, false
-		}
-		seen |= bit
-	}
-	if !c.End() || seen&8 == 0 || !isList(string(kind)) {
+		return 0, false
+	})
+	if !ok || !c.End() || !items || !isList(string(kind)) {
 		return nil, false
 	}
 	return mergeStates([]*ClusterState{cs}), true
 }
 
 func scanItems(c *jsonscan.Cursor, cs *ClusterState) bool {
-	if !c.Lit('[') {
-		return false
-	}
 	st := &itemScan{}
-	for i := 0; ; i++ {
-		more, ok := c.Next(']', i)
-		if !ok {
-			return false
-		}
-		if !more {
-			return true
-		}
-		if !st.item(c, cs) {
-			return false
-		}
-	}
+	return c.Each('[', func() bool { return st.item(c, cs) })
 }
 
 // itemScan is the state of a List's items being read.
@@ -192,45 +159,20 @@ func (st *itemScan) decode(c *jsonscan.Cursor, cs *ClusterState) (string, bool) 
 // plain enough to find it (its other members passed over); "" otherwise.
 func itemKind(raw []byte) string {
 	c := jsonscan.New(raw)
-	if !c.Lit('{') {
-		return ""
-	}
-	for i := 0; ; i++ {
-		more, ok := c.Next('}', i)
-		if !ok || !more {
-			return ""
-		}
-		name, ok := c.Member()
-		if !ok {
-			return ""
-		}
+	var kind []byte
+	scanEachMember(&c, func(name []byte) bool {
 		if string(name) == "kind" {
-			k, _ := c.Str()
-			return string(k)
+			kind, _ = c.Str()
+			return false // found: stop
 		}
-		if !c.Skip() {
-			return ""
-		}
-	}
+		return c.Skip()
+	})
+	return string(kind)
 }
 
-// stringMap reads an object of strings into m (nil: read only).
+// scanStringMap reads an object of strings into m (nil: read only).
 func scanStringMap(c *jsonscan.Cursor, m map[string]string) bool {
-	if !c.Lit('{') {
-		return false
-	}
-	for i := 0; ; i++ {
-		more, ok := c.Next('}', i)
-		if !ok {
-			return false
-		}
-		if !more {
-			return true
-		}
-		k, ok := c.Member()
-		if !ok {
-			return false
-		}
+	return scanEachMember(c, func(k []byte) bool {
 		v, ok := c.Str()
 		if !ok {
 			return false
@@ -241,21 +183,16 @@ func scanStringMap(c *jsonscan.Cursor, m map[string]string) bool {
 			}
 			m[string(k)] = string(v)
 		}
-	}
+		return true
+	})
 }
 
 // scanEndpointSlice reads an EndpointSlice as addObject would decode it, or
 // returns false.
 func scanEndpointSlice(c *jsonscan.Cursor, s *epScratch) (*discoveryv1.EndpointSlice, bool) {
 	o := &discoveryv1.EndpointSlice{}
-	ok := scanMembers(c, func(name []byte) (uint, bool) {
+	ok := scanObject(c, "EndpointSlice", &o.TypeMeta, &o.ObjectMeta, func(name []byte) (uint, bool) {
 		switch string(name) {
-		case "kind":
-			return 1, scanStr(c, &o.Kind)
-		case "apiVersion":
-			return 2, scanStr(c, &o.APIVersion)
-		case "metadata":
-			return 4, scanObjectMeta(c, &o.ObjectMeta)
 		case "addressType":
 			return 8, scanStr(c, (*string)(&o.AddressType))
 		case "endpoints":
@@ -265,58 +202,53 @@ func scanEndpointSlice(c *jsonscan.Cursor, s *epScratch) (*discoveryv1.EndpointS
 		}
 		return 0, false
 	})
-	if !ok || o.Kind != "EndpointSlice" || o.APIVersion != wantedKinds["EndpointSlice"] || o.Name == "" {
-		return nil, false
-	}
-	return o, true
+	return o, ok
 }
 
-// members reads an object, calling member for each member name: it reads
-// the value and returns the member's bit (each name once) and whether it
-// read it.
-func scanMembers(c *jsonscan.Cursor, member func(name []byte) (uint, bool)) bool {
-	if !c.Lit('{') {
-		return false
-	}
-	var seen uint
-	for i := 0; ; i++ {
-		more, ok := c.Next('}', i)
-		if !ok {
-			return false
+// scanObject reads an API object of kind: its type and metadata, and
+// every other member through member (bits from 8 up). It is false unless
+// the object is one addObject adds (kind, apiVersion, a name).
+func scanObject(c *jsonscan.Cursor, kind string, tm *metav1.TypeMeta, om *metav1.ObjectMeta, member func(name []byte) (uint, bool)) bool {
+	ok := scanMembers(c, func(name []byte) (uint, bool) {
+		switch string(name) {
+		case "kind":
+			return 1, scanStr(c, &tm.Kind)
+		case "apiVersion":
+			return 2, scanStr(c, &tm.APIVersion)
+		case "metadata":
+			return 4, scanObjectMeta(c, om)
 		}
-		if !more {
-			return true
-		}
+		return member(name)
+	})
+	return ok && tm.Kind == kind && tm.APIVersion == wantedKinds[kind] && om.Name != ""
+}
+
+// scanEachMember reads an object, calling member with each member's name
+// to read its value; false where member refuses or the object is malformed.
+func scanEachMember(c *jsonscan.Cursor, member func(name []byte) bool) bool {
+	return c.Each('{', func() bool {
 		name, ok := c.Member()
-		if !ok {
-			return false
-		}
+		return ok && member(name)
+	})
+}
+
+// scanMembers reads an object of known members: member reads the value of
+// the one it is given and returns its bit (each name once, 0 for a name
+// it does not know) and whether it read it.
+func scanMembers(c *jsonscan.Cursor, member func(name []byte) (uint, bool)) bool {
+	var seen uint
+	return scanEachMember(c, func(name []byte) bool {
 		bit, ok := member(name)
 		if !ok || bit == 0 || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
-	}
+		return true
+	})
 }
 
-// elements reads an array, calling elem for each element.
-func scanElements(c *jsonscan.Cursor, elem func() bool) bool {
-	if !c.Lit('[') {
-		return false
-	}
-	for i := 0; ; i++ {
-		more, ok := c.Next(']', i)
-		if !ok {
-			return false
-		}
-		if !more {
-			return true
-		}
-		if !elem() {
-			return false
-		}
-	}
-}
+// scanElements reads an array, calling elem for each element.
+func scanElements(c *jsonscan.Cursor, elem func() bool) bool { return c.Each('[', elem) }
 
 func scanStr(c *jsonscan.Cursor, dst *string) bool {
 	s, ok := c.Str()

@@ -16,14 +16,8 @@ import (
 // false.
 func scanService(c *jsonscan.Cursor) (*corev1.Service, bool) {
 	o := &corev1.Service{}
-	ok := scanMembers(c, func(name []byte) (uint, bool) {
+	ok := scanObject(c, "Service", &o.TypeMeta, &o.ObjectMeta, func(name []byte) (uint, bool) {
 		switch string(name) {
-		case "kind":
-			return 1, scanStr(c, &o.Kind)
-		case "apiVersion":
-			return 2, scanStr(c, &o.APIVersion)
-		case "metadata":
-			return 4, scanObjectMeta(c, &o.ObjectMeta)
 		case "spec":
 			return 8, scanServiceSpec(c, &o.Spec)
 		case "status":
@@ -31,10 +25,7 @@ func scanService(c *jsonscan.Cursor) (*corev1.Service, bool) {
 		}
 		return 0, false
 	})
-	if !ok || o.Kind != "Service" || o.APIVersion != wantedKinds["Service"] || o.Name == "" {
-		return nil, false
-	}
-	return o, true
+	return o, ok
 }
 
 func scanServiceSpec(c *jsonscan.Cursor, s *corev1.ServiceSpec) bool {

@@ -11,9 +11,9 @@ import (
 )
 
 // The members of an EndpointSlice the scan reads (load_scan.go), as
-// kubectl prints them; any other member ends the scan.
+// kubectl prints them; any other member sends the slice to the decoder.
 
-// objectMeta reads the metadata kubectl prints for an EndpointSlice (no
+// scanObjectMeta reads the metadata kubectl prints for an object (no
 // managed fields, no deletion timestamp or finalizers).
 func scanObjectMeta(c *jsonscan.Cursor, m *metav1.ObjectMeta) bool {
 	return scanMembers(c, func(name []byte) (uint, bool) {
@@ -168,7 +168,7 @@ func scanAddresses(c *jsonscan.Cursor, s *epScratch, i int) bool {
 	return ok
 }
 
-// conditions reads the three conditions; their values share one
+// scanConditions reads the three conditions; their values share one
 // allocation.
 func scanConditions(c *jsonscan.Cursor, cond *discoveryv1.EndpointConditions) bool {
 	var vals *[3]bool
@@ -236,7 +236,7 @@ func scanHints(c *jsonscan.Cursor, h *discoveryv1.EndpointHints) bool {
 	})
 }
 
-// onlyName reads {"name": "..."}.
+// scanOnlyName reads {"name": "..."}.
 func scanOnlyName(c *jsonscan.Cursor, dst *string) bool {
 	return scanMembers(c, func(name []byte) (uint, bool) {
 		if string(name) == "name" {
