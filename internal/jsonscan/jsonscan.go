@@ -1,17 +1,18 @@
 // Package jsonscan reads JSON values of one expected form from their bytes,
 // for the hot spots of the offline readers where a general decoder's
-// reflection costs several times the tokenizing: an nft dnat map, an
-// EndpointSlice's endpoints. A scan accepts only what it can read exactly
-// as the decoder it stands in for would (no escapes in strings, exact
-// member names, no repeats) and its caller decodes anything else as
+// reflection costs several times the tokenizing: an nft dnat map, a kubectl
+// List's Services and EndpointSlices. A scan accepts only what it can read
+// exactly as the decoder it stands in for would (no escapes in strings,
+// exact member names, no repeats) and its caller decodes anything else as
 // before, so a refusal never changes a result.
 //
 // What a scan reads token by token (Lit, Str, Name, Member, Bool, Int,
-// Digits, Next) it reads strictly: whitespace, strings and numbers as RFC
-// 8259 allows them, so a value read that way whole is valid JSON. Skip and
-// Value pass over a value by its brackets and quotes without checking its
-// syntax: their caller hands the bytes to a validating decoder, or knows
-// them valid already (as jsontext.Decoder.ReadValue returns them).
+// Digits, Each) it reads strictly: whitespace, strings and numbers as RFC
+// 8259 allows them, so a value read that way whole is valid JSON. Skip
+// passes over a value by its brackets and quotes without checking its
+// syntax: its caller knows the bytes valid already (as
+// jsontext.Decoder.ReadValue returns them) or hands them to a validating
+// decoder.
 package jsonscan
 
 import (
@@ -114,17 +115,19 @@ func (c *Cursor) word(w string) bool {
 	return false
 }
 
-// Digits reads a number made of decimal digits only.
+// Digits reads a number made of decimal digits only, as JSON writes one
+// (no leading zero).
 func (c *Cursor) Digits() ([]byte, bool) {
 	c.ws()
 	start := c.i
 	for c.i < len(c.b) && c.b[c.i] >= '0' && c.b[c.i] <= '9' {
 		c.i++
 	}
-	if c.i == start || c.i < len(c.b) && (c.b[c.i] == '.' || c.b[c.i] == 'e' || c.b[c.i] == 'E') {
+	d := c.b[start:c.i]
+	if len(d) == 0 || len(d) > 1 && d[0] == '0' || c.i < len(c.b) && (c.b[c.i] == '.' || c.b[c.i] == 'e' || c.b[c.i] == 'E') {
 		return nil, false
 	}
-	return c.b[start:c.i], true
+	return d, true
 }
 
 // Skip passes over one value.
@@ -202,7 +205,7 @@ func (c *Cursor) Int(bits int) (int64, bool) {
 		return 0, false // Digits would pass over whitespace first
 	}
 	d, ok := c.Digits()
-	if !ok || len(d) > 1 && d[0] == '0' || len(d) > 19 {
+	if !ok || len(d) > 19 {
 		return 0, false
 	}
 	var u uint64
@@ -217,29 +220,6 @@ func (c *Cursor) Int(bits int) (int64, bool) {
 		return int64(u), true
 	}
 	return 0, false
-}
-
-// Next starts the next member or element of the object or array being
-// read, i of them read before: more is false at its end (the closing byte
-// read), ok false where neither a comma nor that byte comes.
-func (c *Cursor) Next(closing byte, i int) (more, ok bool) {
-	if c.Lit(closing) {
-		return false, true
-	}
-	if i > 0 && !c.Lit(',') {
-		return false, false
-	}
-	return true, true
-}
-
-// Value passes over one value as Skip does and returns its bytes.
-func (c *Cursor) Value() ([]byte, bool) {
-	c.ws()
-	start := c.i
-	if !c.Skip() {
-		return nil, false
-	}
-	return c.b[start:c.i], true
 }
 
 // strClass classifies the bytes of a string: what Str reads as it is,
@@ -274,7 +254,7 @@ func (c *Cursor) Advance(n int) { c.i = min(c.i+n, len(c.b)) }
 
 // Each reads an array or an object (open is '[' or '{'), calling elem to
 // read each element or member (a member's name too); false where elem
-// refuses or the value is malformed.
+// refuses or the value is malformed (a missing or trailing comma).
 func (c *Cursor) Each(open byte, elem func() bool) bool {
 	closing := byte(']')
 	if open == '{' {
@@ -283,16 +263,10 @@ func (c *Cursor) Each(open byte, elem func() bool) bool {
 	if !c.Lit(open) {
 		return false
 	}
-	for i := 0; ; i++ {
-		more, ok := c.Next(closing, i)
-		if !ok {
-			return false
-		}
-		if !more {
-			return true
-		}
-		if !elem() {
+	for i := 0; !c.Lit(closing); i++ {
+		if i > 0 && !c.Lit(',') || !elem() {
 			return false
 		}
 	}
+	return true
 }

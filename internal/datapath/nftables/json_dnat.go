@@ -56,38 +56,26 @@ func (a *nftJSONDNATAddr) set(v []byte) {
 // member, escapes in strings, a port given as a string, an address that
 // does not parse...): the caller decodes those as before, so a false here
 // never changes a result (internal/jsonscan).
-func scanDNATMap(v []byte) (targets []netip.AddrPort, ok bool) {
+func scanDNATMap(v []byte) ([]netip.AddrPort, bool) {
 	c := jsonscan.New(v)
-	if !c.Lit('{') || !c.Name("map") || !c.Lit('{') {
-		return nil, false
-	}
+	var targets []netip.AddrPort
 	var seenKey, seenData bool
-	for {
-		k, ok := c.Str()
-		if !ok || !c.Lit(':') {
-			return nil, false
-		}
+	member := func() bool {
+		k, ok := c.Member()
 		switch {
+		case !ok:
+			return false
 		case string(k) == "key" && !seenKey:
-			seenKey = c.Skip()
-			if !seenKey {
-				return nil, false
-			}
+			seenKey = true
+			return c.Skip()
 		case string(k) == "data" && !seenData:
-			if targets, seenData = concatSet(&c); !seenData {
-				return nil, false
-			}
-		default:
-			return nil, false
+			seenData = true
+			targets, ok = concatSet(&c)
+			return ok
 		}
-		if c.Lit('}') {
-			break
-		}
-		if !c.Lit(',') {
-			return nil, false
-		}
+		return false
 	}
-	if !seenData || !c.Lit('}') || !c.End() {
+	if !c.Lit('{') || !c.Name("map") || !c.Each('{', member) || !seenData || !c.Lit('}') || !c.End() {
 		return nil, false
 	}
 	return targets, true
@@ -95,35 +83,25 @@ func scanDNATMap(v []byte) (targets []netip.AddrPort, ok bool) {
 
 // concatSet reads {"set": [[K, {"concat": [ADDRESS, PORT]}], ...]}.
 func concatSet(c *jsonscan.Cursor) ([]netip.AddrPort, bool) {
-	if !c.Lit('{') || !c.Name("set") || !c.Lit('[') {
-		return nil, false
-	}
 	var out []netip.AddrPort
-	if c.Lit(']') {
-		return out, c.Lit('}')
-	}
-	for {
+	elem := func() bool {
 		if !c.Lit('[') || !c.Skip() || !c.Lit(',') || !c.Lit('{') || !c.Name("concat") || !c.Lit('[') {
-			return nil, false
+			return false
 		}
 		addr, ok := c.Str()
 		if !ok || !c.Lit(',') {
-			return nil, false
+			return false
 		}
 		port, ok := c.Digits()
 		if !ok || !c.Lit(']') || !c.Lit('}') || !c.Lit(']') {
-			return nil, false
+			return false
 		}
 		ap, err := nftAddrPortFromParts([]string{string(addr), string(port)})
-		if err != nil {
-			return nil, false
-		}
 		out = append(out, ap)
-		if c.Lit(']') {
-			return out, c.Lit('}')
-		}
-		if !c.Lit(',') {
-			return nil, false
-		}
+		return err == nil
 	}
+	if !c.Lit('{') || !c.Name("set") || !c.Each('[', elem) || !c.Lit('}') {
+		return nil, false
+	}
+	return out, true
 }
