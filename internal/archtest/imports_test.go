@@ -1,112 +1,90 @@
-// Package archtest checks the package rules of docs/architecture.md
-// ("Package rules") against the imports the Go toolchain reports.
+// Package archtest checks docs/architecture.md's package map against the
+// imports the Go toolchain reports: the "may import" table and the
+// "External modules" table are read from the doc itself, so the doc is the
+// one place the rules are written.
 package archtest
 
 import (
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
-const mod = "github.com/netdrift/netdrift/"
+const (
+	mod     = "github.com/netdrift/netdrift/"
+	docPath = "../../docs/architecture.md"
+)
 
-type pkg struct {
-	ImportPath string
-	Deps       []string
+// bans hold for dependencies at any depth: domain types stay free of API and
+// netlink structs.
+var bans = []ban{
+	{"internal/model", []string{"k8s.io/client-go", "k8s.io/api", "github.com/vishvananda/netlink"},
+		"domain types are free of API and netlink structs"},
 }
 
-// deps lists every package of the module with its transitive dependencies
-// (go list -deps), test files excluded: the rules are about the product.
-func deps(t *testing.T) map[string][]string {
+// packages lists every package of the module (test files excluded: the
+// rules are about the product) with its imports and dependencies.
+func packages(t *testing.T) map[string]pkgInfo {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", "./...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
 	cmd.Dir = "../.."
+	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	m := map[string][]string{}
+	all := map[string]pkgInfo{}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {
-		var p pkg
+		var p struct {
+			ImportPath string
+			pkgInfo
+		}
 		if err := dec.Decode(&p); err == io.EOF {
 			break
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		m[strings.TrimPrefix(p.ImportPath, mod)] = p.Deps
+		all[strings.TrimPrefix(p.ImportPath, mod)] = p.pkgInfo
 	}
-	return m
-}
-
-// rule: packages under from (a prefix) must not depend on any of banned
-// (prefixes, module-relative or full import paths).
-type rule struct {
-	from   string
-	banned []string
-	why    string
-}
-
-var rules = []rule{
-	{"internal/datapath", []string{mod + "internal/nodecheck", mod + "internal/agent", mod + "internal/api", mod + "internal/metrics"},
-		"readers read the kernel; judging, the loop and presentation are elsewhere"},
-	{"internal/ipvs", []string{mod + "internal/datapath"}, "datapath constructs the IPVS reader: the reverse import would be a cycle"},
-	{"internal/drift", []string{mod + "internal/datapath", mod + "internal/watch"}, "compare is pure: desired and observed in, findings out"},
-	{"internal/model", []string{"k8s.io/client-go", "github.com/vishvananda/netlink", "k8s.io/api"}, "domain types are free of API and netlink structs"},
-	{"internal/nodecheck", []string{mod + "internal/datapath", mod + "internal/ipvs"}, "node rules consume model types; they import no reader"},
-	{"internal/", []string{mod + "cmd/"}, "nothing imports the binary"},
-}
-
-// violations checks every rule against the dependency lists; unmatched
-// lists the rules that matched no package (a layout change).
-func violations(all map[string][]string, rules []rule) (bad, unmatched []string) {
-	checked := map[string]bool{}
-	for _, r := range rules {
-		for p, ds := range all {
-			if !strings.HasPrefix(p, r.from) {
-				continue
-			}
-			checked[r.from] = true
-			for _, d := range ds {
-				for _, b := range r.banned {
-					if strings.HasPrefix(d, b) {
-						bad = append(bad, p+" imports "+d+": "+r.why)
-					}
-				}
-			}
-		}
-		if !checked[r.from] {
-			unmatched = append(unmatched, r.from)
-		}
+	if len(all) < 10 {
+		t.Fatalf("go list reported %d packages: not the module", len(all))
 	}
-	return bad, unmatched
+	return all
 }
 
-func TestImportRules(t *testing.T) {
-	bad, unmatched := violations(deps(t), rules)
+func docRows(t *testing.T, heading string, list int) []row {
+	t.Helper()
+	f, err := os.Open(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := readTable(f, heading, list)
+	if err != nil {
+		t.Fatalf("%s: %v", docPath, err)
+	}
+	return rows
+}
+
+func report(t *testing.T, bad []string) {
+	t.Helper()
 	for _, b := range bad {
 		t.Error(b)
 	}
-	for _, u := range unmatched {
-		t.Errorf("the rule for %s matched no package: the layout changed, update the rule", u)
-	}
 }
 
-// TestImportRulesCatchViolations: the checker fails on violating dependency
-// lists, so the rules can fail at all.
-func TestImportRulesCatchViolations(t *testing.T) {
-	all := map[string][]string{
-		"internal/drift":             {mod + "internal/model", mod + "internal/watch"},
-		"internal/ipvs":              {mod + "internal/datapath"},
-		"internal/datapath/iptables": {mod + "internal/nodecheck"},
-		"internal/model":             {"k8s.io/client-go/kubernetes"},
-		"internal/nodecheck":         {mod + "internal/model"},
-		"internal/cli":               {mod + "cmd/agent"},
-	}
-	bad, unmatched := violations(all, rules)
-	if len(bad) != 5 || len(unmatched) != 0 {
-		t.Fatalf("want 5 violations, got %d: %q (unmatched %q)", len(bad), bad, unmatched)
-	}
+func TestPackageTable(t *testing.T) {
+	report(t, checkTable(docRows(t, packagesHeading, -1), packages(t), mod))
+}
+
+func TestExternalModules(t *testing.T) {
+	report(t, checkExternal(docRows(t, externalHeading, 1), packages(t)))
+}
+
+func TestBans(t *testing.T) {
+	report(t, checkBans(bans, packages(t)))
 }
