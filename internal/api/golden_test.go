@@ -25,7 +25,7 @@ import (
 type fixedRSTs struct{}
 
 func (fixedRSTs) Status() rst.Status {
-	return rst.Status{Up: true, Mode: rst.ModeTracepoint, Reason: "tcp/tcp_send_reset with reason (kernel 6.12)"}
+	return rst.Status{Up: true, Mode: rst.ModeTracepoint, Reason: "tracepoint tcp/tcp_send_reset has the >= 6.10 layout (fires for resets sent without a socket)"}
 }
 
 func (f fixedRSTs) Snapshot() rst.Snapshot {
@@ -34,8 +34,8 @@ func (f fixedRSTs) Snapshot() rst.Snapshot {
 		Status:  f.Status(),
 		Watched: []netip.Addr{netip.MustParseAddr("10.244.1.13")},
 		Totals:  map[rst.ServiceKey]uint64{{Namespace: "shop", Service: "web"}: 3},
-		ByState: map[rst.ServiceKey]rst.StateCounts{{Namespace: "shop", Service: "web"}: {Ready: 5, Terminating: 2, Deleted: 1,
-			ReadyRefusals: 4}},
+		ByState: map[rst.ServiceKey]rst.StateCounts{{Namespace: "shop", Service: "web"}: {Ready: 701, Terminating: 2, Deleted: 1,
+			ReadyRefusals: 700}},
 		Unsettled: 1,
 		Samples: []rst.Record{{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched",
 			Reason: "NO_SOCKET", Watched: "10.244.1.13:8080", Client: "10.244.2.7:40312",

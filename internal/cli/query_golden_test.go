@@ -33,7 +33,7 @@ func (f fixedRSTs) Snapshot() rst.Snapshot { return f.snap }
 
 func newFixedRSTs() fixedRSTs {
 	since := 1.25
-	st := rst.Status{Up: true, Mode: rst.ModeTracepoint, Reason: "tcp/tcp_send_reset with reason"}
+	st := rst.Status{Up: true, Mode: rst.ModeTracepoint, Reason: "tracepoint tcp/tcp_send_reset has the >= 6.10 layout (fires for resets sent without a socket)"}
 	return fixedRSTs{status: rst.Status{Up: true, Mode: rst.ModeTracepoint}, snap: rst.Snapshot{
 		Status:  st,
 		Watched: []netip.Addr{netip.MustParseAddr("10.244.1.13"), netip.MustParseAddr("10.244.2.12")},

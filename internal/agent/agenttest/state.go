@@ -4,6 +4,7 @@
 package agenttest
 
 import (
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -35,7 +36,7 @@ var (
 // healthy watch and a degraded node source.
 func State() agent.State {
 	return agent.State{
-		Node: "node-a", Datapath: model.ModeIPTables, DatapathReason: "KUBE-SERVICES found in the nft backend",
+		Node: "node-a", Datapath: model.ModeIPTables, DatapathReason: "KUBE-SERVICES chain in the ip nat table (iptables, nft backend)",
 		Ready: true, Now: Now, LastAudit: at(-80 * time.Millisecond),
 		Watch: agent.WatchStatus{Synced: true, Healthy: true, HealthReason: "Lease renewals arrive", LeaseSeen: true,
 			LastLeaseRenew: at(-4 * time.Second), LastLeaseDelivery: at(-4*time.Second + 35*time.Millisecond),
@@ -43,7 +44,7 @@ func State() agent.State {
 		Sources: []agent.SourceStatus{
 			{Name: model.ModeIPTables, Up: true, LastAttempt: at(-80 * time.Millisecond), LastSuccess: at(-80 * time.Millisecond),
 				Duration: 42 * time.Millisecond},
-			{Name: "node", Up: false, Error: "conntrack: netlink dump: operation not permitted",
+			{Name: "node", Up: false, Error: nodeErr,
 				LastAttempt: at(-6 * time.Second), LastSuccess: at(-66 * time.Second), Duration: 3 * time.Millisecond},
 		},
 		Stale:          []drift.Tracked{staleWeb()},
@@ -52,9 +53,11 @@ func State() agent.State {
 		Recent:         Samples(),
 		Desired:        model.Desired{Node: "node-a", Frontends: desired()},
 		Observed: model.Observed{Datapath: model.ModeIPTables, Frontends: observed(),
-			Warnings: []string{"nat KUBE-SVC-CCCCCCCCCCCCCCCC rule 2: \"-m statistic --mode nth\" not understood"}},
+			Warnings: []string{readerWarning}},
 		DesiredFrontends: len(desired()), ObservedFrontends: len(observed()),
-		Notes: []string{"source node degraded: conntrack: netlink dump: operation not permitted"},
+		// As the agent words them (publish.go): reader warnings, then degraded sources.
+		Notes: []string{"datapath reader: 1 warning(s), first: " + readerWarning + " (all in /v1/drift)",
+			"source node degraded: " + nodeErr},
 	}
 }
 
@@ -72,23 +75,36 @@ func Samples() []drift.LagSample {
 	}
 }
 
+// nodeErr is what the node source reports when it may not list routes;
+// readerWarning one the iptables parser gives.
+const (
+	nodeErr       = `netns "": list routes: operation not permitted`
+	readerWarning = "IPv4: cluster_ip 10.96.0.30:80 is captured but its chains DNAT to no endpoint"
+)
+
 func staleWeb() drift.Tracked {
-	fe := webVIP
-	return drift.Tracked{Proven: true, Stale: true, Finding: model.Finding{
-		Kind: model.StaleBackend, Service: web, Frontend: &fe, Backend: ap("10.244.1.13:8080"),
-		Detail:    "cluster ip 10.96.0.10:80 still forwards to 10.244.1.13:8080, which is not an endpoint (deleted)",
-		Evidence:  []string{"KUBE-SVC-AAAAAAAAAAAAAAAA -> KUBE-SEP-BBBBBBBBBBBBBBBB: -j DNAT --to-destination 10.244.1.13:8080"},
-		FirstSeen: at(-7500 * time.Millisecond),
-	}}
+	f := compared(model.StaleBackend, webVIP, "10.244.1.13:8080")
+	f.FirstSeen = at(-7500 * time.Millisecond)
+	return drift.Tracked{Proven: true, Stale: true, Finding: f}
 }
 
 func pendingCart() drift.Tracked {
-	fe := cartVIP
-	return drift.Tracked{Proven: true, Finding: model.Finding{
-		Kind: model.MissingBackend, Service: cart, Frontend: &fe, Backend: ap("10.244.2.21:50051"),
-		Detail:    "cluster ip 10.96.0.20:9090 should forward to 10.244.2.21:50051 (ready) but the node does not",
-		FirstSeen: at(-1100 * time.Millisecond),
-	}}
+	f := compared(model.MissingBackend, cartVIP, "10.244.2.21:50051")
+	f.FirstSeen = at(-1100 * time.Millisecond)
+	return drift.Tracked{Proven: true, Finding: f}
+}
+
+// compared is the finding drift.Compare reports for the state's desired and
+// observed frontends, so its detail and evidence are the comparer's own.
+func compared(kind model.FindingKind, fe model.Frontend, backend string) model.Finding {
+	fs := drift.Compare(model.Desired{Node: "node-a", Frontends: desired()},
+		model.Observed{Datapath: model.ModeIPTables, Frontends: observed()})
+	for _, f := range fs {
+		if f.Kind == kind && f.Frontend != nil && *f.Frontend == fe && f.Backend == ap(backend) {
+			return f
+		}
+	}
+	panic(fmt.Sprintf("agenttest: drift.Compare reports no %s for %s -> %s", kind, fe, backend))
 }
 
 func webEndpoints() []model.Endpoint {
@@ -111,7 +127,14 @@ func desired() map[model.Frontend]model.Verdict {
 }
 
 func observed() map[model.Frontend]model.Verdict {
-	ev := []string{"KUBE-SERVICES -> KUBE-SVC-AAAAAAAAAAAAAAAA"}
+	// Evidence as the iptables parser gives it: the entry rule and the DNAT
+	// rules of the service's chain.
+	ev := []string{
+		`-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment "shop/web:http cluster IP" -m tcp --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO`,
+		`-A KUBE-SEP-FZQ6KZLGXRSKN2AD -p tcp -m comment --comment "shop/web:http" -m tcp -j DNAT --to-destination 10.244.1.10:8080`,
+		`-A KUBE-SEP-EIXAW3UET5NOOHSP -p tcp -m comment --comment "shop/web:http" -m tcp -j DNAT --to-destination 10.244.1.13:8080`,
+		`-A KUBE-SEP-BTZNBNILETY57XCS -p tcp -m comment --comment "shop/web:http" -m tcp -j DNAT --to-destination 10.244.2.11:8080`,
+	}
 	return map[model.Frontend]model.Verdict{
 		webVIP: {Service: web, Action: model.Forward, Evidence: ev,
 			Backends: []netip.AddrPort{ap("10.244.1.10:8080"), ap("10.244.1.13:8080"), ap("10.244.2.11:8080")}},
