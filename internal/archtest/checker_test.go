@@ -10,7 +10,7 @@ import (
 // nothing for a table that matches.
 const synthetic = `# x
 
-## Packages and what they may import
+## Package rules
 
 | package | holds | may import (netdrift) |
 | --- | --- | --- |
@@ -102,7 +102,7 @@ func TestCheckerReportsViolations(t *testing.T) {
 }
 
 func TestReadTableRefusesAMissingTable(t *testing.T) {
-	if _, err := readTable(strings.NewReader("# x\n## Packages and what they may import\ntext\n## y\n"), packagesHeading, -1); err == nil {
+	if _, err := readTable(strings.NewReader("# x\n## Package rules\ntext\n## y\n"), packagesHeading, -1); err == nil {
 		t.Error("no error for a heading without a table")
 	}
 	if _, err := readTable(strings.NewReader("# x\n"), externalHeading, 1); err == nil {

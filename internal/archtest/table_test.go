@@ -9,7 +9,7 @@ import (
 
 // The doc's tables, as the test reads them (docs/architecture.md):
 //
-//   - under the heading "## Packages and what they may import", a table whose
+//   - under the heading "## Package rules", a table whose
 //     first column names a package (module-relative, `internal/x`, or a
 //     pattern `internal/x/...`) and whose last column lists the netdrift
 //     packages it may import directly, comma-separated, "—" for none;
@@ -20,7 +20,7 @@ import (
 // path exists (`bpf`, `cmd/agent`); a name may end in "/..." (the package and
 // everything below it).
 const (
-	packagesHeading = "## Packages and what they may import"
+	packagesHeading = "## Package rules"
 	externalHeading = "## External modules"
 )
 
