@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/ipvs"
 	"github.com/netdrift/netdrift/internal/model"
@@ -88,7 +89,7 @@ type iptablesReader struct {
 	mu      sync.Mutex
 	hints   model.Hints
 	gen     uint32           // nf_tables generation before the cached dump began
-	genConn nftables.GenConn // the iptables-save path's generation queries, one kept socket
+	genConn nfevents.GenConn // the iptables-save path's generation queries, one kept socket
 	dumps   *iptables.Dumps  // nil: no usable cache
 	obs     model.Observed
 	parsed  bool      // obs is the parse of dumps with hints
@@ -144,7 +145,7 @@ func (k *iptablesReader) SetHints(h model.Hints) {
 //
 // It releases the event's op memory (ChangeEvent.Release) when done: the
 // netlink reader keeps nothing of the rule messages but their decoded
-// rules. The ops are handed over as they are (one type, nfops.Op); the
+// rules. The ops are handed over as they are (one type, nfevents.Op); the
 // reader ignores set and element messages.
 func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
 	defer ev.Release()

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
-	"github.com/netdrift/netdrift/internal/datapath/nftables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
@@ -112,14 +112,14 @@ COMMIT
 		t.Fatal("read over netlink, but not reported as described by change events")
 	}
 	gen := func() uint32 {
-		g, err := nftables.Generation(ns)
+		g, err := nfevents.Generation(ns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return g
 	}
 	event := func(chain string) ChangeEvent {
-		return ChangeEvent{Generation: gen(), Changes: []nftables.ChangeItem{{Family: "ip", Table: "nat", Object: "rule", Name: chain, Op: "new"}}}
+		return ChangeEvent{Generation: gen(), Changes: []nfevents.Change{{Family: "ip", Table: "nat", Object: "rule", Name: chain, Op: "new"}}}
 	}
 	netnstest.Run(t, ns, "iptables-nft", "-t", "nat", "-F", "KUBE-SVC-AAAAAAAAAAAAAAAA")
 	if err := src.ApplyChange(ctx, event("KUBE-SVC-AAAAAAAAAAAAAAAA")); err != nil {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -33,11 +34,12 @@ type HintReceiver interface {
 }
 
 // ChangeEvent is one committed nf_tables transaction (kube-proxy's nftables
-// mode and iptables-nft both write nf_tables tables).
-type ChangeEvent = nftables.ChangeEvent
+// mode and iptables-nft both write nf_tables tables): the change feed's one
+// event type, which every event-fed reader takes as it is.
+type ChangeEvent = nfevents.Event
 
 // ChangeWatcher delivers ChangeEvents of one network namespace.
-type ChangeWatcher = nftables.ChangeWatcher
+type ChangeWatcher = nfevents.Watcher
 
 // ChangeApplier uses a change event to make the next Snapshot cheap (re-read
 // only what the event names). An error means the reader dropped its cache:
@@ -104,10 +106,10 @@ type Reader interface {
 // chain, set and element messages of kube-proxy's nftables tables, which
 // the nftables reader patches its cache from.
 func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
-	tables := append(append([]nftables.TableRef(nil), IPTablesNFTTables...), nftables.KubeProxyTables...)
-	return nftables.WatchChangesWith(ctx, netns, nftables.WatchOptions{OpTables: tables})
+	tables := append(append([]nfevents.TableRef(nil), IPTablesNFTTables...), nftables.KubeProxyTables...)
+	return nfevents.WatchWith(ctx, netns, nfevents.Options{OpTables: tables})
 }
 
 // IPTablesNFTTables are the nf_tables tables iptables-nft writes for kube-proxy.
-var IPTablesNFTTables = []nftables.TableRef{{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"},
+var IPTablesNFTTables = []nfevents.TableRef{{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"},
 	{Family: "ip6", Table: "nat"}, {Family: "ip6", Table: "filter"}}

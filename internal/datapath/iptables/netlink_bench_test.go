@@ -18,7 +18,7 @@ import (
 
 	"github.com/netdrift/netdrift/bench"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
-	"github.com/netdrift/netdrift/internal/datapath/nftables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -99,7 +99,7 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 		backend++
 		netnstest.RunInput(b, ns, fmt.Sprintf("*nat\n:%s - [0:0]\n-A %s -p tcp -m tcp -j DNAT --to-destination 10.255.%d.%d:8080\nCOMMIT\n",
 			sep, sep, backend/250%250, backend%250), "iptables-nft-restore", "--noflush")
-		gen, err := nftables.Generation(ns)
+		gen, err := nfevents.Generation(ns)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -3,7 +3,7 @@ package iptables
 import (
 	"slices"
 
-	"github.com/netdrift/netdrift/internal/datapath/nfops"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 )
 
 // Patching cached chains from the rule messages of a change event, instead
@@ -26,13 +26,13 @@ import (
 // opaque chain, a rule that does not decode) reads the chain again too; a
 // rename (a chain message with another chain's handle) reads the table.
 
-// NFTOp is one rule or chain message of a transaction (nftables.Op, the
+// NFTOp is one rule or chain message of a transaction (nfevents.Op, the
 // same type): Family, Table, Chain, Object ("rule" or "chain"), Op ("new"
 // or "del"), Handle (the rule's, a chain's for chain messages), Position
 // (NEWRULE: the handle of the rule before it; 0 none), Append
 // (NLM_F_APPEND) and Data (NEWRULE: the message's attributes). Set and
 // element messages are ignored.
-type NFTOp = nfops.Op
+type NFTOp = nfevents.Op
 
 // NFTEvent is one committed transaction as the reader takes it.
 type NFTEvent struct {

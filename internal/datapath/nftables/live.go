@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/nftables"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -75,9 +76,9 @@ type Reader struct {
 	// applied from their messages (live_ops.go); events whose messages
 	// did not decide and were read instead
 	kernelReads, opPatches, opFallbacks int
-	evented                             bool      // change events were applied: a generation ahead of the cache has events coming
-	behind                              time.Time // since when the cache trails the kernel's generation (zero: it does not)
-	gen                                 GenConn   // kept open for generation queries (one per poll)
+	evented                             bool             // change events were applied: a generation ahead of the cache has events coming
+	behind                              time.Time        // since when the cache trails the kernel's generation (zero: it does not)
+	gen                                 nfevents.GenConn // kept open for generation queries (one per poll)
 }
 
 // generationLocked asks the kernel for the nf_tables generation over a
@@ -151,7 +152,7 @@ func (n *Reader) SetHints(h model.Hints) {
 
 // ApplyChange applies one change event (see Update), keeping the result for
 // the next Snapshot.
-func (n *Reader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
+func (n *Reader) ApplyChange(ctx context.Context, ev nfevents.Event) error {
 	_, err := n.Update(ctx, ev)
 	return err
 }
@@ -271,7 +272,7 @@ func (n *Reader) awaitEvents() bool {
 // tables from them and reads nothing (live_ops.go); else it re-reads what
 // the event names in the kube-proxy tables (everything when events were
 // lost or a table was created or deleted).
-func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, error) {
+func (n *Reader) Update(ctx context.Context, ev nfevents.Event) (model.Observed, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.evented, n.behind = true, time.Time{}
@@ -324,7 +325,7 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 
 // rereadLocked re-reads the chains and maps the event names, then the
 // chain names when it created or deleted chains.
-func (n *Reader) rereadLocked(ctx context.Context, ev ChangeEvent) error {
+func (n *Reader) rereadLocked(ctx context.Context, ev nfevents.Event) error {
 	err := n.withConn(func(conn *nftables.Conn) error {
 		for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
 			t := n.cache.tables[i]
@@ -364,7 +365,7 @@ func touchesReaderSets(sets []string) bool {
 }
 
 // nftTableLevelChange reports a kube-proxy table created or deleted.
-func nftTableLevelChange(ev ChangeEvent) bool {
+func nftTableLevelChange(ev nfevents.Event) bool {
 	for _, c := range ev.Changes {
 		if c.Object == "table" && c.Table == nftTableName && (c.Family == "ip" || c.Family == "ip6") {
 			return true
