@@ -143,10 +143,9 @@ func (k *iptablesReader) SetHints(h model.Hints) {
 // iptables-save path the event moves the generation, which the next
 // Snapshot sees; nothing to do.
 //
-// It releases the event's op memory (ChangeEvent.Release) when done: the
-// netlink reader keeps nothing of the rule messages but their decoded
-// rules. The ops are handed over as they are (one type, nfevents.Op); the
-// reader ignores set and element messages.
+// It owns the event and releases its op memory when done (the contract:
+// package nfevents): the netlink reader keeps nothing of the rule messages
+// but their decoded rules, and ignores set and element messages.
 func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
 	defer ev.Release()
 	k.mu.Lock()
@@ -154,12 +153,7 @@ func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error 
 	if !k.netlinkActive() {
 		return nil
 	}
-	nev := iptables.NFTEvent{Gen: ev.Generation, Lost: ev.Lost, OpsComplete: ev.OpsComplete,
-		Changes: make([]iptables.NFTChange, 0, len(ev.Changes)), Ops: ev.Ops}
-	for _, c := range ev.Changes {
-		nev.Changes = append(nev.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
-	}
-	return k.nl.ApplyEvent(ctx, nev)
+	return k.nl.ApplyEvent(ctx, ev)
 }
 
 // Resync drops the netlink reader's tables and the cached dump, and makes

@@ -40,20 +40,12 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
 // ErrUndecodable wraps a rule the netlink reader cannot decode faithfully.
 var ErrUndecodable = errors.New("iptables-nft rule not decodable")
-
-// NFTChange is one object an nf_tables transaction touched (the reader's
-// view of nftables.ChangeItem; this package imports no other reader).
-type NFTChange struct {
-	Family string // "ip", "ip6", ...
-	Table  string
-	Object string // "table", "chain", "rule", ...
-	Name   string // chain of a rule or chain change
-}
 
 // NFTStats counts the reader's work.
 type NFTStats struct {
@@ -237,18 +229,18 @@ func sameHints(a, b model.Hints) bool {
 }
 
 // ApplyChanges is ApplyEvent for an event that carries no rule messages.
-func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, changes []NFTChange) error {
-	return n.ApplyEvent(ctx, NFTEvent{Gen: gen, Lost: lost, Changes: changes})
+func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, changes []nfevents.Change) error {
+	return n.ApplyEvent(ctx, nfevents.Event{Generation: gen, Lost: lost, Changes: changes})
 }
 
 // ApplyEvent brings the cached tables up to a committed transaction
-// (generation ev.Gen): a chain whose change the event's rule messages
+// (generation ev.Generation): a chain whose change the event's rule messages
 // describe is patched from them (netlink_ops.go), any other chain it names
 // in the tables this reader keeps is read again; then only the frontends
 // whose verdict depends on the chains that changed are resolved again
 // (view.go). The next Snapshot returns the result. ev.Lost: events were
 // dropped, so the cache is dropped. An error drops the cache too.
-func (n *NFTReader) ApplyEvent(ctx context.Context, ev NFTEvent) error {
+func (n *NFTReader) ApplyEvent(ctx context.Context, ev nfevents.Event) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.stats.LastChains, n.stats.LastPatched, n.stats.LastSame, n.stats.LastDecoded = 0, 0, 0, 0
@@ -268,8 +260,8 @@ func (n *NFTReader) ApplyEvent(ctx context.Context, ev NFTEvent) error {
 		n.setObs(model.Observed{})
 		return err
 	}
-	if int32(ev.Gen-n.gen) > 0 {
-		n.gen, n.behind = ev.Gen, time.Time{}
+	if int32(ev.Generation-n.gen) > 0 {
+		n.gen, n.behind = ev.Generation, time.Time{}
 	}
 	if n.obs.Version == 0 {
 		return nil // not walked yet: the next Snapshot walks

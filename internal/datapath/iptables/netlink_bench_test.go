@@ -79,14 +79,14 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 	}
 	hints := model.HintsFor(watch.Expected(bench.NodeName, s.ClusterState()))
 	svc, sep := oneServiceChains(b, s)
-	changes := []iptables.NFTChange{{Family: "ip", Table: "nat", Object: "rule", Name: svc}, {Family: "ip", Table: "nat", Object: "rule", Name: sep}}
+	changes := []nfevents.Change{{Family: "ip", Table: "nat", Object: "rule", Name: svc}, {Family: "ip", Table: "nat", Object: "rule", Name: sep}}
 	// A kube-proxy sync names its entry chains too: it rewrites them every time.
 	syncChanges := append(slices.Clone(changes),
-		iptables.NFTChange{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-SERVICES"},
-		iptables.NFTChange{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-NODEPORTS"},
-		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-SERVICES"},
-		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-EXTERNAL-SERVICES"},
-		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-NODEPORTS"})
+		nfevents.Change{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-SERVICES"},
+		nfevents.Change{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-NODEPORTS"},
+		nfevents.Change{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-SERVICES"},
+		nfevents.Change{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-EXTERNAL-SERVICES"},
+		nfevents.Change{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-NODEPORTS"})
 	var ref, full, update, change, sync, walk, syncRecv, syncMsg time.Duration
 	var recvNoOps, recvBase time.Duration
 	var msgStats iptables.NFTStats

@@ -76,7 +76,7 @@ func (r *opsRig) apply() iptables.NFTStats {
 	for {
 		select {
 		case ev := <-r.w.Events():
-			if err := r.nr.ApplyEvent(context.Background(), agentEvent(ev)); err != nil {
+			if err := r.nr.ApplyEvent(context.Background(), ev); err != nil {
 				r.t.Fatal(err)
 			}
 			st := r.nr.Stats()
@@ -278,7 +278,7 @@ func TestNFTPatchLostAndIncomplete(t *testing.T) {
 	move("10.255.0.1:8080")
 	ev := <-r.w.Events()
 	ev.Ops, ev.OpsComplete = nil, false
-	if err := r.nr.ApplyEvent(context.Background(), agentEvent(ev)); err != nil {
+	if err := r.nr.ApplyEvent(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
 	if st := r.nr.Stats(); st.LastChains != 1 || st.LastPatched != 0 {
@@ -292,7 +292,7 @@ func TestNFTPatchLostAndIncomplete(t *testing.T) {
 	evs := []nfevents.Event{<-r.w.Events(), <-r.w.Events(), <-r.w.Events()}
 	evs[1].Lost = true // the one before it was lost
 	for _, ev := range evs {
-		if err := r.nr.ApplyEvent(context.Background(), agentEvent(ev)); err != nil {
+		if err := r.nr.ApplyEvent(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -73,7 +73,7 @@ func syncMsgs(b *testing.B, ns string, s bench.Spec, nr *iptables.NFTReader, hin
 		var sum iptables.NFTStats
 		took := cpuNoGC(func() {
 			for _, ev := range evs {
-				err = nr.ApplyEvent(context.Background(), agentEvent(ev))
+				err = nr.ApplyEvent(context.Background(), ev)
 				ev.Release() // as the agent does (internal/datapath: iptablesReader.ApplyChange)
 				if err != nil {
 					return
@@ -101,17 +101,6 @@ func syncMsgs(b *testing.B, ns string, s bench.Spec, nr *iptables.NFTReader, hin
 	runtime.ReadMemStats(&m1)
 	apply += cpuOf(func() {}) // the GC of what the syncs allocated, amortized
 	return recv, apply, st, (m1.TotalAlloc - m0.TotalAlloc) / perChange
-}
-
-// agentEvent is the event as internal/datapath hands it to the reader: the
-// ops themselves (their memory goes back to the watcher on Release), the
-// changes converted.
-func agentEvent(ev nfevents.Event) iptables.NFTEvent {
-	out := iptables.NFTEvent{Gen: ev.Generation, Lost: ev.Lost, OpsComplete: ev.OpsComplete, Ops: ev.Ops}
-	for _, c := range ev.Changes {
-		out.Changes = append(out.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
-	}
-	return out
 }
 
 // recvCosts is the receive side of the same syncs without the rule messages
