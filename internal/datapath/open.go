@@ -106,7 +106,7 @@ type iptablesReader struct {
 
 // versioned stamps a new parse or walk with the reader's next version.
 func (k *iptablesReader) versioned(obs model.Observed) model.Observed {
-	obs.Version = iptables.NextVersion() // one sequence with the netlink reader's versions
+	obs.Version = nfevents.NextVersion() // one sequence with every reader's versions
 	return obs
 }
 

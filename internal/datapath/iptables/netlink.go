@@ -29,12 +29,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mdlayher/netlink"
@@ -75,23 +73,20 @@ type NFTReader struct {
 	IPv6  bool
 
 	mu    sync.Mutex
-	pubMu sync.Mutex  // held while obs or its frontends change; Frozen takes only it
 	fams  []*nlFamily // nil: nothing cached
 	gen   uint32      // nf_tables generation the cache reflects
 	stats NFTStats
 
-	hints   model.Hints    // the walk's
-	obs     model.Observed // the walk of the cached tables; Version 0: none
-	frozen  model.Observed // Frozen's copy of the latest version
-	lastOut uint64         // the Version Snapshot returned last
-	// behind is when a Snapshot first found the kernel's generation ahead of
-	// the cache (zero: not behind). kube-proxy commits a sync as several
-	// transactions (per family, per table): a read between two of them
-	// must wait for the next event, not re-read the whole table. Past
-	// BehindLimit the cache is taken as lost and read again.
-	behind time.Time
+	hints model.Hints          // the walk's
+	pub   nfevents.Observation // the walk of the cached tables (Version, Since, Changed, Frozen)
+	// behind is the wait, once a Snapshot found the kernel's generation
+	// ahead of the cache, for the events that bring it up to date
+	// (nfevents.Behind): a read between two transactions of one sync must
+	// wait for the next event, not re-read the whole table.
+	behind nfevents.Behind
 	// BehindLimit bounds how long the cache may trail the kernel's generation
-	// (default 2 s): events that never arrive cost at most that.
+	// (default nfevents.DefaultBehindLimit): events that never arrive cost
+	// at most that.
 	BehindLimit time.Duration
 	// AuditEvery: once chains were patched from rule messages, a Snapshot
 	// this long after the last full read reads everything again and
@@ -135,7 +130,7 @@ func (n *NFTReader) Drop() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.fams = nil
-	n.setObs(model.Observed{})
+	n.pub.Drop()
 }
 
 // Snapshot returns the observed state. It reads everything when nothing is
@@ -161,23 +156,23 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 				return err
 			}
 			if gen == n.gen && !n.auditDue() {
-				n.behind = time.Time{}
+				n.behind.Clear()
 				return nil
 			}
-			if gen != n.gen && n.awaitEvents() {
+			if gen != n.gen && n.behind.Await(n.BehindLimit) {
 				return nil // the change events of this generation are on their way
 			}
 			if gen == n.gen {
 				prev = n.fams // an audit: compare after the read
 			}
 		}
-		n.behind = time.Time{}
+		n.behind.Clear()
 		gen := n.gen
 		if prev == nil {
 			// Not an audit: the cached tables are not needed during the
 			// read (kept, they would double the heap while it runs).
 			n.fams = nil
-			n.setObs(model.Observed{})
+			n.pub.Drop()
 		}
 		if err := n.fullRead(ctx, c); err != nil {
 			return err
@@ -189,31 +184,16 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 	})
 	if err != nil {
 		n.fams = nil
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		return model.Observed{}, err
 	}
-	if n.obs.Version == 0 || !sameHints(hints, n.hints) {
+	if n.pub.Current().Version == 0 || !sameHints(hints, n.hints) {
 		n.hints = hints
 		if err := n.walkAll(); err != nil {
 			return model.Observed{}, err
 		}
 	}
-	n.lastOut = n.obs.Version
-	return n.obs, nil
-}
-
-// awaitEvents reports whether a cache that trails the kernel's generation
-// may still wait for the events that bring it up to date.
-func (n *NFTReader) awaitEvents() bool {
-	limit := n.BehindLimit
-	if limit <= 0 {
-		limit = 2 * time.Second
-	}
-	now := time.Now()
-	if n.behind.IsZero() {
-		n.behind = now
-	}
-	return now.Sub(n.behind) < limit
+	return n.pub.Returned(n.pub.Current()), nil
 }
 
 // sameHints reports whether two Hints are the same value (same slice and
@@ -249,7 +229,7 @@ func (n *NFTReader) ApplyEvent(ctx context.Context, ev nfevents.Event) error {
 	}
 	if ev.Lost {
 		n.fams = nil
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		return nil
 	}
 	chains, whole := n.namedChains(ev.Changes)
@@ -257,13 +237,14 @@ func (n *NFTReader) ApplyEvent(ctx context.Context, ev nfevents.Event) error {
 	err := n.reread(ctx, chains, whole)
 	if err != nil {
 		n.fams = nil
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		return err
 	}
 	if int32(ev.Generation-n.gen) > 0 {
-		n.gen, n.behind = ev.Generation, time.Time{}
+		n.gen = ev.Generation
+		n.behind.Clear()
 	}
-	if n.obs.Version == 0 {
+	if n.pub.Current().Version == 0 {
 		return nil // not walked yet: the next Snapshot walks
 	}
 	names := func(f *nlFamily, table string) []string {
@@ -275,7 +256,7 @@ func (n *NFTReader) ApplyEvent(ctx context.Context, ev nfevents.Event) error {
 	}
 	if err := n.rewalk(func(f *nlFamily) ([]string, []string) { return names(f, "nat"), names(f, "filter") }); err != nil {
 		n.fams = nil
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		return err
 	}
 	return nil
@@ -322,9 +303,11 @@ func (n *NFTReader) rewalk(changed func(*nlFamily) (nat, filter []string)) error
 		return nil // same state, same version
 	}
 	// In place (Frozen gives a copy to whatever keeps one): a copy of every
-	// frontend per change made the cost of a change grow with the cluster.
-	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: n.obs.Frontends, Warnings: n.obs.Warnings}
-	n.pubMu.Lock()
+	// frontend per change would make its cost grow with the cluster.
+	cur := n.pub.Current()
+	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: cur.Frontends, Warnings: cur.Warnings}
+	n.pub.Lock()
+	defer n.pub.Unlock()
 	for _, d := range deltas {
 		for _, f := range d.gone {
 			delete(obs.Frontends, f)
@@ -333,7 +316,6 @@ func (n *NFTReader) rewalk(changed func(*nlFamily) (nat, filter []string)) error
 			obs.Frontends[fv.f] = fv.v
 		}
 	}
-	n.pubMu.Unlock()
 	if warnings {
 		obs.Warnings = nil
 		for _, f := range n.fams {
@@ -342,7 +324,7 @@ func (n *NFTReader) rewalk(changed func(*nlFamily) (nat, filter []string)) error
 		obs.Warnings = slices.Clip(obs.Warnings)
 	}
 	n.stats.LastChanged = len(changedFronts)
-	n.stamp(obs, changedFronts)
+	n.pub.PublishLocked(obs, changedFronts)
 	return nil
 }
 
@@ -356,7 +338,7 @@ func (n *NFTReader) walkAll() error {
 		for chain, why := range f.opaque["nat"] {
 			if c := f.view.nat.chains[chain]; c != nil && c.done {
 				n.fams = nil
-				n.setObs(model.Observed{})
+				n.pub.Drop()
 				return fmt.Errorf("%w: %s nat chain %s, reached from kube-proxy's chains: %s", ErrUndecodable, f.fam, chain, why)
 			}
 		}
@@ -364,68 +346,15 @@ func (n *NFTReader) walkAll() error {
 		obs.Warnings = append(obs.Warnings, f.view.warnings...)
 	}
 	obs.Warnings = slices.Clip(obs.Warnings)
-	n.stamp(obs, nil)
+	n.pub.Publish(obs, nil)
 	return nil
-}
-
-// stamp makes obs the current walk with a new version. changed, when not
-// nil, names the only frontends that differ from the current walk; Since
-// and Changed then relate obs to the state Snapshot returned last (changes
-// of walks Snapshot never returned are merged in).
-func (n *NFTReader) stamp(obs model.Observed, changed map[model.Frontend]bool) {
-	prev := n.obs
-	obs.Version = NextVersion()
-	if changed != nil && prev.Version != 0 {
-		switch {
-		case prev.Version == n.lastOut:
-			obs.Since, obs.Changed = prev.Version, changed
-		case prev.Changed != nil:
-			merged := maps.Clone(prev.Changed)
-			for f := range changed {
-				merged[f] = true
-			}
-			obs.Since, obs.Changed = prev.Since, merged
-		}
-	}
-	n.setObs(obs)
-}
-
-// setObs replaces the walk's observation under pubMu (Frozen's lock).
-func (n *NFTReader) setObs(obs model.Observed) {
-	n.pubMu.Lock()
-	n.obs = obs
-	n.pubMu.Unlock()
 }
 
 // Frozen returns a copy of the latest observation that nothing changes,
 // made at most once per version; false when nothing is cached (an earlier
 // observation is then not changed any more either). It waits for no
 // kernel read: only for a change of the observation itself.
-func (n *NFTReader) Frozen() (model.Observed, bool) {
-	n.pubMu.Lock()
-	defer n.pubMu.Unlock()
-	if n.obs.Version == 0 {
-		return model.Observed{}, false
-	}
-	if n.frozen.Version != n.obs.Version {
-		obs := n.obs
-		obs.Frontends, obs.Since, obs.Changed = maps.Clone(obs.Frontends), 0, nil
-		n.frozen = obs
-	}
-	return n.frozen, true
-}
-
-// versions is the source of every Observed.Version this package's readers
-// give (distinct from other readers': it starts at the clock).
-var versions atomic.Uint64
-
-// NextVersion returns a new version for an Observed of the iptables mode:
-// the netlink reader and the iptables-save path share one sequence, so a
-// version never names two states.
-func NextVersion() uint64 {
-	versions.CompareAndSwap(0, uint64(time.Now().UnixNano()))
-	return versions.Add(1)
-}
+func (n *NFTReader) Frozen() (model.Observed, bool) { return n.pub.Frozen() }
 
 func (n *NFTReader) family(name string) *nlFamily {
 	for _, f := range n.fams {
@@ -528,7 +457,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 			continue
 		}
 		n.fams, n.gen = fams, before
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		n.patched, n.lastFull = false, time.Now()
 		n.stats.Rules = rules
 		n.stats.LastReadDur = time.Since(start)

@@ -44,4 +44,13 @@
 // A transaction is dated (Event.Received) by the kernel's clock when the
 // commit stamp (stamp.go, bpf/stamp.c) can be attached to the watcher's
 // socket, else by the read of its first message.
+//
+// # Observations of event-fed readers
+//
+// Both event-fed readers (nftables, iptables-nft over netlink) follow one
+// protocol for the model.Observed they return, implemented once here:
+// Observation keeps Version, Since, Changed and Frozen (observed.go), with
+// one version sequence for the process (NextVersion), and Behind is their
+// one rule for waiting for events while the kernel's generation is ahead
+// of what they keep (behind.go).
 package nfevents
