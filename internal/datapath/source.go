@@ -1,11 +1,12 @@
 // Package datapath is the contract between the agent and the kernel readers:
 // what a reader is (Source, Reader and the interfaces it is made of), mode
 // detection, and the Open factory that builds a reader for a mode. The
-// readers live in one package per source — datapath/iptables,
-// datapath/nftables, datapath/node and internal/ipvs — and satisfy these
-// interfaces without importing this package (docs/architecture.md,
-// "Package rules"). The agent never writes to the datapath: nothing here
-// changes kernel state.
+// readers live in one package per source — datapath/iptables (with the
+// iptables mode's fallback policy), datapath/nftables, datapath/node and
+// internal/ipvs — and satisfy these interfaces without importing this
+// package; the nf_tables change feed, whose event type ChangeEvent is,
+// is datapath/nfevents (docs/architecture.md, "Package rules"). The agent
+// never writes to the datapath: nothing here changes kernel state.
 package datapath
 
 import (
@@ -45,8 +46,9 @@ type ChangeWatcher = nfevents.Watcher
 // only what the event names). An error means the reader dropped its cache:
 // the next Snapshot reads everything.
 type ChangeApplier interface {
-	// ApplyChange may release the event's op memory (ChangeEvent.Release):
-	// the caller must not use ev.Ops afterwards.
+	// ApplyChange owns the event and may release its op memory (the
+	// contract: package nfevents): the caller must not use ev.Ops
+	// afterwards.
 	ApplyChange(ctx context.Context, ev ChangeEvent) error
 	// Evented reports whether change events describe the state this reader
 	// reads (nftables; iptables-nft read over netlink): every commit of
