@@ -269,8 +269,8 @@ func (k *Mode) saveSnapshot(ctx context.Context) (model.Observed, error) {
 }
 
 // dropSaveCache lets the iptables-save path's cached dump and parse go
-// once an in-process reader serves: at 100k endpoints the text and its
-// parse were ~70 MB kept for a fallback that reads again anyway.
+// once an in-process reader serves: in a large cluster the text and its
+// parse are tens of megabytes, kept for a fallback that reads again anyway.
 func (k *Mode) dropSaveCache() {
 	k.dumps, k.obs, k.parsed = nil, model.Observed{}, false
 }

@@ -98,9 +98,9 @@ type NFTReader struct {
 	// (opsByChain), used again by the next event.
 	opsIdx []int32
 	// patchBuf is the chain patch of patchChain, used again chain after
-	// chain: an iptables-nft sync patches KUBE-SERVICES whole (at 100k
-	// endpoints ~22,000 nodes and handles), which as a fresh patch per sync
-	// was ~4 MB of garbage.
+	// chain: an iptables-nft sync patches KUBE-SERVICES whole (a node and
+	// handle per rule), which as a fresh patch per sync would be megabytes
+	// of garbage in a large cluster.
 	patchBuf chainPatch
 	conn     *nlConn // kept between operations (withConn); nil: open on use
 }
@@ -377,8 +377,8 @@ const nlRecvBuffer = 32 << 10
 // the namespace on first use and kept: closing a NETLINK_NETFILTER socket
 // makes nf_tables look for tables the socket owned, under the same mutex a
 // commit holds, so a close while iptables-nft-restore's batch is in the
-// kernel waits until that batch commits (178-612 ms at 100k endpoints,
-// once per poll; BENCHMARKS.md, "Live"). The socket is dropped after an
+// kernel waits until that batch commits, once per poll (see BENCHMARKS.md,
+// "Live: the agent beside kube-proxy (issue 16)"). The socket is dropped after an
 // error other than a commit's interruption (Transient: the answer was read
 // to its end) and opened again on the next operation; answers left half
 // read are skipped by sequence number anyway (nlConn.datagram).
@@ -416,7 +416,7 @@ func (n *NFTReader) Close() error {
 // fullReadAttempts bounds the attempts of a full read; between two, the
 // reader waits fullReadBackoff, doubled each time (10+20+40+80 ms): a
 // kube-proxy sync commits several tables back to back (filter, nat, and
-// ip6's), and immediate retries all fell inside one such burst
+// ip6's), and immediate retries can all fall inside one such burst
 // (TestNFTReaderFullReadDuringCommits).
 const (
 	fullReadAttempts = 5
@@ -433,7 +433,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 	for attempt := 0; ; attempt++ {
 		last := attempt == fullReadAttempts-1
 		if attempt > 0 {
-			time.Sleep(fullReadBackoff << (attempt - 1)) // 150 ms in all; the read checks ctx
+			time.Sleep(fullReadBackoff << (attempt - 1)) // the read checks ctx
 		}
 		before, err := getGen(c)
 		if err != nil {
@@ -529,8 +529,10 @@ func (n *NFTReader) readListedTable(ctx context.Context, c *nlConn, f *nlFamily,
 	// One dump per chain, not one for the table: the kernel resumes a dump
 	// by walking again from the first rule of its scope up to where the
 	// last message buffer ended, so a whole-table dump is quadratic in the
-	// table's rules (320,000 rules at 100k endpoints: 150 s of kernel CPU);
-	// per chain it is quadratic only in the longest chain (KUBE-SERVICES).
+	// table's rules (minutes of kernel CPU in a large cluster; see
+	// BENCHMARKS.md, "iptables-nft netlink reader: the start-up full read
+	// (2026-12-02)"); per chain it is quadratic only in the longest chain
+	// (KUBE-SERVICES).
 	var err error
 	for _, ch := range t.order {
 		err = dumpRules(c, f.v6, table, ch.name, func(r nlRule, derr error) error {
@@ -787,9 +789,10 @@ func listChains(c *nlConn, v6 bool, table string) ([]string, []uint64, error) {
 // walking its chain list again from the first chain of the first table
 // up to where the last message buffer ended: the listing is quadratic in
 // the family's chains, about n^2/2/k chain visits for k chains a buffer.
-// A 32 KiB datagram (nlRecvBuffer) holds ~300 chains, so at 110,000 chains
-// (100k endpoints) that is ~20 million visits, 0.1-0.6 s measured; with the
-// 4 KiB datagrams the kernel starts with it was ~6 s (listed twice).
+// A 32 KiB datagram (nlRecvBuffer) holds some hundreds of chains, eight
+// times what the 4 KiB datagrams the kernel starts with hold, so the
+// listing makes an eighth of the visits (see BENCHMARKS.md, "iptables-nft
+// netlink reader: the start-up full read (2026-12-02)").
 func listFamilyChains(c *nlConn, v6 bool) (map[string]*chainList, error) {
 	req, err := request(nftMsgGetChain, true, v6)
 	if err != nil {

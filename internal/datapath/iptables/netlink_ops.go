@@ -187,7 +187,7 @@ func (p *chainPatch) release() {
 // forgetHandles empties the handle index key by key: every key came from a
 // node. clear(p.at) costs the map's capacity, which the largest chain
 // (KUBE-SERVICES) sets, and a sync patches every chain kube-proxy declares
-// (~110,000 at 100k endpoints), nearly all of a rule or two.
+// (about one per endpoint), nearly all of a rule or two.
 func (p *chainPatch) forgetHandles() {
 	for i := range p.nodes {
 		delete(p.at, p.nodes[i].s.handle)
@@ -316,8 +316,8 @@ func (t *ipTable) otherChainHandle(name string, h uint64) bool {
 
 // chainByHandle names the chain with handle h ("" none) from an index built
 // on first use: a sync's messages name every chain kube-proxy declares, and
-// a walk of all chains for each (10,000 and more) was a fifth of the agent's
-// CPU under churn. An entry whose chain is gone or has another handle now
+// a walk of all chains for each (thousands of chains) would be a large
+// share of the agent's CPU under churn. An entry whose chain is gone or has another handle now
 // is dropped; a chain that takes a handle is noted (setChain, noteHandle).
 // The kernel never hands a table's handle out twice.
 func (t *ipTable) chainByHandle(h uint64) string {

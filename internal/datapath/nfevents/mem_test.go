@@ -118,12 +118,8 @@ func TestWatcherReusesReleasedOps(t *testing.T) {
 }
 
 // TestOpMemResetTrims: memory handed back keeps what its transaction used,
-// not what an earlier, larger one grew it to (two are kept: an
-// iptables-nft sync's small filter and large nat transactions must not both
-// keep the large one's size when they trade places).
-//
-// (Kept per table, they no longer trade places; a table's rare large
-// transaction, a full restore, must still not stay kept.)
+// not what an earlier, larger one grew it to: a table's rare large
+// transaction (a full restore) must not stay kept.
 func TestOpMemResetTrims(t *testing.T) {
 	m := &opMem{}
 	big := make([]byte, 1000)

@@ -15,9 +15,9 @@ import (
 
 // Why netlink (github.com/google/nftables) and not sigs.k8s.io/knftables:
 // knftables drives the nft binary, and every nft invocation reads the whole
-// table to build its cache: 0.20 s of CPU for `nft -j list table` and still
-// 0.07 s to list a single chain at 1,000 services / 10,000 endpoints
-// (docs/architecture.md, "Reading cost"). Over netlink the reader asks the kernel for
+// table to build its cache, even to list a single chain (see BENCHMARKS.md,
+// "2. nftables: `nft -j list table ip kube-proxy` vs netdrift's netlink
+// read"). Over netlink the reader asks the kernel for
 // exactly the maps and chains it needs, one chain per request, and no
 // process is spawned; that is also what lets the agent re-read only the
 // chains a change event names. The netlink path reduces rules to the same
@@ -52,7 +52,7 @@ type Config struct {
 // event names (nothing for events about other tables).
 //
 // An endpoint change updates the frontends of the returned Observed in
-// place (copying every frontend per change is what made its cost grow with
+// place (copying every frontend per change would make its cost grow with
 // the cluster): the Frontends map of a returned Observed is valid until the
 // caller's next Update, and Since/Changed name every frontend that changed
 // since the last Snapshot returned. Callers that keep an observation, or

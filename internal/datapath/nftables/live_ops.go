@@ -11,7 +11,7 @@ package nftables
 // does not know, a place the messages do not decide, a chain that becomes
 // reachable whose rules it never read, a rule that references a named data
 // map) leaves the cache as it was, and the event's chains and maps are read
-// again as before. A chain renamed (live_names.go) makes the next read a full one.
+// again from the kernel. A chain renamed (live_names.go) makes the next read a full one.
 
 import (
 	"errors"
