@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/ipvs"
 	"github.com/netdrift/netdrift/internal/model"
@@ -76,3 +77,14 @@ var (
 	} = nftablesReader{}
 	_ Reader = ipvsReader{}
 )
+
+// WatchChanges subscribes to nf_tables change events in netns ("" = own).
+// Events carry the rule and chain messages of the tables iptables-nft
+// writes (iptables.NFTTables: ip/ip6 nat and filter), which the
+// iptables-nft netlink reader patches its chains from instead of reading
+// them again, and the rule, chain, set and element messages of kube-proxy's
+// nftables tables, which the nftables reader patches its cache from.
+func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
+	tables := append(append([]nfevents.TableRef(nil), iptables.NFTTables...), nftables.KubeProxyTables...)
+	return nfevents.WatchWith(ctx, netns, nfevents.Options{OpTables: tables})
+}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath/nfevents"
-	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -100,18 +99,3 @@ type Reader interface {
 	CostReporter
 	Resyncer
 }
-
-// WatchChanges subscribes to nf_tables change events in netns ("" = own).
-// Events carry the rule and chain messages of the tables iptables-nft
-// writes (ip/ip6 nat and filter), which the iptables-nft netlink reader
-// patches its chains from instead of reading them again, and the rule,
-// chain, set and element messages of kube-proxy's nftables tables, which
-// the nftables reader patches its cache from.
-func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
-	tables := append(append([]nfevents.TableRef(nil), IPTablesNFTTables...), nftables.KubeProxyTables...)
-	return nfevents.WatchWith(ctx, netns, nfevents.Options{OpTables: tables})
-}
-
-// IPTablesNFTTables are the nf_tables tables iptables-nft writes for kube-proxy.
-var IPTablesNFTTables = []nfevents.TableRef{{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"},
-	{Family: "ip6", Table: "nat"}, {Family: "ip6", Table: "filter"}}

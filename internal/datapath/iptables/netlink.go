@@ -118,6 +118,12 @@ type nlFamily struct {
 
 var nlTables = []string{"nat", "filter"}
 
+// NFTTables are the nf_tables tables iptables-nft writes for kube-proxy:
+// those whose rule and chain messages the change feed is to carry for this
+// reader (nfevents.Options.OpTables).
+var NFTTables = []nfevents.TableRef{{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"},
+	{Family: "ip6", Table: "nat"}, {Family: "ip6", Table: "filter"}}
+
 // Stats returns the reader's counters.
 func (n *NFTReader) Stats() NFTStats {
 	n.mu.Lock()
