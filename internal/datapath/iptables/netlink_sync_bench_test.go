@@ -74,7 +74,7 @@ func syncMsgs(b *testing.B, ns string, s bench.Spec, nr *iptables.NFTReader, hin
 		took := cpuNoGC(func() {
 			for _, ev := range evs {
 				err = nr.ApplyEvent(context.Background(), ev)
-				ev.Release() // as the agent does (internal/datapath: iptablesReader.ApplyChange)
+				ev.Release() // as the iptables mode does (Mode.ApplyChange)
 				if err != nil {
 					return
 				}
