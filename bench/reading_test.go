@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
@@ -107,7 +108,7 @@ func benchNFT(b *testing.B, s Spec) {
 		checkObserved(b, s, obs, err)
 		gen += selfCPU(func() {
 			for range genReps {
-				if _, err := nftables.Generation(ns); err != nil {
+				if _, err := nfevents.Generation(ns); err != nil {
 					b.Fatal(err)
 				}
 			}

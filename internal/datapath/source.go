@@ -1,18 +1,19 @@
 // Package datapath is the contract between the agent and the kernel readers:
 // what a reader is (Source, Reader and the interfaces it is made of), mode
 // detection, and the Open factory that builds a reader for a mode. The
-// readers live in one package per source — datapath/iptables,
-// datapath/nftables, datapath/node and internal/ipvs — and satisfy these
-// interfaces without importing this package (docs/architecture.md,
-// "Package rules"). The agent never writes to the datapath: nothing here
-// changes kernel state.
+// readers live in one package per source — datapath/iptables (with the
+// iptables mode's fallback policy), datapath/nftables, datapath/node and
+// internal/ipvs — and satisfy these interfaces without importing this
+// package; the nf_tables change feed, whose event type ChangeEvent is,
+// is datapath/nfevents (docs/architecture.md, "Package rules"). The agent
+// never writes to the datapath: nothing here changes kernel state.
 package datapath
 
 import (
 	"context"
 	"time"
 
-	"github.com/netdrift/netdrift/internal/datapath/nftables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -33,18 +34,20 @@ type HintReceiver interface {
 }
 
 // ChangeEvent is one committed nf_tables transaction (kube-proxy's nftables
-// mode and iptables-nft both write nf_tables tables).
-type ChangeEvent = nftables.ChangeEvent
+// mode and iptables-nft both write nf_tables tables): the change feed's one
+// event type, which every event-fed reader takes as it is.
+type ChangeEvent = nfevents.Event
 
 // ChangeWatcher delivers ChangeEvents of one network namespace.
-type ChangeWatcher = nftables.ChangeWatcher
+type ChangeWatcher = nfevents.Watcher
 
 // ChangeApplier uses a change event to make the next Snapshot cheap (re-read
 // only what the event names). An error means the reader dropped its cache:
 // the next Snapshot reads everything.
 type ChangeApplier interface {
-	// ApplyChange may release the event's op memory (ChangeEvent.Release):
-	// the caller must not use ev.Ops afterwards.
+	// ApplyChange owns the event and may release its op memory (the
+	// contract: package nfevents): the caller must not use ev.Ops
+	// afterwards.
 	ApplyChange(ctx context.Context, ev ChangeEvent) error
 	// Evented reports whether change events describe the state this reader
 	// reads (nftables; iptables-nft read over netlink): every commit of
@@ -96,18 +99,3 @@ type Reader interface {
 	CostReporter
 	Resyncer
 }
-
-// WatchChanges subscribes to nf_tables change events in netns ("" = own).
-// Events carry the rule and chain messages of the tables iptables-nft
-// writes (ip/ip6 nat and filter), which the iptables-nft netlink reader
-// patches its chains from instead of reading them again, and the rule,
-// chain, set and element messages of kube-proxy's nftables tables, which
-// the nftables reader patches its cache from.
-func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
-	tables := append(append([]nftables.TableRef(nil), IPTablesNFTTables...), nftables.KubeProxyTables...)
-	return nftables.WatchChangesWith(ctx, netns, nftables.WatchOptions{OpTables: tables})
-}
-
-// IPTablesNFTTables are the nf_tables tables iptables-nft writes for kube-proxy.
-var IPTablesNFTTables = []nftables.TableRef{{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"},
-	{Family: "ip6", Table: "nat"}, {Family: "ip6", Table: "filter"}}

@@ -90,8 +90,9 @@ func TestParseRule(t *testing.T) {
 	}
 }
 
-// A rule is kept for every kernel rule (~200k at 100k endpoints): its
-// size is part of the agent's memory budget (BENCHMARKS.md, "Live").
+// A rule is kept for every kernel rule (a few per endpoint): its size is
+// part of the agent's memory budget (BENCHMARKS.md, "Live: the agent
+// beside kube-proxy (issue 16)").
 func TestRuleSize(t *testing.T) {
 	if got := unsafe.Sizeof(ipRule{}); got > 80 {
 		t.Errorf("ipRule is %d bytes, want at most 80 (one 80-byte size class)", got)

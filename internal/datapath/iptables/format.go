@@ -191,8 +191,8 @@ func natListing(lines []string) bool {
 // mixed when it names both (two families' dumps in one file).
 //
 // It reads the text in place, line by line (a copy to a string and a field
-// iterator over every line were ~13 % of an offline diff's CPU at 10k
-// endpoints), and stops once it has seen both families.
+// iterator over every line would be a large share of an offline diff's
+// CPU), and stops once it has seen both families.
 func DumpFamily(text []byte) (fam model.IPFamily, mixed, ok bool) {
 	var n familyCount
 	for len(text) > 0 && n.v4 == 0 {

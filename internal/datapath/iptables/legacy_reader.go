@@ -19,8 +19,8 @@ package iptables
 // compares the SHA-256 of those bytes with the previous read's: equal bytes
 // decode to equal rules (the decode is a pure function of them), so an
 // unchanged table is neither decoded nor walked again. A digest rather than a
-// second copy of each table: at 100k endpoints a table is ~100 MB, and a
-// SHA-256 collision between two rule sets is not a practical risk.
+// second copy of each table: a large cluster's table is a hundred
+// megabytes or more, and a SHA-256 collision between two rule sets is not a practical risk.
 //
 // A rule the decoder does not know is never skipped silently: in a KUBE-*
 // chain it fails the read (ErrLegacyUndecodable; the caller falls back to
@@ -87,7 +87,7 @@ const (
 	needAll
 	// needMissing copies and decodes only the tables dropped after the last
 	// walk (the second read of a Snapshot; copying and hashing the changed
-	// nat table again cost as much as its first read at 100k endpoints).
+	// nat table again would cost as much as its first read).
 	needMissing
 )
 
@@ -135,8 +135,8 @@ func (l *LegacyReader) Snapshot(ctx context.Context, hints model.Hints, hintsGen
 	changed, err := l.read(ctx, need)
 	if err == nil && changed && l.missingTables() {
 		// A walk needs every table: decode the unchanged ones dropped after
-		// the last walk (at 100k endpoints nat changes on every sync of
-		// kube-proxy's, filter far less often; it is the small one).
+		// the last walk (nat changes on every sync of kube-proxy's, filter
+		// far less often; it is the small one).
 		_, err = l.read(ctx, needMissing)
 	}
 	l.stats.Reads++
@@ -180,9 +180,10 @@ func (l *LegacyReader) missingTables() bool {
 
 // dropTables lets the decoded tables go once walked: what a read compares
 // is the digest of the bytes, and what Snapshot returns is the walk's
-// observation. At 100k endpoints the decoded rules were some 100 MB kept
-// between polls for nothing but a walk after a change of hints (rare: a
-// service port added or removed), which now decodes them again.
+// observation. Kept, the decoded rules of a large cluster (a hundred
+// megabytes or more) would stay between polls for nothing but a walk after
+// a change of hints (rare: a service port added or removed), which decodes
+// them again instead.
 func (l *LegacyReader) dropTables() {
 	for _, f := range l.fams {
 		for _, t := range f.tables {
@@ -313,13 +314,14 @@ func (l *LegacyReader) readTable(fd int, v6 bool, name string, t *legacyTable, n
 	if t.read && (t.table != nil || need == needChanged) && info == t.info && sum == t.sum {
 		return false, nil
 	}
-	// The old table goes before the new one is built: at 100k endpoints
-	// each is ~100 MiB, and both at once set the agent's peak RSS.
+	// The old table goes before the new one is built: in a large cluster
+	// each is a hundred megabytes or more, and both at once would set the
+	// agent's peak RSS.
 	t.table, t.opaque, t.read = nil, nil, false
 	chains, err := decodeLegacyTable(v6, info, blob)
 	// The entries are not needed once decoded: unmapped before the table
-	// is built, the mapping (~105 MB at 100k endpoints) and the table's
-	// allocations no longer add up in the peak RSS.
+	// is built, the mapping and the table's allocations do not add up in
+	// the peak RSS.
 	unmapEntries(buf)
 	buf = nil // the deferred unmap has nothing left to do
 	if err != nil {

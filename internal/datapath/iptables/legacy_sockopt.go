@@ -98,11 +98,12 @@ func getEntries(fd int, v6 bool, table string, info tableInfo, buf []byte) ([]by
 	return buf, nil
 }
 
-// mapEntries maps an n-byte GET_ENTRIES buffer outside the Go heap. At
-// 100k endpoints the nat table's entries are ~105 MB: kept in the heap
-// between reads they were live memory the collector's target grows with
-// (GOGC 50: another ~52 MB), and the RSS never gave them back; a mapping
-// of its own is returned to the kernel as soon as the read has decoded
+// mapEntries maps an n-byte GET_ENTRIES buffer outside the Go heap. In a
+// large cluster the nat table's entries are a hundred megabytes or more:
+// kept in the heap between reads they would be live memory the
+// collector's target grows with, and the RSS would not give them back (see
+// BENCHMARKS.md, "1b. iptables-legacy read in process (getsockopt) vs
+// `iptables-legacy-save`"); a mapping of its own is returned to the kernel as soon as the read has decoded
 // (or hashed) it. The decoder copies what it keeps (strings), so nothing
 // points into the mapping after unmapEntries. MAP_POPULATE faults the
 // pages in with the mapping, not one by one during the kernel's copy.

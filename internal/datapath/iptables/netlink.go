@@ -29,31 +29,21 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
 // ErrUndecodable wraps a rule the netlink reader cannot decode faithfully.
 var ErrUndecodable = errors.New("iptables-nft rule not decodable")
-
-// NFTChange is one object an nf_tables transaction touched (the reader's
-// view of nftables.ChangeItem; this package imports no other reader).
-type NFTChange struct {
-	Family string // "ip", "ip6", ...
-	Table  string
-	Object string // "table", "chain", "rule", ...
-	Name   string // chain of a rule or chain change
-}
 
 // NFTStats counts the reader's work.
 type NFTStats struct {
@@ -83,23 +73,20 @@ type NFTReader struct {
 	IPv6  bool
 
 	mu    sync.Mutex
-	pubMu sync.Mutex  // held while obs or its frontends change; Frozen takes only it
 	fams  []*nlFamily // nil: nothing cached
 	gen   uint32      // nf_tables generation the cache reflects
 	stats NFTStats
 
-	hints   model.Hints    // the walk's
-	obs     model.Observed // the walk of the cached tables; Version 0: none
-	frozen  model.Observed // Frozen's copy of the latest version
-	lastOut uint64         // the Version Snapshot returned last
-	// behind is when a Snapshot first found the kernel's generation ahead of
-	// the cache (zero: not behind). kube-proxy commits a sync as several
-	// transactions (per family, per table): a read between two of them
-	// must wait for the next event, not re-read the whole table. Past
-	// BehindLimit the cache is taken as lost and read again.
-	behind time.Time
+	hints model.Hints          // the walk's
+	pub   nfevents.Observation // the walk of the cached tables (Version, Since, Changed, Frozen)
+	// behind is the wait, once a Snapshot found the kernel's generation
+	// ahead of the cache, for the events that bring it up to date
+	// (nfevents.Behind): a read between two transactions of one sync must
+	// wait for the next event, not re-read the whole table.
+	behind nfevents.Behind
 	// BehindLimit bounds how long the cache may trail the kernel's generation
-	// (default 2 s): events that never arrive cost at most that.
+	// (default nfevents.DefaultBehindLimit): events that never arrive cost
+	// at most that.
 	BehindLimit time.Duration
 	// AuditEvery: once chains were patched from rule messages, a Snapshot
 	// this long after the last full read reads everything again and
@@ -111,9 +98,9 @@ type NFTReader struct {
 	// (opsByChain), used again by the next event.
 	opsIdx []int32
 	// patchBuf is the chain patch of patchChain, used again chain after
-	// chain: an iptables-nft sync patches KUBE-SERVICES whole (at 100k
-	// endpoints ~22,000 nodes and handles), which as a fresh patch per sync
-	// was ~4 MB of garbage.
+	// chain: an iptables-nft sync patches KUBE-SERVICES whole (a node and
+	// handle per rule), which as a fresh patch per sync would be megabytes
+	// of garbage in a large cluster.
 	patchBuf chainPatch
 	conn     *nlConn // kept between operations (withConn); nil: open on use
 }
@@ -131,6 +118,12 @@ type nlFamily struct {
 
 var nlTables = []string{"nat", "filter"}
 
+// NFTTables are the nf_tables tables iptables-nft writes for kube-proxy:
+// those whose rule and chain messages the change feed is to carry for this
+// reader (nfevents.Options.OpTables).
+var NFTTables = []nfevents.TableRef{{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"},
+	{Family: "ip6", Table: "nat"}, {Family: "ip6", Table: "filter"}}
+
 // Stats returns the reader's counters.
 func (n *NFTReader) Stats() NFTStats {
 	n.mu.Lock()
@@ -143,7 +136,7 @@ func (n *NFTReader) Drop() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.fams = nil
-	n.setObs(model.Observed{})
+	n.pub.Drop()
 }
 
 // Snapshot returns the observed state. It reads everything when nothing is
@@ -169,23 +162,23 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 				return err
 			}
 			if gen == n.gen && !n.auditDue() {
-				n.behind = time.Time{}
+				n.behind.Clear()
 				return nil
 			}
-			if gen != n.gen && n.awaitEvents() {
+			if gen != n.gen && n.behind.Await(n.BehindLimit) {
 				return nil // the change events of this generation are on their way
 			}
 			if gen == n.gen {
 				prev = n.fams // an audit: compare after the read
 			}
 		}
-		n.behind = time.Time{}
+		n.behind.Clear()
 		gen := n.gen
 		if prev == nil {
 			// Not an audit: the cached tables are not needed during the
 			// read (kept, they would double the heap while it runs).
 			n.fams = nil
-			n.setObs(model.Observed{})
+			n.pub.Drop()
 		}
 		if err := n.fullRead(ctx, c); err != nil {
 			return err
@@ -197,31 +190,16 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 	})
 	if err != nil {
 		n.fams = nil
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		return model.Observed{}, err
 	}
-	if n.obs.Version == 0 || !sameHints(hints, n.hints) {
+	if n.pub.Current().Version == 0 || !sameHints(hints, n.hints) {
 		n.hints = hints
 		if err := n.walkAll(); err != nil {
 			return model.Observed{}, err
 		}
 	}
-	n.lastOut = n.obs.Version
-	return n.obs, nil
-}
-
-// awaitEvents reports whether a cache that trails the kernel's generation
-// may still wait for the events that bring it up to date.
-func (n *NFTReader) awaitEvents() bool {
-	limit := n.BehindLimit
-	if limit <= 0 {
-		limit = 2 * time.Second
-	}
-	now := time.Now()
-	if n.behind.IsZero() {
-		n.behind = now
-	}
-	return now.Sub(n.behind) < limit
+	return n.pub.Returned(n.pub.Current()), nil
 }
 
 // sameHints reports whether two Hints are the same value (same slice and
@@ -237,18 +215,18 @@ func sameHints(a, b model.Hints) bool {
 }
 
 // ApplyChanges is ApplyEvent for an event that carries no rule messages.
-func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, changes []NFTChange) error {
-	return n.ApplyEvent(ctx, NFTEvent{Gen: gen, Lost: lost, Changes: changes})
+func (n *NFTReader) ApplyChanges(ctx context.Context, gen uint32, lost bool, changes []nfevents.Change) error {
+	return n.ApplyEvent(ctx, nfevents.Event{Generation: gen, Lost: lost, Changes: changes})
 }
 
 // ApplyEvent brings the cached tables up to a committed transaction
-// (generation ev.Gen): a chain whose change the event's rule messages
+// (generation ev.Generation): a chain whose change the event's rule messages
 // describe is patched from them (netlink_ops.go), any other chain it names
 // in the tables this reader keeps is read again; then only the frontends
 // whose verdict depends on the chains that changed are resolved again
 // (view.go). The next Snapshot returns the result. ev.Lost: events were
 // dropped, so the cache is dropped. An error drops the cache too.
-func (n *NFTReader) ApplyEvent(ctx context.Context, ev NFTEvent) error {
+func (n *NFTReader) ApplyEvent(ctx context.Context, ev nfevents.Event) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.stats.LastChains, n.stats.LastPatched, n.stats.LastSame, n.stats.LastDecoded = 0, 0, 0, 0
@@ -257,7 +235,7 @@ func (n *NFTReader) ApplyEvent(ctx context.Context, ev NFTEvent) error {
 	}
 	if ev.Lost {
 		n.fams = nil
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		return nil
 	}
 	chains, whole := n.namedChains(ev.Changes)
@@ -265,13 +243,14 @@ func (n *NFTReader) ApplyEvent(ctx context.Context, ev NFTEvent) error {
 	err := n.reread(ctx, chains, whole)
 	if err != nil {
 		n.fams = nil
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		return err
 	}
-	if int32(ev.Gen-n.gen) > 0 {
-		n.gen, n.behind = ev.Gen, time.Time{}
+	if int32(ev.Generation-n.gen) > 0 {
+		n.gen = ev.Generation
+		n.behind.Clear()
 	}
-	if n.obs.Version == 0 {
+	if n.pub.Current().Version == 0 {
 		return nil // not walked yet: the next Snapshot walks
 	}
 	names := func(f *nlFamily, table string) []string {
@@ -283,7 +262,7 @@ func (n *NFTReader) ApplyEvent(ctx context.Context, ev NFTEvent) error {
 	}
 	if err := n.rewalk(func(f *nlFamily) ([]string, []string) { return names(f, "nat"), names(f, "filter") }); err != nil {
 		n.fams = nil
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		return err
 	}
 	return nil
@@ -330,9 +309,11 @@ func (n *NFTReader) rewalk(changed func(*nlFamily) (nat, filter []string)) error
 		return nil // same state, same version
 	}
 	// In place (Frozen gives a copy to whatever keeps one): a copy of every
-	// frontend per change made the cost of a change grow with the cluster.
-	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: n.obs.Frontends, Warnings: n.obs.Warnings}
-	n.pubMu.Lock()
+	// frontend per change would make its cost grow with the cluster.
+	cur := n.pub.Current()
+	obs := model.Observed{Datapath: model.ModeIPTables, Frontends: cur.Frontends, Warnings: cur.Warnings}
+	n.pub.Lock()
+	defer n.pub.Unlock()
 	for _, d := range deltas {
 		for _, f := range d.gone {
 			delete(obs.Frontends, f)
@@ -341,7 +322,6 @@ func (n *NFTReader) rewalk(changed func(*nlFamily) (nat, filter []string)) error
 			obs.Frontends[fv.f] = fv.v
 		}
 	}
-	n.pubMu.Unlock()
 	if warnings {
 		obs.Warnings = nil
 		for _, f := range n.fams {
@@ -350,7 +330,7 @@ func (n *NFTReader) rewalk(changed func(*nlFamily) (nat, filter []string)) error
 		obs.Warnings = slices.Clip(obs.Warnings)
 	}
 	n.stats.LastChanged = len(changedFronts)
-	n.stamp(obs, changedFronts)
+	n.pub.PublishLocked(obs, changedFronts)
 	return nil
 }
 
@@ -364,7 +344,7 @@ func (n *NFTReader) walkAll() error {
 		for chain, why := range f.opaque["nat"] {
 			if c := f.view.nat.chains[chain]; c != nil && c.done {
 				n.fams = nil
-				n.setObs(model.Observed{})
+				n.pub.Drop()
 				return fmt.Errorf("%w: %s nat chain %s, reached from kube-proxy's chains: %s", ErrUndecodable, f.fam, chain, why)
 			}
 		}
@@ -372,68 +352,15 @@ func (n *NFTReader) walkAll() error {
 		obs.Warnings = append(obs.Warnings, f.view.warnings...)
 	}
 	obs.Warnings = slices.Clip(obs.Warnings)
-	n.stamp(obs, nil)
+	n.pub.Publish(obs, nil)
 	return nil
-}
-
-// stamp makes obs the current walk with a new version. changed, when not
-// nil, names the only frontends that differ from the current walk; Since
-// and Changed then relate obs to the state Snapshot returned last (changes
-// of walks Snapshot never returned are merged in).
-func (n *NFTReader) stamp(obs model.Observed, changed map[model.Frontend]bool) {
-	prev := n.obs
-	obs.Version = NextVersion()
-	if changed != nil && prev.Version != 0 {
-		switch {
-		case prev.Version == n.lastOut:
-			obs.Since, obs.Changed = prev.Version, changed
-		case prev.Changed != nil:
-			merged := maps.Clone(prev.Changed)
-			for f := range changed {
-				merged[f] = true
-			}
-			obs.Since, obs.Changed = prev.Since, merged
-		}
-	}
-	n.setObs(obs)
-}
-
-// setObs replaces the walk's observation under pubMu (Frozen's lock).
-func (n *NFTReader) setObs(obs model.Observed) {
-	n.pubMu.Lock()
-	n.obs = obs
-	n.pubMu.Unlock()
 }
 
 // Frozen returns a copy of the latest observation that nothing changes,
 // made at most once per version; false when nothing is cached (an earlier
 // observation is then not changed any more either). It waits for no
 // kernel read: only for a change of the observation itself.
-func (n *NFTReader) Frozen() (model.Observed, bool) {
-	n.pubMu.Lock()
-	defer n.pubMu.Unlock()
-	if n.obs.Version == 0 {
-		return model.Observed{}, false
-	}
-	if n.frozen.Version != n.obs.Version {
-		obs := n.obs
-		obs.Frontends, obs.Since, obs.Changed = maps.Clone(obs.Frontends), 0, nil
-		n.frozen = obs
-	}
-	return n.frozen, true
-}
-
-// versions is the source of every Observed.Version this package's readers
-// give (distinct from other readers': it starts at the clock).
-var versions atomic.Uint64
-
-// NextVersion returns a new version for an Observed of the iptables mode:
-// the netlink reader and the iptables-save path share one sequence, so a
-// version never names two states.
-func NextVersion() uint64 {
-	versions.CompareAndSwap(0, uint64(time.Now().UnixNano()))
-	return versions.Add(1)
-}
+func (n *NFTReader) Frozen() (model.Observed, bool) { return n.pub.Frozen() }
 
 func (n *NFTReader) family(name string) *nlFamily {
 	for _, f := range n.fams {
@@ -456,8 +383,8 @@ const nlRecvBuffer = 32 << 10
 // the namespace on first use and kept: closing a NETLINK_NETFILTER socket
 // makes nf_tables look for tables the socket owned, under the same mutex a
 // commit holds, so a close while iptables-nft-restore's batch is in the
-// kernel waits until that batch commits (178-612 ms at 100k endpoints,
-// once per poll; BENCHMARKS.md, "Live"). The socket is dropped after an
+// kernel waits until that batch commits, once per poll (see BENCHMARKS.md,
+// "Live: the agent beside kube-proxy (issue 16)"). The socket is dropped after an
 // error other than a commit's interruption (Transient: the answer was read
 // to its end) and opened again on the next operation; answers left half
 // read are skipped by sequence number anyway (nlConn.datagram).
@@ -495,7 +422,7 @@ func (n *NFTReader) Close() error {
 // fullReadAttempts bounds the attempts of a full read; between two, the
 // reader waits fullReadBackoff, doubled each time (10+20+40+80 ms): a
 // kube-proxy sync commits several tables back to back (filter, nat, and
-// ip6's), and immediate retries all fell inside one such burst
+// ip6's), and immediate retries can all fall inside one such burst
 // (TestNFTReaderFullReadDuringCommits).
 const (
 	fullReadAttempts = 5
@@ -512,7 +439,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 	for attempt := 0; ; attempt++ {
 		last := attempt == fullReadAttempts-1
 		if attempt > 0 {
-			time.Sleep(fullReadBackoff << (attempt - 1)) // 150 ms in all; the read checks ctx
+			time.Sleep(fullReadBackoff << (attempt - 1)) // the read checks ctx
 		}
 		before, err := getGen(c)
 		if err != nil {
@@ -536,7 +463,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 			continue
 		}
 		n.fams, n.gen = fams, before
-		n.setObs(model.Observed{})
+		n.pub.Drop()
 		n.patched, n.lastFull = false, time.Now()
 		n.stats.Rules = rules
 		n.stats.LastReadDur = time.Since(start)
@@ -608,8 +535,10 @@ func (n *NFTReader) readListedTable(ctx context.Context, c *nlConn, f *nlFamily,
 	// One dump per chain, not one for the table: the kernel resumes a dump
 	// by walking again from the first rule of its scope up to where the
 	// last message buffer ended, so a whole-table dump is quadratic in the
-	// table's rules (320,000 rules at 100k endpoints: 150 s of kernel CPU);
-	// per chain it is quadratic only in the longest chain (KUBE-SERVICES).
+	// table's rules (minutes of kernel CPU in a large cluster; see
+	// BENCHMARKS.md, "iptables-nft netlink reader: the start-up full read
+	// (2026-12-02)"); per chain it is quadratic only in the longest chain
+	// (KUBE-SERVICES).
 	var err error
 	for _, ch := range t.order {
 		err = dumpRules(c, f.v6, table, ch.name, func(r nlRule, derr error) error {
@@ -866,9 +795,10 @@ func listChains(c *nlConn, v6 bool, table string) ([]string, []uint64, error) {
 // walking its chain list again from the first chain of the first table
 // up to where the last message buffer ended: the listing is quadratic in
 // the family's chains, about n^2/2/k chain visits for k chains a buffer.
-// A 32 KiB datagram (nlRecvBuffer) holds ~300 chains, so at 110,000 chains
-// (100k endpoints) that is ~20 million visits, 0.1-0.6 s measured; with the
-// 4 KiB datagrams the kernel starts with it was ~6 s (listed twice).
+// A 32 KiB datagram (nlRecvBuffer) holds some hundreds of chains, eight
+// times what the 4 KiB datagrams the kernel starts with hold, so the
+// listing makes an eighth of the visits (see BENCHMARKS.md, "iptables-nft
+// netlink reader: the start-up full read (2026-12-02)").
 func listFamilyChains(c *nlConn, v6 bool) (map[string]*chainList, error) {
 	req, err := request(nftMsgGetChain, true, v6)
 	if err != nil {

@@ -6,6 +6,8 @@ package iptables
 
 import (
 	"context"
+
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 )
 
 type tableKey struct {
@@ -19,7 +21,7 @@ type chainSet map[tableKey]map[string]bool
 
 // namedChains sorts an event's changes: chains per table, and the tables
 // to read whole (a table message, a rule or chain without a name).
-func (n *NFTReader) namedChains(changes []NFTChange) (chainSet, map[tableKey]bool) {
+func (n *NFTReader) namedChains(changes []nfevents.Change) (chainSet, map[tableKey]bool) {
 	chains := chainSet{}
 	whole := map[tableKey]bool{}
 	for _, ch := range changes {
@@ -49,7 +51,7 @@ func (n *NFTReader) namedChains(changes []NFTChange) (chainSet, map[tableKey]boo
 // patched chains are marked false in chains (changed, not to be read),
 // chains that came out the same are removed, a table to read whole is
 // added to whole.
-func (n *NFTReader) patch(ev NFTEvent, chains chainSet, whole map[tableKey]bool) {
+func (n *NFTReader) patch(ev nfevents.Event, chains chainSet, whole map[tableKey]bool) {
 	ops := n.opsByChain(ev)
 	if ops == nil {
 		return

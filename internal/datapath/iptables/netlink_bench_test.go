@@ -18,7 +18,7 @@ import (
 
 	"github.com/netdrift/netdrift/bench"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
-	"github.com/netdrift/netdrift/internal/datapath/nftables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -79,14 +79,14 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 	}
 	hints := model.HintsFor(watch.Expected(bench.NodeName, s.ClusterState()))
 	svc, sep := oneServiceChains(b, s)
-	changes := []iptables.NFTChange{{Family: "ip", Table: "nat", Object: "rule", Name: svc}, {Family: "ip", Table: "nat", Object: "rule", Name: sep}}
+	changes := []nfevents.Change{{Family: "ip", Table: "nat", Object: "rule", Name: svc}, {Family: "ip", Table: "nat", Object: "rule", Name: sep}}
 	// A kube-proxy sync names its entry chains too: it rewrites them every time.
 	syncChanges := append(slices.Clone(changes),
-		iptables.NFTChange{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-SERVICES"},
-		iptables.NFTChange{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-NODEPORTS"},
-		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-SERVICES"},
-		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-EXTERNAL-SERVICES"},
-		iptables.NFTChange{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-NODEPORTS"})
+		nfevents.Change{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-SERVICES"},
+		nfevents.Change{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-NODEPORTS"},
+		nfevents.Change{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-SERVICES"},
+		nfevents.Change{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-EXTERNAL-SERVICES"},
+		nfevents.Change{Family: "ip", Table: "filter", Object: "rule", Name: "KUBE-NODEPORTS"})
 	var ref, full, update, change, sync, walk, syncRecv, syncMsg time.Duration
 	var recvNoOps, recvBase time.Duration
 	var msgStats iptables.NFTStats
@@ -99,7 +99,7 @@ func benchNFTReader(b *testing.B, s bench.Spec) {
 		backend++
 		netnstest.RunInput(b, ns, fmt.Sprintf("*nat\n:%s - [0:0]\n-A %s -p tcp -m tcp -j DNAT --to-destination 10.255.%d.%d:8080\nCOMMIT\n",
 			sep, sep, backend/250%250, backend%250), "iptables-nft-restore", "--noflush")
-		gen, err := nftables.Generation(ns)
+		gen, err := nfevents.Generation(ns)
 		if err != nil {
 			b.Fatal(err)
 		}

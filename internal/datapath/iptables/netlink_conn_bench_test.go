@@ -18,7 +18,7 @@ import (
 // BenchmarkNFTPollDuringCommit: the wall time of a poll (the generation
 // query a Snapshot starts with) while iptables-nft-restore commits large
 // batches in a loop, for the reader's kept socket next to a socket opened
-// and closed per poll (what the reader did before: closing a
+// and closed per poll (what the kept socket avoids: closing a
 // NETLINK_NETFILTER socket takes the nf_tables commit mutex, which a batch
 // holds while the kernel processes it). Each iteration polls both ways, so
 // both see the same commits. The reader gets no change events and never

@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -23,7 +24,7 @@ func TestNFTReaderKeepsItsSocket(t *testing.T) {
 			t.Fatalf("snapshot %d: %v", i, err)
 		}
 	}
-	ev := NFTEvent{Gen: currentGen(t, ns), Changes: []NFTChange{{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-SERVICES"}}}
+	ev := nfevents.Event{Generation: currentGen(t, ns), Changes: []nfevents.Change{{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-SERVICES"}}}
 	if err := r.ApplyEvent(ctx, ev); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
@@ -241,16 +242,16 @@ func TestNFTReaderChangeRereadsNamedChains(t *testing.T) {
 	steps := []struct {
 		name   string
 		argv   []string
-		change []NFTChange
+		change []nfevents.Change
 	}{
 		{"flush a service chain", []string{"iptables-nft", "-t", "nat", "-F", svc},
-			[]NFTChange{{"ip", "nat", "rule", svc}}},
+			[]nfevents.Change{{Family: "ip", Table: "nat", Object: "rule", Name: svc}}},
 		{"delete a rule", []string{"iptables-nft", "-t", "nat", "-D", sep, "1"},
-			[]NFTChange{{"ip", "nat", "rule", sep}}},
-		{"add an endpoint chain", nil, []NFTChange{
-			{"ip", "nat", "chain", "KUBE-SEP-NDTESTNDTESTNDTE"},
-			{"ip", "nat", "rule", "KUBE-SEP-NDTESTNDTESTNDTE"},
-			{"ip", "nat", "rule", svc}}},
+			[]nfevents.Change{{Family: "ip", Table: "nat", Object: "rule", Name: sep}}},
+		{"add an endpoint chain", nil, []nfevents.Change{
+			{Family: "ip", Table: "nat", Object: "chain", Name: "KUBE-SEP-NDTESTNDTESTNDTE"},
+			{Family: "ip", Table: "nat", Object: "rule", Name: "KUBE-SEP-NDTESTNDTESTNDTE"},
+			{Family: "ip", Table: "nat", Object: "rule", Name: svc}}},
 	}
 	if _, err := nr.Snapshot(ctx, model.Hints{}); err != nil {
 		t.Fatal(err)
@@ -350,7 +351,7 @@ func diffVerdicts(a, b map[model.Frontend]model.Verdict) map[model.Frontend]bool
 	return out
 }
 
-func distinctChains(cs []NFTChange) int {
+func distinctChains(cs []nfevents.Change) int {
 	seen := map[string]bool{}
 	for _, c := range cs {
 		seen[c.Name] = true

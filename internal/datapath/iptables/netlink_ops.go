@@ -3,7 +3,7 @@ package iptables
 import (
 	"slices"
 
-	"github.com/netdrift/netdrift/internal/datapath/nfops"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 )
 
 // Patching cached chains from the rule messages of a change event, instead
@@ -26,25 +26,6 @@ import (
 // opaque chain, a rule that does not decode) reads the chain again too; a
 // rename (a chain message with another chain's handle) reads the table.
 
-// NFTOp is one rule or chain message of a transaction (nftables.Op, the
-// same type): Family, Table, Chain, Object ("rule" or "chain"), Op ("new"
-// or "del"), Handle (the rule's, a chain's for chain messages), Position
-// (NEWRULE: the handle of the rule before it; 0 none), Append
-// (NLM_F_APPEND) and Data (NEWRULE: the message's attributes). Set and
-// element messages are ignored.
-type NFTOp = nfops.Op
-
-// NFTEvent is one committed transaction as the reader takes it.
-type NFTEvent struct {
-	Gen     uint32
-	Lost    bool // events were dropped before this one: the cache is dropped
-	Changes []NFTChange
-	// Ops are the transaction's rule and chain messages of (some of) the
-	// tables this reader keeps; OpsComplete: none of those was left out.
-	Ops         []NFTOp
-	OpsComplete bool
-}
-
 type patchResult uint8
 
 const (
@@ -62,22 +43,22 @@ type opChain struct {
 // chainOps is one chain's ops of an event, in commit order: indexes into
 // the event's Ops (which nothing copies).
 type chainOps struct {
-	all []NFTOp
+	all []nfevents.Op
 	idx []int32
 }
 
-func (c chainOps) len() int        { return len(c.idx) }
-func (c chainOps) at(i int) *NFTOp { return &c.all[c.idx[i]] }
+func (c chainOps) len() int              { return len(c.idx) }
+func (c chainOps) at(i int) *nfevents.Op { return &c.all[c.idx[i]] }
 
 // prev and next are the ops before and after op i of the chain (nil: none).
-func (c chainOps) prev(i int) *NFTOp {
+func (c chainOps) prev(i int) *nfevents.Op {
 	if i == 0 {
 		return nil
 	}
 	return c.at(i - 1)
 }
 
-func (c chainOps) next(i int) *NFTOp {
+func (c chainOps) next(i int) *nfevents.Op {
 	if i+1 >= c.len() {
 		return nil
 	}
@@ -87,14 +68,14 @@ func (c chainOps) next(i int) *NFTOp {
 // opsByChain groups a usable event's ops per chain, in commit order; nil
 // when the ops cannot be used (incomplete, or not newer than the cache:
 // a full read may already hold them).
-func (n *NFTReader) opsByChain(ev NFTEvent) map[opChain]chainOps {
-	if !ev.OpsComplete || len(ev.Ops) == 0 || int32(ev.Gen-n.gen) <= 0 {
+func (n *NFTReader) opsByChain(ev nfevents.Event) map[opChain]chainOps {
+	if !ev.OpsComplete || len(ev.Ops) == 0 || int32(ev.Generation-n.gen) <= 0 {
 		return nil
 	}
 	// Two passes, one index array carved per chain and used again by the
-	// next event: a sync carries ~20,000 ops at 100k endpoints, and growing
-	// a slice per chain was a tenth of what the agent allocated under
-	// iptables-nft churn.
+	// next event: a large sync carries tens of thousands of ops, and a
+	// slice grown per chain would be a large share of what the agent
+	// allocates under iptables-nft churn.
 	count := map[opChain]int{}
 	for i := range ev.Ops {
 		if k, ok := n.opKey(&ev.Ops[i]); ok {
@@ -122,7 +103,7 @@ func (n *NFTReader) opsByChain(ev NFTEvent) map[opChain]chainOps {
 
 // opKey is the cached chain a rule or chain op is for; false for tables
 // not kept and for other objects.
-func (n *NFTReader) opKey(op *NFTOp) (opChain, bool) {
+func (n *NFTReader) opKey(op *nfevents.Op) (opChain, bool) {
 	if op.Object != "rule" && op.Object != "chain" {
 		return opChain{}, false
 	}
@@ -206,7 +187,7 @@ func (p *chainPatch) release() {
 // forgetHandles empties the handle index key by key: every key came from a
 // node. clear(p.at) costs the map's capacity, which the largest chain
 // (KUBE-SERVICES) sets, and a sync patches every chain kube-proxy declares
-// (~110,000 at 100k endpoints), nearly all of a rule or two.
+// (about one per endpoint), nearly all of a rule or two.
 func (p *chainPatch) forgetHandles() {
 	for i := range p.nodes {
 		delete(p.at, p.nodes[i].s.handle)
@@ -335,8 +316,8 @@ func (t *ipTable) otherChainHandle(name string, h uint64) bool {
 
 // chainByHandle names the chain with handle h ("" none) from an index built
 // on first use: a sync's messages name every chain kube-proxy declares, and
-// a walk of all chains for each (10,000 and more) was a fifth of the agent's
-// CPU under churn. An entry whose chain is gone or has another handle now
+// a walk of all chains for each (thousands of chains) would be a large
+// share of the agent's CPU under churn. An entry whose chain is gone or has another handle now
 // is dropped; a chain that takes a handle is noted (setChain, noteHandle).
 // The kernel never hands a table's handle out twice.
 func (t *ipTable) chainByHandle(h uint64) string {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/netdrift/netdrift/bench"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
-	"github.com/netdrift/netdrift/internal/datapath/nftables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -29,7 +29,7 @@ type opsRig struct {
 	ns    string
 	spec  bench.Spec
 	hints model.Hints
-	w     *nftables.ChangeWatcher
+	w     *nfevents.Watcher
 	nr    *iptables.NFTReader
 }
 
@@ -43,7 +43,7 @@ func newOpsRig(t *testing.T) *opsRig {
 	r.restore(r.spec.IPTablesRestore())
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := nftables.WatchChangesWith(ctx, r.ns, nftables.WatchOptions{OpTables: []nftables.TableRef{
+	w, err := nfevents.WatchWith(ctx, r.ns, nfevents.Options{OpTables: []nfevents.TableRef{
 		{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func (r *opsRig) restore(in string) {
 // the per-event stats.
 func (r *opsRig) apply() iptables.NFTStats {
 	r.t.Helper()
-	gen, err := nftables.Generation(r.ns)
+	gen, err := nfevents.Generation(r.ns)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func (r *opsRig) apply() iptables.NFTStats {
 	for {
 		select {
 		case ev := <-r.w.Events():
-			if err := r.nr.ApplyEvent(context.Background(), agentEvent(ev)); err != nil {
+			if err := r.nr.ApplyEvent(context.Background(), ev); err != nil {
 				r.t.Fatal(err)
 			}
 			st := r.nr.Stats()
@@ -278,7 +278,7 @@ func TestNFTPatchLostAndIncomplete(t *testing.T) {
 	move("10.255.0.1:8080")
 	ev := <-r.w.Events()
 	ev.Ops, ev.OpsComplete = nil, false
-	if err := r.nr.ApplyEvent(context.Background(), agentEvent(ev)); err != nil {
+	if err := r.nr.ApplyEvent(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
 	if st := r.nr.Stats(); st.LastChains != 1 || st.LastPatched != 0 {
@@ -289,10 +289,10 @@ func TestNFTPatchLostAndIncomplete(t *testing.T) {
 	move("10.255.0.2:8080")
 	move(dest)
 	move("10.255.0.3:8080")
-	evs := []nftables.ChangeEvent{<-r.w.Events(), <-r.w.Events(), <-r.w.Events()}
+	evs := []nfevents.Event{<-r.w.Events(), <-r.w.Events(), <-r.w.Events()}
 	evs[1].Lost = true // the one before it was lost
 	for _, ev := range evs {
-		if err := r.nr.ApplyEvent(context.Background(), agentEvent(ev)); err != nil {
+		if err := r.nr.ApplyEvent(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
 	}

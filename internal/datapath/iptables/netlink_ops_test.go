@@ -3,6 +3,8 @@ package iptables
 import (
 	"slices"
 	"testing"
+
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 )
 
 // opsChain is a cached chain with rules of the given handles (keys = handles).
@@ -15,14 +17,16 @@ func opsChain(handles ...uint64) (*ipTable, *ipChain) {
 	return t, c
 }
 
-func newRule(h, pos uint64, app bool) NFTOp {
-	return NFTOp{Object: "rule", Op: "new", Chain: "KUBE-X", Handle: h, Position: pos, Append: app, Data: []byte{0}}
+func newRule(h, pos uint64, app bool) nfevents.Op {
+	return nfevents.Op{Object: "rule", Op: "new", Chain: "KUBE-X", Handle: h, Position: pos, Append: app, Data: []byte{0}}
 }
 
-func delRule(h uint64) NFTOp { return NFTOp{Object: "rule", Op: "del", Chain: "KUBE-X", Handle: h} }
+func delRule(h uint64) nfevents.Op {
+	return nfevents.Op{Object: "rule", Op: "del", Chain: "KUBE-X", Handle: h}
+}
 
 // runOps applies ops and returns the handles in order, or the result that stopped it.
-func runOps(t *testing.T, ops []NFTOp, handles ...uint64) ([]uint64, patchResult) {
+func runOps(t *testing.T, ops []nfevents.Op, handles ...uint64) ([]uint64, patchResult) {
 	t.Helper()
 	tb, c := opsChain(handles...)
 	p := newChainPatch(c)
@@ -48,26 +52,26 @@ func TestChainPatchPlacement(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		old  []uint64
-		ops  []NFTOp
+		ops  []nfevents.Op
 		want []uint64 // nil: not understood
 		res  patchResult
 	}{
-		{"flush and re-add", []uint64{1, 2, 3}, []NFTOp{delRule(1), delRule(2), delRule(3), newRule(4, 0, true), newRule(5, 4, true), newRule(6, 0, true)}, []uint64{4, 5, 6}, patchDone},
-		{"append", []uint64{1, 2}, []NFTOp{newRule(3, 0, true)}, []uint64{1, 2, 3}, patchDone},
-		{"insert at head", []uint64{1, 2}, []NFTOp{newRule(3, 0, false)}, []uint64{3, 1, 2}, patchDone},
-		{"insert after a position", []uint64{1, 2}, []NFTOp{newRule(3, 1, false)}, []uint64{1, 3, 2}, patchDone},
-		{"replace keeping the handle, head", []uint64{1, 2, 3}, []NFTOp{delRule(1), newRule(1, 0, true)}, []uint64{1, 2, 3}, patchDone},
-		{"replace keeping the handle, tail", []uint64{1, 2, 3}, []NFTOp{delRule(3), newRule(3, 0, true)}, []uint64{1, 2, 3}, patchDone},
-		{"replace keeping the handle, middle", []uint64{1, 2, 3}, []NFTOp{delRule(2), newRule(2, 1, true)}, []uint64{1, 2, 3}, patchDone},
-		{"replace of the head, new handle", []uint64{1, 2, 3}, []NFTOp{delRule(1), newRule(4, 0, true)}, nil, patchRead},
-		{"replace of the head, new rule notified first", []uint64{1, 2, 3}, []NFTOp{newRule(4, 0, true), delRule(1)}, nil, patchRead},
-		{"position names a rule not notified yet", []uint64{1}, []NFTOp{newRule(3, 4, false), newRule(4, 0, false)}, nil, patchRead},
-		{"unknown handle deleted", []uint64{1}, []NFTOp{delRule(7)}, nil, patchRead},
-		{"handle added twice", []uint64{1}, []NFTOp{newRule(1, 0, true)}, nil, patchRead},
-		{"rename onto this chain", nil, []NFTOp{{Object: "chain", Op: "del", Chain: "KUBE-X", Handle: 100}, {Object: "chain", Op: "new", Chain: "KUBE-X", Handle: 200}}, nil, patchTable},
-		{"deleted and created again", []uint64{1}, []NFTOp{delRule(1), {Object: "chain", Op: "del", Chain: "KUBE-X", Handle: 100},
+		{"flush and re-add", []uint64{1, 2, 3}, []nfevents.Op{delRule(1), delRule(2), delRule(3), newRule(4, 0, true), newRule(5, 4, true), newRule(6, 0, true)}, []uint64{4, 5, 6}, patchDone},
+		{"append", []uint64{1, 2}, []nfevents.Op{newRule(3, 0, true)}, []uint64{1, 2, 3}, patchDone},
+		{"insert at head", []uint64{1, 2}, []nfevents.Op{newRule(3, 0, false)}, []uint64{3, 1, 2}, patchDone},
+		{"insert after a position", []uint64{1, 2}, []nfevents.Op{newRule(3, 1, false)}, []uint64{1, 3, 2}, patchDone},
+		{"replace keeping the handle, head", []uint64{1, 2, 3}, []nfevents.Op{delRule(1), newRule(1, 0, true)}, []uint64{1, 2, 3}, patchDone},
+		{"replace keeping the handle, tail", []uint64{1, 2, 3}, []nfevents.Op{delRule(3), newRule(3, 0, true)}, []uint64{1, 2, 3}, patchDone},
+		{"replace keeping the handle, middle", []uint64{1, 2, 3}, []nfevents.Op{delRule(2), newRule(2, 1, true)}, []uint64{1, 2, 3}, patchDone},
+		{"replace of the head, new handle", []uint64{1, 2, 3}, []nfevents.Op{delRule(1), newRule(4, 0, true)}, nil, patchRead},
+		{"replace of the head, new rule notified first", []uint64{1, 2, 3}, []nfevents.Op{newRule(4, 0, true), delRule(1)}, nil, patchRead},
+		{"position names a rule not notified yet", []uint64{1}, []nfevents.Op{newRule(3, 4, false), newRule(4, 0, false)}, nil, patchRead},
+		{"unknown handle deleted", []uint64{1}, []nfevents.Op{delRule(7)}, nil, patchRead},
+		{"handle added twice", []uint64{1}, []nfevents.Op{newRule(1, 0, true)}, nil, patchRead},
+		{"rename onto this chain", nil, []nfevents.Op{{Object: "chain", Op: "del", Chain: "KUBE-X", Handle: 100}, {Object: "chain", Op: "new", Chain: "KUBE-X", Handle: 200}}, nil, patchTable},
+		{"deleted and created again", []uint64{1}, []nfevents.Op{delRule(1), {Object: "chain", Op: "del", Chain: "KUBE-X", Handle: 100},
 			{Object: "chain", Op: "new", Chain: "KUBE-X", Handle: 300}, newRule(9, 0, true)}, []uint64{9}, patchDone},
-		{"rule after the chain's deletion", []uint64{}, []NFTOp{{Object: "chain", Op: "del", Chain: "KUBE-X", Handle: 100}, newRule(9, 0, true)}, nil, patchRead},
+		{"rule after the chain's deletion", []uint64{}, []nfevents.Op{{Object: "chain", Op: "del", Chain: "KUBE-X", Handle: 100}, newRule(9, 0, true)}, nil, patchRead},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, res := runOps(t, tc.ops, tc.old...)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/netdrift/netdrift/bench"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
-	"github.com/netdrift/netdrift/internal/datapath/nftables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
@@ -73,8 +73,8 @@ func syncMsgs(b *testing.B, ns string, s bench.Spec, nr *iptables.NFTReader, hin
 		var sum iptables.NFTStats
 		took := cpuNoGC(func() {
 			for _, ev := range evs {
-				err = nr.ApplyEvent(context.Background(), agentEvent(ev))
-				ev.Release() // as the agent does (internal/datapath: iptablesReader.ApplyChange)
+				err = nr.ApplyEvent(context.Background(), ev)
+				ev.Release() // as the iptables mode does (Mode.ApplyChange)
 				if err != nil {
 					return
 				}
@@ -103,17 +103,6 @@ func syncMsgs(b *testing.B, ns string, s bench.Spec, nr *iptables.NFTReader, hin
 	return recv, apply, st, (m1.TotalAlloc - m0.TotalAlloc) / perChange
 }
 
-// agentEvent is the event as internal/datapath hands it to the reader: the
-// ops themselves (their memory goes back to the watcher on Release), the
-// changes converted.
-func agentEvent(ev nftables.ChangeEvent) iptables.NFTEvent {
-	out := iptables.NFTEvent{Gen: ev.Generation, Lost: ev.Lost, OpsComplete: ev.OpsComplete, Ops: ev.Ops}
-	for _, c := range ev.Changes {
-		out.Changes = append(out.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
-	}
-	return out
-}
-
 // recvCosts is the receive side of the same syncs without the rule messages
 // carried (noOps: the watcher as it was), and of a restore that changes one
 // rule (base: mostly the fork and wait, to subtract).
@@ -132,12 +121,12 @@ func recvCosts(b *testing.B, ns string, s bench.Spec, sep string, backend *int) 
 	return noOps, base
 }
 
-func syncWatcher(b *testing.B, ns string, ops bool) *nftables.ChangeWatcher {
-	opts := nftables.WatchOptions{}
+func syncWatcher(b *testing.B, ns string, ops bool) *nfevents.Watcher {
+	opts := nfevents.Options{}
 	if ops {
-		opts.OpTables = []nftables.TableRef{{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"}}
+		opts.OpTables = []nfevents.TableRef{{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"}}
 	}
-	w, err := nftables.WatchChangesWith(context.Background(), ns, opts)
+	w, err := nfevents.WatchWith(context.Background(), ns, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,14 +135,14 @@ func syncWatcher(b *testing.B, ns string, ops bool) *nftables.ChangeWatcher {
 
 // restoreEvents runs iptables-nft-restore --noflush and returns the events
 // up to the generation it left, and this process's CPU meanwhile.
-func restoreEvents(b *testing.B, ns string, w *nftables.ChangeWatcher, in string) ([]nftables.ChangeEvent, time.Duration) {
+func restoreEvents(b *testing.B, ns string, w *nfevents.Watcher, in string) ([]nfevents.Event, time.Duration) {
 	t0 := rusageSelf()
 	netnstest.RunInput(b, ns, in, "iptables-nft-restore", "--noflush")
-	gen, err := nftables.Generation(ns)
+	gen, err := nfevents.Generation(ns)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var evs []nftables.ChangeEvent
+	var evs []nfevents.Event
 	for len(evs) == 0 || int32(evs[len(evs)-1].Generation-gen) < 0 {
 		evs = append(evs, <-w.Events())
 	}

@@ -9,8 +9,8 @@ import (
 // nlAttrs walks netlink attributes in place: Bytes is a slice of the
 // message, not a copy; String copies. The decoder of
 // github.com/mdlayher/netlink allocates itself and copies each attribute's
-// data twice: at 320,000 rules of ~20 attributes each (100k endpoints),
-// two thirds of a full read's allocations. Its methods are the subset of
+// data twice: with a few rules per endpoint of some twenty attributes
+// each, most of a full read's allocations. Its methods are the subset of
 // that decoder the reader used, with the same meaning.
 type nlAttrs struct {
 	b         []byte // what is left

@@ -2,9 +2,9 @@ package iptables
 
 // nlConn is the reader's nfnetlink socket: blocking system calls on a
 // socket of its own and one receive buffer for every datagram. A full read
-// sends one dump request per chain (110,000 at 100k endpoints); through
-// github.com/mdlayher/netlink each call started a goroutine (its context
-// watcher), woke another thread, and copied every datagram into a new
+// sends one dump request per chain (about one per endpoint); through
+// github.com/mdlayher/netlink each call starts a goroutine (its context
+// watcher), wakes another thread, and copies every datagram into a new
 // buffer before splitting it into new Messages. Here a message is a slice
 // of the receive buffer, valid only while the callback that gets it runs:
 // callers keep strings and values, never the bytes.

@@ -6,8 +6,8 @@ import (
 )
 
 // ipRule is the part of one iptables rule that matters for Service
-// traffic. It is kept for every rule the readers hold (~200k at 100k
-// endpoints), so it is small: the option values are spans of the rule's
+// traffic. It is kept for every rule the readers hold (a few per
+// endpoint), so it is small: the option values are spans of the rule's
 // own text (any occurrence of the same bytes will do), and only a value
 // the text does not hold verbatim (an escaped or negated one) is copied,
 // into aux. 80 bytes instead of the 176 of one string per value.

@@ -303,7 +303,7 @@ func (v *ipView) setDeps(g *ipGroup, deps []string) {
 
 // groupSet is the groups that reach one chain: most chains are reached by
 // one or two, so a short list, and a map past a few (a map per chain
-// was a seventh of the reader's heap).
+// would be a large share of the reader's heap).
 type groupSet struct {
 	few  []*ipGroup
 	many map[*ipGroup]struct{}
@@ -517,8 +517,8 @@ func (v *ipView) update(natChains, filterChains []string) (ipDelta, bool) {
 // order) keep their steps and what they gave; the others are marked dirty.
 //
 // kube-proxy's iptables mode writes KUBE-SERVICES in no fixed order, so
-// every sync reorders it and every sync rephases it whole (10,000 rules at
-// 100k endpoints): the phase's rules are chained per group in scratch
+// every sync reorders it and every sync rephases it whole (one rule per
+// service port and more): the phase's rules are chained per group in scratch
 // space the view keeps, and only groups that changed get new steps.
 func (v *ipView) rephase(p int, dirty map[*ipGroup]bool) {
 	rs := v.rephaseScratch()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -179,7 +180,7 @@ func benchLiveUpdate(b *testing.B, spec nftGenSpec) {
 	}
 	// The watcher carries the kube-proxy tables' messages, as the agent's
 	// (datapath.WatchChanges): the reader patches from them (live_ops.go).
-	w, err := WatchChangesWith(context.Background(), ns, WatchOptions{OpTables: KubeProxyTables})
+	w, err := nfevents.WatchWith(context.Background(), ns, nfevents.Options{OpTables: KubeProxyTables})
 	if err != nil {
 		b.Fatal(err)
 	}

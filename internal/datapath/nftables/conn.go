@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"github.com/google/nftables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/nsutil"
 )
 
@@ -14,7 +15,7 @@ func WithConn(ns string, fn func(*nftables.Conn) error) error {
 		}
 		conn, err := nftables.New(opts...)
 		if err != nil {
-			return nftDialError(err)
+			return nfevents.DialError(err)
 		}
 		defer conn.CloseLasting()
 		return fn(conn)

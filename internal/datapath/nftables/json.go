@@ -49,7 +49,7 @@ type nftJSONChain struct {
 // The decoding: the reference implementation of encoding/json/v2
 // (github.com/go-json-experiment/json, already the cluster loader's) in
 // its v1 mode, without the legacy mode's whole-value syntax check before
-// every Unmarshal (the document was read twice). It decodes the same types
+// every Unmarshal (which reads the document twice). It decodes the same types
 // into the same values as encoding/json, at several times its speed; only
 // its errors differ, so a document it refuses is decoded again with
 // encoding/json, whose error (with line and column) is the one returned.

@@ -15,9 +15,10 @@ import (
 // endpoint selection, `dnat to numgen random mod N map { 0 : a . p, ... }`).
 // The map is read as the statement is decoded, by a scan of its bytes for
 // exactly that form (scanDNATMap); anything else is kept as it is and
-// decoded by addJSONDNAT as before. Decoding the map as [][]RawMessage and
-// each concat again was ~40 % of an offline diff's nft JSON parse at 10k
-// endpoints.
+// decoded by addJSONDNAT. Decoding the map as [][]RawMessage and each
+// concat again would be a large share of an offline diff's nft JSON parse
+// (see BENCHMARKS.md, "Offline diff vs the iptables-save that produced the
+// dump").
 type nftJSONDNATAddr struct {
 	raw     json.RawMessage  // the value when not scanned
 	targets []netip.AddrPort // the map's address . port values, when scanned
@@ -54,7 +55,7 @@ func (a *nftJSONDNATAddr) set(v []byte) {
 // address . port targets, as addJSONDNAT's decoding does. ok is false for
 // any other form (names in another letter case, a repeated or unknown
 // member, escapes in strings, a port given as a string, an address that
-// does not parse...): the caller decodes those as before, so a false here
+// does not parse...): the caller decodes those with addJSONDNAT, so a false here
 // never changes a result (internal/jsonscan).
 func scanDNATMap(v []byte) ([]netip.AddrPort, bool) {
 	c := jsonscan.New(v)

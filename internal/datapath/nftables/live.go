@@ -4,21 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
 	"sync"
 	"time"
 
 	"github.com/google/nftables"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
 // Why netlink (github.com/google/nftables) and not sigs.k8s.io/knftables:
 // knftables drives the nft binary, and every nft invocation reads the whole
-// table to build its cache: 0.20 s of CPU for `nft -j list table` and still
-// 0.07 s to list a single chain at 1,000 services / 10,000 endpoints
-// (docs/architecture.md, "Reading cost"). Over netlink the reader asks the kernel for
+// table to build its cache, even to list a single chain (see BENCHMARKS.md,
+// "2. nftables: `nft -j list table ip kube-proxy` vs netdrift's netlink
+// read"). Over netlink the reader asks the kernel for
 // exactly the maps and chains it needs, one chain per request, and no
 // process is spawned; that is also what lets the agent re-read only the
 // chains a change event names. The netlink path reduces rules to the same
@@ -48,12 +47,12 @@ type Config struct {
 // netlink. It implements Source. It never writes.
 //
 // It keeps what it read. Snapshot costs one generation query while nothing
-// changed; Update applies a ChangeEvent from the transaction's messages
+// changed; Update applies a change event from the transaction's messages
 // when it carries them all, else by re-reading only the chains and maps the
 // event names (nothing for events about other tables).
 //
 // An endpoint change updates the frontends of the returned Observed in
-// place (copying every frontend per change is what made its cost grow with
+// place (copying every frontend per change would make its cost grow with
 // the cluster): the Frontends map of a returned Observed is valid until the
 // caller's next Update, and Since/Changed name every frontend that changed
 // since the last Snapshot returned. Callers that keep an observation, or
@@ -62,22 +61,17 @@ type Reader struct {
 	Config Config
 
 	mu        sync.Mutex
-	pubMu     sync.Mutex     // held while cache or its frontends change (not during kernel reads); Frozen takes it
-	frozen    model.Observed // Frozen's copy of the latest version
-	acc       map[model.Frontend]bool
-	accSince  uint64                           // acc names what changed since this version (the last Snapshot's)
-	outMap    map[model.Frontend]model.Verdict // the frontends the last Snapshot returned
+	pub       nfevents.Observation // the cache's evaluation (Version, Since, Changed, Frozen)
 	cache     *nftCache
-	rehint    bool   // hints changed since the cache was evaluated
-	version   uint64 // of the last evaluation (model.Observed.Version)
-	fullReads int    // for tests: how many full reads ran
+	rehint    bool // hints changed since the cache was evaluated
+	fullReads int  // for tests: how many full reads ran
 	// for tests: chain, set and chain-list requests to the kernel; events
 	// applied from their messages (live_ops.go); events whose messages
 	// did not decide and were read instead
 	kernelReads, opPatches, opFallbacks int
-	evented                             bool      // change events were applied: a generation ahead of the cache has events coming
-	behind                              time.Time // since when the cache trails the kernel's generation (zero: it does not)
-	gen                                 GenConn   // kept open for generation queries (one per poll)
+	evented                             bool             // change events were applied: a generation ahead of the cache has events coming
+	behind                              nfevents.Behind  // the wait for the events of a generation ahead of the cache
+	gen                                 nfevents.GenConn // kept open for generation queries (one per poll)
 }
 
 // generationLocked asks the kernel for the nf_tables generation over a
@@ -92,46 +86,21 @@ func (n *Reader) generationLocked() (uint32, error) {
 func (n *Reader) Resync() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.setCache(nil)
-	n.behind = time.Time{}
+	n.dropCache()
+	n.behind.Clear()
 }
 
-// setCache replaces the cache (nil: none) under pubMu.
-func (n *Reader) setCache(c *nftCache) {
-	n.pubMu.Lock()
-	n.cache = c
-	n.pubMu.Unlock()
-}
-
-// setObs replaces the cached observation under pubMu.
-func (n *Reader) setObs(obs model.Observed) {
-	n.pubMu.Lock()
-	n.cache.obs = obs
-	n.pubMu.Unlock()
+// dropCache forgets the cached tables and their evaluation.
+func (n *Reader) dropCache() {
+	n.cache = nil
+	n.pub.Drop()
 }
 
 // Frozen returns a copy of the latest observation that nothing changes,
 // made at most once per version; false when nothing is cached (an earlier
-// observation is then not changed any more either).
-func (n *Reader) Frozen() (model.Observed, bool) {
-	n.pubMu.Lock()
-	defer n.pubMu.Unlock()
-	if n.cache == nil {
-		return model.Observed{}, false
-	}
-	if obs := n.cache.obs; n.frozen.Version != obs.Version {
-		obs.Frontends, obs.Since, obs.Changed = maps.Clone(obs.Frontends), 0, nil
-		n.frozen = obs
-	}
-	return n.frozen, true
-}
-
-// returned records an observation Snapshot hands out: what changes from
-// now on is named relative to it.
-func (n *Reader) returned(obs model.Observed) model.Observed {
-	n.outMap, n.acc = obs.Frontends, nil
-	return obs
-}
+// observation is then not changed any more either). It waits for no
+// kernel read.
+func (n *Reader) Frozen() (model.Observed, bool) { return n.pub.Frozen() }
 
 // Close releases the socket kept for generation queries.
 func (n *Reader) Close() error {
@@ -151,7 +120,7 @@ func (n *Reader) SetHints(h model.Hints) {
 
 // ApplyChange applies one change event (see Update), keeping the result for
 // the next Snapshot.
-func (n *Reader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
+func (n *Reader) ApplyChange(ctx context.Context, ev nfevents.Event) error {
 	_, err := n.Update(ctx, ev)
 	return err
 }
@@ -160,55 +129,21 @@ func (n *Reader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
 func (n *Reader) cachedLocked() model.Observed {
 	if n.rehint {
 		n.cache.view = newNFTView(n.cache.tables, n.Config.Hints)
-		n.setObs(n.versioned(n.cache.view.observed(), nil))
+		n.pub.Publish(n.cache.view.observed(), nil)
 		n.rehint = false
 	}
-	return n.cache.observed()
+	return n.pub.Current()
 }
 
 // nftCache is the last read: the tables (v4, v6; nil when absent) and the
-// generation they were read at.
+// generation they were read at. Its evaluation is the reader's published
+// observation (Reader.pub), whose frontends change in place with an
+// endpoint change (Reader's comment); a new Version says so.
 type nftCache struct {
 	gen    uint32
 	tables []*nftTable
-	obs    model.Observed // view.obs, versioned
-	view   *nftView       // per-destination evaluation, updated per change
+	view   *nftView // per-destination evaluation, updated per change
 }
-
-// observed returns the cached result. Its frontends change in place with
-// an endpoint change (Reader's comment); a new Version says so.
-func (c *nftCache) observed() model.Observed { return c.obs }
-
-// versioned stamps a new evaluation with the reader's next version; changed,
-// when not nil, names the only frontends that differ from the previous one.
-func (n *Reader) versioned(obs model.Observed, changed map[model.Frontend]bool) model.Observed {
-	if n.version == 0 {
-		n.version = uint64(time.Now().UnixNano()) // distinct from another reader's versions
-	}
-	switch {
-	case changed != nil: // the frontends changed in place
-		if n.acc == nil {
-			n.acc, n.accSince = map[model.Frontend]bool{}, n.version
-		}
-		for fe := range changed {
-			n.acc[fe] = true
-		}
-		obs.Since, obs.Changed = n.accSince, n.acc
-	case n.acc != nil && n.outMap != nil:
-		// A new evaluation replaces frontends changed in place since the
-		// last Snapshot: what differs from that one is what changed in
-		// place, or differs between the changed and the new frontends.
-		acc := maps.Clone(n.acc)
-		model.MarkDiffering(acc, n.outMap, obs.Frontends, sameVerdict)
-		n.acc = acc
-		obs.Since, obs.Changed = n.accSince, acc
-	}
-	n.version++
-	obs.Version = n.version
-	return obs
-}
-
-func sameVerdict(a, b model.Verdict) bool { return reflect.DeepEqual(a, b) }
 
 var _ interface {
 	Snapshot(context.Context) (model.Observed, error)
@@ -227,7 +162,7 @@ func (n *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	if err != nil {
 		return obs, err
 	}
-	return n.returned(obs), nil
+	return n.pub.Returned(obs), nil
 }
 
 func (n *Reader) snapshotLocked(ctx context.Context) (model.Observed, error) {
@@ -237,33 +172,15 @@ func (n *Reader) snapshotLocked(ctx context.Context) (model.Observed, error) {
 			return model.Observed{}, err
 		}
 		if g == n.cache.gen {
-			n.behind = time.Time{}
+			n.behind.Clear()
 			return n.cachedLocked(), nil
 		}
-		if n.awaitEvents() {
+		if n.evented && n.behind.Await(n.Config.BehindLimit) {
+			// Only a reader fed events waits for them.
 			return n.cachedLocked(), nil
 		}
 	}
 	return n.fullLocked(ctx)
-}
-
-// awaitEvents reports whether a cache that trails the kernel's generation
-// may wait for the change events that bring it up to date, rather than be
-// read again whole: only when events have been arriving, and not for longer
-// than BehindLimit.
-func (n *Reader) awaitEvents() bool {
-	if !n.evented {
-		return false
-	}
-	limit := n.Config.BehindLimit
-	if limit <= 0 {
-		limit = 2 * time.Second
-	}
-	now := time.Now()
-	if n.behind.IsZero() {
-		n.behind = now
-	}
-	return now.Sub(n.behind) < limit
 }
 
 // Update applies one change event and returns the new state. When the
@@ -271,10 +188,11 @@ func (n *Reader) awaitEvents() bool {
 // tables from them and reads nothing (live_ops.go); else it re-reads what
 // the event names in the kube-proxy tables (everything when events were
 // lost or a table was created or deleted).
-func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, error) {
+func (n *Reader) Update(ctx context.Context, ev nfevents.Event) (model.Observed, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.evented, n.behind = true, time.Time{}
+	n.evented = true
+	n.behind.Clear()
 	if n.cache == nil || ev.Lost || nftTableLevelChange(ev) {
 		return n.fullLocked(ctx)
 	}
@@ -292,7 +210,7 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 	}
 	if !patched {
 		if err := n.rereadLocked(ctx, ev); err != nil {
-			n.setCache(nil) // partly refreshed: read everything next time
+			n.dropCache() // partly refreshed: read everything next time
 			return model.Observed{}, err
 		}
 	}
@@ -301,12 +219,11 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 		// The maps changed (services came or went) or the hints did: every
 		// destination may have moved.
 		n.cache.view = newNFTView(n.cache.tables, n.Config.Hints)
-		n.setObs(n.versioned(n.cache.view.observed(), nil))
 		n.rehint = false
-		return n.cache.observed(), nil
+		return n.pub.Publish(n.cache.view.observed(), nil), nil
 	}
 	changed := map[model.Frontend]bool{}
-	n.pubMu.Lock() // rechain changes the cached frontends in place
+	n.pub.Lock() // rechain changes the published frontends in place
 	for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
 		if n.cache.view.tables[i] == nil || !ev.TouchesTable(nftFamilyOf(fam), nftTableName) {
 			continue
@@ -316,15 +233,15 @@ func (n *Reader) Update(ctx context.Context, ev ChangeEvent) (model.Observed, er
 		}
 	}
 	if len(changed) > 0 {
-		n.cache.obs = n.versioned(n.cache.view.observed(), changed)
+		n.pub.PublishLocked(n.cache.view.observed(), changed)
 	}
-	n.pubMu.Unlock()
-	return n.cache.observed(), nil
+	n.pub.Unlock()
+	return n.pub.Current(), nil
 }
 
 // rereadLocked re-reads the chains and maps the event names, then the
 // chain names when it created or deleted chains.
-func (n *Reader) rereadLocked(ctx context.Context, ev ChangeEvent) error {
+func (n *Reader) rereadLocked(ctx context.Context, ev nfevents.Event) error {
 	err := n.withConn(func(conn *nftables.Conn) error {
 		for i, fam := range []model.IPFamily{model.IPv4, model.IPv6} {
 			t := n.cache.tables[i]
@@ -364,7 +281,7 @@ func touchesReaderSets(sets []string) bool {
 }
 
 // nftTableLevelChange reports a kube-proxy table created or deleted.
-func nftTableLevelChange(ev ChangeEvent) bool {
+func nftTableLevelChange(ev nfevents.Event) bool {
 	for _, c := range ev.Changes {
 		if c.Object == "table" && c.Table == nftTableName && (c.Family == "ip" || c.Family == "ip6") {
 			return true
@@ -388,8 +305,8 @@ func nftTableFamily(fam model.IPFamily) nftables.TableFamily {
 }
 
 func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
-	n.setCache(nil)
-	n.behind = time.Time{}
+	n.dropCache()
+	n.behind.Clear()
 	n.fullReads++
 	tables, gen, stable, err := n.fetch(ctx)
 	if err != nil {
@@ -399,8 +316,8 @@ func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
 	obs := view.observed()
 	n.rehint = false
 	if stable {
-		n.setCache(&nftCache{gen: gen, tables: tables, view: view, obs: n.versioned(obs, nil)})
-		return n.cache.observed(), nil
+		n.cache = &nftCache{gen: gen, tables: tables, view: view}
+		return n.pub.Publish(obs, nil), nil
 	}
 	obs.Warnings = append(obs.Warnings, "the ruleset kept changing during the read; it may mix generations")
 	return obs, nil

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
@@ -29,7 +30,7 @@ func TestNFTInPlaceFrozenAndChangedSince(t *testing.T) {
 	before := maps.Clone(s0.Frontends)
 	apply := func(script string) {
 		netnstest.RunInput(t, ns, script, "nft", "-f", "-")
-		ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", nftTableName) })
+		ev := nftWaitEvent(t, w, func(ev nfevents.Event) bool { return ev.TouchesTable("ip", nftTableName) })
 		if _, err := r.Update(ctx, ev); err != nil {
 			t.Fatal(err)
 		}

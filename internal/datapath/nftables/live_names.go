@@ -1,11 +1,7 @@
 package nftables
 
 import (
-	"fmt"
-
-	"github.com/mdlayher/netlink"
-	"golang.org/x/sys/unix"
-
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -22,25 +18,15 @@ import (
 func (n *Reader) readNamesLocked(fam model.IPFamily, t *nftTable) error {
 	n.gen.NetNS = n.Config.NetNS
 	n.kernelReads++
-	req := netlink.Message{
-		Header: netlink.Header{Type: netlink.HeaderType(nfnlSubsysNFTables<<8 | unix.NFT_MSG_GETCHAIN),
-			Flags: netlink.Request | netlink.Dump},
-		Data: []byte{byte(nftTableFamily(fam)), 0, 0, 0},
-	}
-	msgs, err := n.gen.execute(req)
+	chains, err := n.gen.ListChains(uint8(nftTableFamily(fam)))
 	if err != nil {
-		return fmt.Errorf("list chains: %w", err)
+		return err
 	}
 	names := make(map[string]bool, len(t.Chains))
 	var top uint64
-	for _, m := range msgs {
-		it, _, ok, err := parseChangeMessage(m)
-		if err != nil || !ok || it.Object != "chain" || it.Table != nftTableName {
+	for _, op := range chains {
+		if op.Table != nftTableName {
 			continue
-		}
-		op, err := parseOp(m, it, nil)
-		if err != nil {
-			return fmt.Errorf("list chains: %w", err)
 		}
 		names[op.Chain] = true
 		top = max(top, op.Handle)
@@ -50,7 +36,7 @@ func (n *Reader) readNamesLocked(fam model.IPFamily, t *nftTable) error {
 }
 
 // chainItems reports whether an event created or deleted chains of family/table.
-func chainItems(ev ChangeEvent, family string) bool {
+func chainItems(ev nfevents.Event, family string) bool {
 	for _, c := range ev.Changes {
 		if c.Object == "chain" && c.Family == family && c.Table == nftTableName {
 			return true

@@ -11,7 +11,7 @@ package nftables
 // does not know, a place the messages do not decide, a chain that becomes
 // reachable whose rules it never read, a rule that references a named data
 // map) leaves the cache as it was, and the event's chains and maps are read
-// again as before. A chain renamed (live_names.go) makes the next read a full one.
+// again from the kernel. A chain renamed (live_names.go) makes the next read a full one.
 
 import (
 	"errors"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/nftables"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -29,6 +30,10 @@ var errOpsRead = errors.New("nftables ops: read again")
 
 // errOpsFull: the messages say the cache cannot be patched (a rename).
 var errOpsFull = errors.New("nftables ops: read everything again")
+
+// KubeProxyTables are kube-proxy's nftables tables, whose messages the
+// Reader patches its cache from (Reader.Update).
+var KubeProxyTables = []nfevents.TableRef{{Family: "ip", Table: nftTableName}, {Family: "ip6", Table: nftTableName}}
 
 func opsReadf(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errOpsRead}, a...)...)
@@ -51,7 +56,7 @@ type opTable struct {
 // applyOpsLocked patches the cached tables from the event's messages. done
 // false: nothing changed, the caller reads what the event names (full:
 // everything).
-func (n *Reader) applyOpsLocked(ev ChangeEvent) (done, full bool) {
+func (n *Reader) applyOpsLocked(ev nfevents.Event) (done, full bool) {
 	if !ev.OpsComplete || int32(ev.Generation-n.cache.gen) <= 0 {
 		return false, false // not all of them, or a full read may already hold them
 	}
@@ -101,8 +106,8 @@ func newOpTable(t *nftTable, fam model.IPFamily) (*opTable, error) {
 
 // run applies the ops of family nf's kube-proxy table in commit order, then
 // checks that every chain the patched rules reach is known.
-func (tx *opTable) run(ops []Op, nf string) error {
-	mine := make([]Op, 0, len(ops))
+func (tx *opTable) run(ops []nfevents.Op, nf string) error {
+	mine := make([]nfevents.Op, 0, len(ops))
 	for _, op := range ops {
 		if op.Family == nf && op.Table == nftTableName {
 			mine = append(mine, op)
@@ -129,7 +134,7 @@ func (tx *opTable) run(ops []Op, nf string) error {
 }
 
 // nextOfChain gives, per op, the index of the next op of the same chain (-1: none).
-func nextOfChain(ops []Op) []int {
+func nextOfChain(ops []nfevents.Op) []int {
 	next := make([]int, len(ops))
 	last := map[string]int{}
 	for i := len(ops) - 1; i >= 0; i-- {

@@ -1,5 +1,7 @@
 package nftables
 
+import "github.com/netdrift/netdrift/internal/datapath/nfevents"
+
 // Chains and rules of the message path (live_ops.go). Placement follows
 // the kernel's notification (nf_tables_rule_notify), as the iptables-nft
 // reader's patching does (iptables/netlink_ops.go): a NEWRULE carries the
@@ -22,8 +24,8 @@ type opChain struct {
 	state            chainState
 	rules            []nftRule // in chain order
 	changed          bool
-	prev             *Op  // the chain's previous op in the transaction
-	delHead, delTail bool // the last rule deleted was first / last
+	prev             *nfevents.Op // the chain's previous op in the transaction
+	delHead, delTail bool         // the last rule deleted was first / last
 }
 
 func (c *opChain) ruleList() []nftRule { return c.rules }
@@ -45,7 +47,7 @@ func (tx *opTable) chain(name string) *opChain {
 
 // chainOp applies ops[i], a rule or chain op; next is the index of the
 // chain's next op (-1: none).
-func (tx *opTable) chainOp(ops []Op, i, next int) error {
+func (tx *opTable) chainOp(ops []nfevents.Op, i, next int) error {
 	op := &ops[i]
 	c := tx.chain(op.Chain)
 	defer func() { c.prev = op }()
@@ -79,7 +81,7 @@ func (tx *opTable) chainOp(ops []Op, i, next int) error {
 	return nil
 }
 
-func (tx *opTable) addRule(c *opChain, ops []Op, i, next int) error {
+func (tx *opTable) addRule(c *opChain, ops []nfevents.Op, i, next int) error {
 	op := ops[i]
 	at, ok := c.place(ops, i, next)
 	if !ok {
@@ -107,7 +109,7 @@ func (c *opChain) index(h uint64) int {
 
 // place says at which index the new rule ops[i] goes; false when the
 // messages do not tell.
-func (c *opChain) place(ops []Op, i, next int) (int, bool) {
+func (c *opChain) place(ops []nfevents.Op, i, next int) (int, bool) {
 	op := ops[i]
 	if c.index(op.Handle) >= 0 {
 		return 0, false
@@ -144,7 +146,7 @@ func (c *opChain) place(ops []Op, i, next int) (int, bool) {
 
 // decodeRule decodes a NEWRULE message with the library and reduces it as
 // a read does; its anonymous sets come from the transaction.
-func (tx *opTable) decodeRule(op Op) (nftRule, error) {
+func (tx *opTable) decodeRule(op nfevents.Op) (nftRule, error) {
 	if len(op.Data) == 0 {
 		return nftRule{}, opsReadf("chain %s rule %d: no message", op.Chain, op.Handle)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
@@ -15,7 +16,7 @@ import (
 // nftOpsFixture loads the small generated table into a fresh namespace and
 // returns a reader that has read it and a watcher carrying the kube-proxy
 // tables' messages (maxOpBytes 0: the default bound).
-func nftOpsFixture(t *testing.T, maxOpBytes int) (string, *Reader, *ChangeWatcher) {
+func nftOpsFixture(t *testing.T, maxOpBytes int) (string, *Reader, *nfevents.Watcher) {
 	t.Helper()
 	ns := nftTestNetns(t)
 	path := filepath.Join(t.TempDir(), "gen.nft")
@@ -25,7 +26,7 @@ func nftOpsFixture(t *testing.T, maxOpBytes int) (string, *Reader, *ChangeWatche
 	nftIn(t, ns, "nft", "-f", path)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := WatchChangesWith(ctx, ns, WatchOptions{OpTables: KubeProxyTables, MaxOpBytes: maxOpBytes})
+	w, err := nfevents.WatchWith(ctx, ns, nfevents.Options{OpTables: KubeProxyTables, MaxOpBytes: maxOpBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +42,10 @@ func nftOpsFixture(t *testing.T, maxOpBytes int) (string, *Reader, *ChangeWatche
 // nftOpsStep commits script in one transaction, applies its event and
 // checks the result against a full read of a new reader. It returns the
 // kernel requests the update made.
-func nftOpsStep(t *testing.T, ns string, r *Reader, w *ChangeWatcher, what, script string) int {
+func nftOpsStep(t *testing.T, ns string, r *Reader, w *nfevents.Watcher, what, script string) int {
 	t.Helper()
 	netnstest.RunInput(t, ns, script, "nft", "-f", "-")
-	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", nftTableName) })
+	ev := nftWaitEvent(t, w, func(ev nfevents.Event) bool { return ev.TouchesTable("ip", nftTableName) })
 	before := r.kernelReads
 	got, err := r.Update(context.Background(), ev)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/google/nftables"
+
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 )
 
 // opMap is one of the reader's maps as the messages leave it.
@@ -68,7 +70,7 @@ func (tx *opTable) touchCIPs() {
 }
 
 // setOp applies a NEWSET or DELSET.
-func (tx *opTable) setOp(op Op) error {
+func (tx *opTable) setOp(op nfevents.Op) error {
 	name, add := op.Set, op.Op == "new"
 	switch {
 	case isAnonSet(name) && add:
@@ -90,7 +92,7 @@ func (tx *opTable) setOp(op Op) error {
 }
 
 // elementOp applies a NEWSETELEM or DELSETELEM.
-func (tx *opTable) elementOp(op Op) error {
+func (tx *opTable) elementOp(op nfevents.Op) error {
 	name, add := op.Set, op.Op == "new"
 	switch {
 	case isAnonSet(name):
@@ -118,7 +120,7 @@ func (tx *opTable) elementOp(op Op) error {
 	return nil
 }
 
-func (tx *opTable) mapElementOp(op Op) error {
+func (tx *opTable) mapElementOp(op nfevents.Op) error {
 	m := tx.mapOf(op.Set)
 	els, err := tx.dec.elements(op.Set, op.Data)
 	if err != nil || !m.present {

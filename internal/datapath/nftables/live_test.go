@@ -3,13 +3,10 @@ package nftables
 import (
 	"context"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/google/nftables"
-
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/fixture"
 )
@@ -71,76 +68,6 @@ func TestNFTLiveSeesMutations(t *testing.T) {
 	nftSameObserved(t, "after mutation", after, nftOffline(t, nftDump(t, ns, "ip"), nil, opts))
 }
 
-// TestChangeWatcherLatency asserts a committed change is seen in under 100 ms,
-// with the generation, the process and the touched set.
-func TestChangeWatcherLatency(t *testing.T) {
-	ns := nftTestNetns(t)
-	nftLoad(t, ns, "handwritten.v4.nft")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w, err := WatchChanges(ctx, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	gen0 := w.Generation()
-	if g, err := Generation(ns); err != nil || g != gen0 {
-		t.Fatalf("Generation = %d, %v; watcher says %d", g, err, gen0)
-	}
-	// Latency: commit from this process, timing the commit itself (an nft
-	// command's start-up would dominate on a loaded machine).
-	var start time.Time
-	err = WithConn(ns, func(conn *nftables.Conn) error {
-		conn.AddTable(&nftables.Table{Name: "nd-latency", Family: nftables.TableFamilyIPv4})
-		start = time.Now()
-		return conn.Flush()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nd-latency") })
-	if lag := ev.Received.Sub(start); lag >= 100*time.Millisecond {
-		t.Errorf("event seen %v after the commit, want < 100ms", lag)
-	}
-	// The kernel names the committing thread (its id and the process's comm).
-	comm := filepath.Base(os.Args[0])
-	if len(comm) > 15 {
-		comm = comm[:15]
-	}
-	if ev.Generation <= gen0 || ev.PID == 0 || ev.Process != comm {
-		t.Errorf("generation %d (was %d), committer %q pid %d; want a newer generation by %q", ev.Generation, gen0, ev.Process, ev.PID, comm)
-	}
-	// A change by the nft tool names the tool, the generation and the set.
-	nftIn(t, ns, "nft", "delete", "element", "ip", "kube-proxy", "service-ips", "{ 10.96.0.13 . tcp . 80 }")
-	ev = nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
-	if w.Generation() != ev.Generation {
-		t.Errorf("Generation() %d, last event %d", w.Generation(), ev.Generation)
-	}
-	if ev.Process != "nft" || ev.PID == 0 {
-		t.Errorf("committer %q pid %d, want nft", ev.Process, ev.PID)
-	}
-	if sets := ev.Sets("ip", "kube-proxy"); len(sets) != 1 || sets[0] != "service-ips" {
-		t.Errorf("touched sets %v, want [service-ips]", sets)
-	}
-	// A chain flush names the chain.
-	nftIn(t, ns, "nft", "flush", "chain", "ip", "kube-proxy", "service-7OV2ZJV7-ns2/etp-local/tcp/http")
-	ev = nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
-	if chains := ev.Chains("ip", "kube-proxy"); len(chains) != 1 || chains[0] != "service-7OV2ZJV7-ns2/etp-local/tcp/http" {
-		t.Errorf("touched chains %v", chains)
-	}
-	cancel()
-	select {
-	case _, ok := <-w.Events():
-		for ok {
-			_, ok = <-w.Events()
-		}
-	case <-time.After(2 * time.Second):
-		t.Error("events channel not closed after cancel")
-	}
-}
-
-// nftLiveWorkerB loads the real worker-b table into a fresh namespace and
-// reads it once with a reader told the cluster's hints.
 func nftLiveWorkerB(t *testing.T) (ns string, opts model.Hints, src *Reader, first model.Observed) {
 	t.Helper()
 	ns = nftTestNetns(t)
@@ -164,7 +91,7 @@ func TestNFTLiveIncremental(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := WatchChanges(ctx, ns)
+	w, err := nfevents.Watch(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +107,7 @@ func TestNFTLiveIncremental(t *testing.T) {
 	nftIn(t, ns, "nft", "add", "rule", "ip", "kube-proxy", "service-EEISWTY7-shop/legacy/tcp/tcp", "meta", "l4proto", "tcp", "dnat", "to", "10.214.1.72:2525")
 	var got model.Observed
 	for i := 0; i < 7; i++ {
-		ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+		ev := nftWaitEvent(t, w, func(ev nfevents.Event) bool { return ev.TouchesTable("ip", "kube-proxy") })
 		if got, err = src.Update(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +133,7 @@ func TestNFTLiveChainChangeReevaluatesOnlyItsDestinations(t *testing.T) {
 	ns, opts, src, first := nftLiveWorkerB(t)
 	_, w := nftLiveWatch(t, ns)
 	nftRewriteChain(t, ns, "service-EEISWTY7-shop/legacy/tcp/tcp", "10.214.1.72:2525")
-	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+	ev := nftWaitEvent(t, w, func(ev nfevents.Event) bool { return ev.TouchesTable("ip", "kube-proxy") })
 	got, err := src.Update(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)
@@ -247,13 +174,13 @@ func TestNFTLiveUpdateIgnoresOtherTables(t *testing.T) {
 	first := nftLive1(t, src)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := WatchChanges(ctx, ns)
+	w, err := nfevents.Watch(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	nftIn(t, ns, "nft", "add", "table", "ip", "nat")
-	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+	ev := nftWaitEvent(t, w, func(ev nfevents.Event) bool { return ev.TouchesTable("ip", "nat") })
 	got, err := src.Update(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)
@@ -267,38 +194,6 @@ func TestNFTLiveUpdateIgnoresOtherTables(t *testing.T) {
 	nftSameObserved(t, "after a foreign change", got, nftOffline(t, nftReadTestdata(t, "handwritten.v4.nft.json"), nil, nftHandwrittenOpts))
 }
 
-// TestChangeWatcherOverrun: when the kernel drops notifications (tiny
-// socket buffer, large transaction), the watcher says so at once with the
-// current generation.
-func TestChangeWatcherOverrun(t *testing.T) {
-	ns := nftTestNetns(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// The reader waits until the commit is over: a reader woken at every
-	// datagram sometimes kept pace with even 1,000 services' transaction
-	// (CI, on a loaded 2-core machine), so the kernel dropped nothing.
-	hold := make(chan struct{})
-	w, err := WatchChangesWith(ctx, ns, WatchOptions{ReadBuffer: 1, holdReads: hold})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	path := filepath.Join(t.TempDir(), "gen.nft")
-	if err := os.WriteFile(path, []byte(nftGen10k.text()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nftIn(t, ns, "nft", "-f", path)
-	close(hold)
-	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.Lost })
-	g, err := Generation(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ev.Generation != g || w.Generation() != g {
-		t.Errorf("lost event generation %d, watcher %d, kernel %d", ev.Generation, w.Generation(), g)
-	}
-}
-
 // TestNFTLiveSnapshotAwaitsEvents: once change events are applied, a
 // Snapshot taken after kube-proxy committed but before the event came
 // returns the cache (the event brings the change at the cost of the chains
@@ -307,9 +202,9 @@ func TestChangeWatcherOverrun(t *testing.T) {
 func TestNFTLiveSnapshotAwaitsEvents(t *testing.T) {
 	ns, _, src, first := nftLiveWorkerB(t)
 	ctx, w := nftLiveWatch(t, ns)
-	rewrite := func(backend string) ChangeEvent {
+	rewrite := func(backend string) nfevents.Event {
 		nftRewriteChain(t, ns, "service-EEISWTY7-shop/legacy/tcp/tcp", backend)
-		return nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "kube-proxy") })
+		return nftWaitEvent(t, w, func(ev nfevents.Event) bool { return ev.TouchesTable("ip", "kube-proxy") })
 	}
 	if _, err := src.Update(ctx, rewrite("10.214.1.72:2525")); err != nil {
 		t.Fatal(err)

@@ -2,17 +2,14 @@ package nftables
 
 import (
 	"context"
-	"os/exec"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/mdlayher/netlink"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
-	"github.com/netdrift/netdrift/internal/nsutil"
 	"github.com/netdrift/netdrift/internal/testutil/fixture"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
-	"golang.org/x/sys/unix"
 )
 
 // nftRequireRoot skips privileged tests when not root.
@@ -26,47 +23,6 @@ func nftTestNetns(t *testing.T) string {
 	t.Helper()
 	nftRequireRoot(t)
 	return netnstest.New(t, "nd-dp")
-}
-
-// nftEventConn is a NETLINK_NETFILTER socket in ns that joined the
-// nf_tables notification group, closed at the test's end.
-func nftEventConn(t *testing.T, ns string) *netlink.Conn {
-	t.Helper()
-	var c *netlink.Conn
-	if err := nsutil.WithFd(ns, func(fd int) error {
-		var err error
-		c, err = netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.JoinGroup(nfnlGroupNFTables); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// natOpsWatch is a fresh namespace, where the restore input before (if
-// any) is committed first, and a watcher there carrying the ip nat table's
-// ops (closed at the test's end).
-func natOpsWatch(t *testing.T, before string) (string, *ChangeWatcher) {
-	t.Helper()
-	ns := nftTestNetns(t)
-	if _, err := exec.LookPath("iptables-nft-restore"); err != nil {
-		t.Skip("iptables-nft-restore not installed")
-	}
-	if before != "" {
-		netnstest.RunInput(t, ns, before, "iptables-nft-restore", "--noflush")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := WatchChangesWith(ctx, ns, WatchOptions{OpTables: []TableRef{{"ip", "nat"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	return ns, w
 }
 
 // nftIn runs a command inside the namespace and returns its stdout.
@@ -121,7 +77,7 @@ func nftOffline(t *testing.T, v4, v6 []byte, opts model.Hints) model.Observed {
 	return o
 }
 
-func nftWaitEvent(t *testing.T, w *ChangeWatcher, match func(ChangeEvent) bool) ChangeEvent {
+func nftWaitEvent(t *testing.T, w *nfevents.Watcher, match func(nfevents.Event) bool) nfevents.Event {
 	t.Helper()
 	timeout := time.After(5 * time.Second)
 	for {
@@ -140,11 +96,11 @@ func nftWaitEvent(t *testing.T, w *ChangeWatcher, match func(ChangeEvent) bool) 
 }
 
 // nftLiveWatch subscribes to ns's change events for the rest of the test.
-func nftLiveWatch(t *testing.T, ns string) (context.Context, *ChangeWatcher) {
+func nftLiveWatch(t *testing.T, ns string) (context.Context, *nfevents.Watcher) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := WatchChanges(ctx, ns)
+	w, err := nfevents.Watch(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

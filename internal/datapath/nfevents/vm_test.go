@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"testing"
@@ -13,6 +13,6 @@ import (
 // notifications (what bpf/stamp.c counts on), on a kernel older than this
 // machine's.
 func TestCommitStampInVM(t *testing.T) {
-	vmtest.RunOwnTests(t, "nftables", []string{"TestStamperDatesByTheKernel", "TestWatcherDatesByTheKernel"},
+	vmtest.RunOwnTests(t, "nfevents", []string{"TestStamperDatesByTheKernel", "TestWatcherDatesByTheKernel"},
 		vmtest.Config{Timeout: 6 * time.Minute})
 }

@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"context"
@@ -10,19 +10,18 @@ import (
 	"time"
 
 	"github.com/mdlayher/netlink"
-	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nsutil"
 	"golang.org/x/sys/unix"
 )
 
-// ChangeWatcher follows nf_tables change notifications (netlink group
+// Watcher follows nf_tables change notifications (netlink group
 // NFNLGRP_NFTABLES) in one network namespace. It only listens: it never
 // sends a request that changes anything. Events are hints (docs/architecture.md,
 // "The reader contract"): on an event, re-read what it names.
-type ChangeWatcher struct {
+type Watcher struct {
 	netns  string
 	conn   *netlink.Conn
-	events chan ChangeEvent
+	events chan Event
 	gen    atomic.Uint32
 	lost   atomic.Bool
 	errMu  sync.Mutex
@@ -34,18 +33,18 @@ type ChangeWatcher struct {
 	maxOpBytes int
 	opsQueue   int
 	opsB       opsBatch          // the current transaction's ops (run goroutine only)
-	pool       *opPool           // released op memory (events_mem.go)
+	pool       *opPool           // released op memory (mem.go)
 	names      map[string]string // the current transaction's names, interned
 	txFirst    time.Time         // when the current transaction's first message was read (run goroutine only)
 	stamp      *stamper          // kernel dating of datagrams (nil: dated by their read)
 	stampErr   error             // why stamp is nil
 	dated      [2]atomic.Uint64  // transactions dated by the kernel's stamp, by their read
 	opsHint    map[TableRef]int  // ops the last transaction begun in a table carried (run goroutine only)
-	holdReads  <-chan struct{}   // WatchOptions.holdReads
+	holdReads  <-chan struct{}   // Options.holdReads
 }
 
-// WatchOptions tunes a ChangeWatcher; zero values mean the defaults.
-type WatchOptions struct {
+// Options tunes a Watcher; zero values mean the defaults.
+type Options struct {
 	// Events is how many transactions may wait for the reader (default 256).
 	Events int
 	// ReadBuffer is the socket receive buffer in bytes (default 32 MiB:
@@ -53,7 +52,7 @@ type WatchOptions struct {
 	// iptables sync one per rule of every chain it rewrites, twice).
 	ReadBuffer int
 	// OpTables are the tables whose rule and chain messages each event
-	// carries in Ops (events_ops.go); none by default.
+	// carries in Ops (ops.go); none by default.
 	OpTables []TableRef
 	// MaxOpBytes bounds the rule bytes one event carries (default
 	// DefaultMaxOpBytes); a larger transaction's event carries none.
@@ -70,15 +69,15 @@ type WatchOptions struct {
 	OpsQueue int
 }
 
-// WatchChanges subscribes to nf_tables events in the named network namespace
+// Watch subscribes to nf_tables events in the named network namespace
 // ("" for the caller's). The subscription ends when ctx is done or Close is
 // called; then Events is closed.
-func WatchChanges(ctx context.Context, netns string) (*ChangeWatcher, error) {
-	return WatchChangesWith(ctx, netns, WatchOptions{})
+func Watch(ctx context.Context, netns string) (*Watcher, error) {
+	return WatchWith(ctx, netns, Options{})
 }
 
-// WatchChangesWith is WatchChanges with options.
-func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*ChangeWatcher, error) {
+// WatchWith is Watch with options.
+func WatchWith(ctx context.Context, netns string, opts Options) (*Watcher, error) {
 	if opts.Events <= 0 {
 		opts.Events = 256
 	}
@@ -95,7 +94,7 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 		return nil
 	})
 	if err != nil {
-		return nil, nftDialError(err)
+		return nil, DialError(err)
 	}
 	setReadBuffer(conn, opts.ReadBuffer)
 	if err := conn.JoinGroup(nfnlGroupNFTables); err != nil {
@@ -108,7 +107,7 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 	if opts.OpsQueue <= 0 {
 		opts.OpsQueue = 8
 	}
-	w := &ChangeWatcher{netns: netns, conn: conn, events: make(chan ChangeEvent, opts.Events), done: make(chan struct{}),
+	w := &Watcher{netns: netns, conn: conn, events: make(chan Event, opts.Events), done: make(chan struct{}),
 		opTables: opts.OpTables, maxOpBytes: opts.MaxOpBytes, opsQueue: opts.OpsQueue,
 		pool: newOpPool(), holdReads: opts.holdReads}
 	// Subscribe first, then read the current generation, so nothing is missed.
@@ -132,28 +131,28 @@ func WatchChangesWith(ctx context.Context, netns string, opts WatchOptions) (*Ch
 
 // Events delivers one event per committed transaction. When the reader
 // falls behind, events are dropped and the next one carries Lost.
-func (w *ChangeWatcher) Events() <-chan ChangeEvent { return w.events }
+func (w *Watcher) Events() <-chan Event { return w.events }
 
 // Generation returns the last generation id seen: an O(1) "did anything
 // change since I last read?" check.
-func (w *ChangeWatcher) Generation() uint32 { return w.gen.Load() }
+func (w *Watcher) Generation() uint32 { return w.gen.Load() }
 
 // Dating says how transactions are dated: by the kernel's stamp of their
-// first datagram (kernel true; events_stamp.go) or by its read (err says
+// first datagram (kernel true; stamp.go) or by its read (err says
 // why), with how many were dated each way.
-func (w *ChangeWatcher) Dating() (kernel bool, stamped, read uint64, err error) {
+func (w *Watcher) Dating() (kernel bool, stamped, read uint64, err error) {
 	return w.stamp != nil, w.dated[0].Load(), w.dated[1].Load(), w.stampErr
 }
 
 // Err returns the error that ended the subscription, if any.
-func (w *ChangeWatcher) Err() error {
+func (w *Watcher) Err() error {
 	w.errMu.Lock()
 	defer w.errMu.Unlock()
 	return w.err
 }
 
 // Close ends the subscription.
-func (w *ChangeWatcher) Close() error {
+func (w *Watcher) Close() error {
 	var err error
 	w.once.Do(func() {
 		close(w.done)
@@ -162,7 +161,7 @@ func (w *ChangeWatcher) Close() error {
 	return err
 }
 
-func (w *ChangeWatcher) run() {
+func (w *Watcher) run() {
 	defer close(w.events)
 	defer w.stamp.close() // here, not in Close: run may be using it
 	var batch changeBatch
@@ -205,7 +204,7 @@ func (w *ChangeWatcher) run() {
 // commitTime dates the transaction that ended with generation gen, whose
 // first message was read at read: when the kernel queued its first
 // datagram, by the stamp, or read.
-func (w *ChangeWatcher) commitTime(gen uint32, read time.Time) time.Time {
+func (w *Watcher) commitTime(gen uint32, read time.Time) time.Time {
 	if t, ok := w.stamp.stamp(gen); ok && !t.After(read) {
 		w.dated[0].Add(1)
 		return t
@@ -215,7 +214,7 @@ func (w *ChangeWatcher) commitTime(gen uint32, read time.Time) time.Time {
 }
 
 // fail records the error that ends the subscription.
-func (w *ChangeWatcher) fail(err error) {
+func (w *Watcher) fail(err error) {
 	w.errMu.Lock()
 	w.err = err
 	w.errMu.Unlock()
@@ -224,12 +223,12 @@ func (w *ChangeWatcher) fail(err error) {
 // overrun handles notifications the kernel dropped (socket buffer full):
 // the partial batch is discarded and an event with Lost set is sent at once,
 // carrying the current generation, so the reader re-reads everything.
-func (w *ChangeWatcher) overrun(batch *changeBatch) {
+func (w *Watcher) overrun(batch *changeBatch) {
 	batch.flush()
 	w.opsB.reset(w.pool)
 	w.opsB.overflow = true // the rest of this transaction is not all of it
 	w.txFirst = time.Time{}
-	ev := ChangeEvent{Generation: w.gen.Load(), Lost: true, Received: time.Now()}
+	ev := Event{Generation: w.gen.Load(), Lost: true, Received: time.Now()}
 	if g, err := Generation(w.netns); err == nil {
 		ev.Generation = g
 		w.gen.Store(g)
@@ -246,8 +245,8 @@ func (w *ChangeWatcher) overrun(batch *changeBatch) {
 // object messages and then its NEWGEN together at the commit, so the event
 // is dated by the read of its first message: the NEWGEN's own read comes
 // after the watcher has decoded all the others (in iptables-nft mode a
-// kube-proxy sync at 100k endpoints is some 22,000 rule messages).
-func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch, at time.Time) {
+// large kube-proxy sync is tens of thousands of rule messages).
+func (w *Watcher) handle(m netlink.Message, batch *changeBatch, at time.Time) {
 	if w.names == nil {
 		w.names = map[string]string{}
 	}
@@ -267,7 +266,7 @@ func (w *ChangeWatcher) handle(m netlink.Message, batch *changeBatch, at time.Ti
 	}
 	w.gen.Store(gen.ID)
 	w.names = nil
-	ev := ChangeEvent{
+	ev := Event{
 		Generation: gen.ID, PID: gen.PID, Process: gen.Process,
 		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: w.commitTime(gen.ID, w.txFirst),
 	}
@@ -305,131 +304,4 @@ func setReadBuffer(c *netlink.Conn, n int) {
 		}
 	}
 	_ = c.SetReadBuffer(n)
-}
-
-// Generation asks the kernel for the current nf_tables generation id in
-// a network namespace ("" for the caller's). Reading the same id before and
-// after a multi-request read proves the read was consistent. It opens and
-// closes a socket: a poller keeps one in a GenConn instead.
-func Generation(netns string) (uint32, error) {
-	c, err := dialNetfilter(netns)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	return nftGenerationOn(c)
-}
-
-// GenConn asks for the nf_tables generation over one nfnetlink socket kept
-// between queries, opened on first use. Closing a NETLINK_NETFILTER socket
-// takes the nf_tables commit mutex (the kernel drops the tables the socket
-// owned), so a socket closed per poll waits for any batch being committed:
-// hundreds of milliseconds during a large kube-proxy sync. The zero value
-// with NetNS set is ready; it is not safe for concurrent use.
-type GenConn struct {
-	NetNS string
-	c     *netlink.Conn
-}
-
-// Generation is the current generation id; a failed request is retried
-// once on a new socket.
-func (g *GenConn) Generation() (uint32, error) {
-	var id uint32
-	err := g.do(func(c *netlink.Conn) (err error) {
-		id, err = nftGenerationOn(c)
-		return err
-	})
-	return id, err
-}
-
-// execute sends one request on the kept socket (no retry: a dump's
-// caller decides).
-func (g *GenConn) execute(req netlink.Message) ([]netlink.Message, error) {
-	if g.c == nil {
-		c, err := dialNetfilter(g.NetNS)
-		if err != nil {
-			return nil, err
-		}
-		g.c = c
-	}
-	msgs, err := g.c.Execute(req)
-	if err != nil {
-		g.drop()
-	}
-	return msgs, err
-}
-
-func (g *GenConn) do(fn func(*netlink.Conn) error) error {
-	for attempt := 0; ; attempt++ {
-		if g.c == nil {
-			c, err := dialNetfilter(g.NetNS)
-			if err != nil {
-				return err
-			}
-			g.c = c
-		}
-		err := fn(g.c)
-		if err == nil || attempt > 0 {
-			return err
-		}
-		g.drop()
-	}
-}
-
-func (g *GenConn) drop() {
-	if g.c != nil {
-		_ = g.c.Close()
-		g.c = nil
-	}
-}
-
-// Close closes the kept socket; the next query opens one again.
-func (g *GenConn) Close() error {
-	if g.c == nil {
-		return nil
-	}
-	err := g.c.Close()
-	g.c = nil
-	return err
-}
-
-// dialNetfilter opens a netfilter netlink socket in netns ("" = own).
-func dialNetfilter(netns string) (*netlink.Conn, error) {
-	var c *netlink.Conn
-	err := nsutil.WithFd(netns, func(fd int) error {
-		var err error
-		if c, err = netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd}); err != nil {
-			return nftDialError(err)
-		}
-		return nil
-	})
-	return c, err
-}
-
-func nftGenerationOn(c *netlink.Conn) (uint32, error) {
-	req := netlink.Message{
-		Header: netlink.Header{
-			Type:  netlink.HeaderType(nfnlSubsysNFTables<<8 | nftMsgGetGen),
-			Flags: netlink.Request,
-		},
-		Data: []byte{unix.AF_UNSPEC, 0 /* NFNETLINK_V0 */, 0, 0},
-	}
-	msgs, err := c.Execute(req)
-	if err != nil {
-		return 0, fmt.Errorf("nf_tables getgen: %w", err)
-	}
-	for _, m := range msgs {
-		if _, g, ok, err := parseChangeMessage(m); ok && g != nil && err == nil {
-			return g.ID, nil
-		}
-	}
-	return 0, errors.New("nf_tables getgen: no generation in the reply")
-}
-
-// nftDialError marks a kernel without nf_tables as unsupported.
-func nftDialError(err error) error {
-	if errors.Is(err, syscall.EPROTONOSUPPORT) || errors.Is(err, syscall.EAFNOSUPPORT) {
-		return fmt.Errorf("%w: nf_tables netlink: %v", model.ErrUnsupported, err)
-	}
-	return err
 }

@@ -1,26 +1,25 @@
-package nftables
+package nfevents
 
 import (
 	"sync"
 	"sync/atomic"
 )
 
-// Op memory that is used again. An iptables-nft sync at 100k endpoints
-// notifies ~20,000 rule messages (kube-proxy rewrites its entry chains),
-// which an event carries as that many Ops and copies of their attributes:
-// megabytes per commit (the heap profile of a 1/s churn window counted
-// 99 MB of copies and 66 MB of op lists allocated over ~40 commits),
-// garbage as soon as the reader has patched its chains; with a ~310 MB
-// live heap the collector was over half of the agent's CPU under churn. An event's ops
-// and attribute bytes are therefore carved from an opMem, which the
-// consumer hands back with ChangeEvent.Release once it keeps none of them;
-// the watcher fills it again for a later transaction. An event nobody
-// releases is collected as before.
+// Op memory that is used again. An iptables-nft sync of a large cluster
+// notifies tens of thousands of rule messages (kube-proxy rewrites its
+// entry chains), which an event carries as that many Ops and copies of
+// their attributes: megabytes per commit, garbage as soon as the reader
+// has patched its chains (see BENCHMARKS.md, "Live: the agent beside
+// kube-proxy (issue 16)", for the heap profiles). An event's ops and
+// attribute bytes are therefore carved from an opMem, which the consumer
+// hands back with Event.Release once it keeps none of them (the contract:
+// doc.go); the watcher fills it again for a later transaction. An event
+// nobody releases is collected like any value.
 
 // opBlock is the largest block Data is carved from; the first is
 // opBlockMin and each next one twice the last, so a small transaction (an
 // nftables-mode sync of one endpoint: a few hundred bytes) costs no more
-// than it did with a copy per message.
+// than a copy per message would.
 const (
 	opBlock    = 256 << 10
 	opBlockMin = 1 << 10
@@ -28,13 +27,12 @@ const (
 
 // Released memory is kept per table (opPool): each table's transactions
 // fill again what that table's last one filled. An iptables-nft sync is
-// two transactions per family (filter, then nat: tens of ops, then ~20,000
-// at 100k endpoints), and kube-proxy syncs its IPv4 and IPv6 tables apart;
-// with one memory kept for all, the IPv4 nat transaction had fresh memory
-// almost every sync (~11 MB of blocks and op lists at 100k endpoints: the
-// bulk of what a sync allocated, and so of the collections of a ~260 MB
-// heap). reset trims what a transaction did not use, so a table's memory
-// follows its last transaction (a rare full restore does not stay kept).
+// two transactions per family (filter, then nat: tens of ops, then
+// thousands), and kube-proxy syncs its IPv4 and IPv6 tables apart; with
+// one memory kept for all tables, the large nat transaction would find the
+// small filter one's memory and allocate afresh almost every sync. reset
+// trims what a transaction did not use, so a table's memory follows its
+// last transaction (a rare full restore does not stay kept).
 
 // opMem holds one transaction's ops and the bytes their Data point into.
 type opMem struct {
@@ -91,7 +89,7 @@ func (m *opMem) reset() {
 }
 
 // opPool is a watcher's released opMems, one per table (at most one per
-// WatchOptions.OpTables entry).
+// Options.OpTables entry).
 type opPool struct {
 	mu   sync.Mutex
 	kept map[TableRef]*opMem
@@ -126,12 +124,12 @@ func (p *opPool) give(m *opMem, t uint64) {
 }
 
 // Release hands the memory of the event's Ops (and their Data) back to
-// the watcher, which fills it again for a later transaction. Call it only
-// when nothing keeps any of them: not the slice, not an Op, not a Data
-// slice. Ops is empty afterwards in this copy of the event; other copies
-// still point at memory that is being reused. Releasing twice, or an event
-// without ops, does nothing.
-func (ev *ChangeEvent) Release() {
+// the watcher, which fills it again for a later transaction. Only the
+// reader the event was applied to calls it, once it keeps none of them
+// (the contract: the package comment, doc.go). Ops is nil afterwards in
+// this copy of the event. Releasing twice, or an event without ops, does
+// nothing.
+func (ev *Event) Release() {
 	if ev.mem == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package datapath
+package iptables
 
 import (
 	"context"
@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netdrift/netdrift/internal/datapath/iptables"
-	"github.com/netdrift/netdrift/internal/datapath/nftables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
@@ -16,6 +15,7 @@ import (
 // TestIPTablesNFTUnchangedSkipsDump: with iptables-nft, an unchanged
 // nf_tables generation serves the cached observation; any change forces a dump.
 func TestIPTablesNFTUnchangedSkipsDump(t *testing.T) {
+	netnstest.RequireRoot(t, "restores iptables-nft rules into a fresh network namespace")
 	for _, tool := range []string{"ip", "iptables-nft-restore", "iptables-nft"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)
@@ -40,7 +40,7 @@ COMMIT
 COMMIT
 `
 	netnstest.RunInput(t, ns, rules, "iptables-nft-restore")
-	src := &iptablesReader{r: &iptables.Reader{Config: iptables.Config{NetNS: ns, Backend: iptables.BackendNFT}}, netns: ns}
+	src := &Mode{r: &Reader{Config: Config{NetNS: ns, Backend: BackendNFT}}, netns: ns}
 	ctx := context.Background()
 	first, err := src.Snapshot(ctx)
 	if err != nil || len(first.Frontends) != 1 {
@@ -67,11 +67,12 @@ COMMIT
 	}
 }
 
-// TestIPTablesNFTReadsOverNetlink: Open's iptables reader reads an
+// TestIPTablesNFTReadsOverNetlink: OpenMode's reader reads an
 // iptables-nft ruleset in process (no iptables-save), re-reads only the
 // chain a change event names, and falls back to iptables-save with the
 // reason when a KUBE-* rule holds a match it cannot decode.
 func TestIPTablesNFTReadsOverNetlink(t *testing.T) {
+	netnstest.RequireRoot(t, "restores iptables-nft rules into a fresh network namespace")
 	for _, tool := range []string{"ip", "iptables-nft-restore", "iptables-nft", "iptables-nft-save"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)
@@ -94,12 +95,8 @@ COMMIT
 COMMIT
 `
 	netnstest.RunInput(t, ns, rules, "iptables-nft-restore")
-	rd, err := Open(model.ModeIPTables, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := rd.(*iptablesReader)
-	src.r.Config.Backend = iptables.BackendNFT // the host may have legacy tables loaded
+	src := OpenMode(ns)
+	src.r.Config.Backend = BackendNFT // the host may have legacy tables loaded
 	ctx := context.Background()
 	first, err := src.Snapshot(ctx)
 	if err != nil || len(first.Frontends) != 1 {
@@ -112,14 +109,14 @@ COMMIT
 		t.Fatal("read over netlink, but not reported as described by change events")
 	}
 	gen := func() uint32 {
-		g, err := nftables.Generation(ns)
+		g, err := nfevents.Generation(ns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return g
 	}
-	event := func(chain string) ChangeEvent {
-		return ChangeEvent{Generation: gen(), Changes: []nftables.ChangeItem{{Family: "ip", Table: "nat", Object: "rule", Name: chain, Op: "new"}}}
+	event := func(chain string) nfevents.Event {
+		return nfevents.Event{Generation: gen(), Changes: []nfevents.Change{{Family: "ip", Table: "nat", Object: "rule", Name: chain, Op: "new"}}}
 	}
 	netnstest.Run(t, ns, "iptables-nft", "-t", "nat", "-F", "KUBE-SVC-AAAAAAAAAAAAAAAA")
 	if err := src.ApplyChange(ctx, event("KUBE-SVC-AAAAAAAAAAAAAAAA")); err != nil {

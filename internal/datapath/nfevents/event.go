@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"bytes"
@@ -37,17 +37,17 @@ const (
 	nftaGenProcName = 3
 )
 
-// ChangeEvent is one committed nftables transaction (one generation) in the
+// Event is one committed nftables transaction (one generation) in the
 // watched network namespace. It covers kube-proxy's nftables mode and
 // iptables-nft alike (their tables are nf_tables tables).
-type ChangeEvent struct {
+type Event struct {
 	// Generation is the ruleset generation id the transaction produced.
 	Generation uint32
 	// PID and Process name the committing process, when the kernel says.
 	PID     uint32
 	Process string
 	// Changes lists what the transaction touched, de-duplicated and sorted.
-	Changes []ChangeItem
+	Changes []Change
 	// Lost is set when events were dropped before this one (socket overrun
 	// or a slow reader): the receiver must re-read everything it watches.
 	Lost bool
@@ -56,19 +56,19 @@ type ChangeEvent struct {
 	Received time.Time
 	// Ops are the transaction's rule and chain messages of the watcher's
 	// OpTables, in commit order; OpsComplete says they are all of them
-	// (false after an overrun or past WatchOptions.MaxOpBytes: then use
+	// (false after an overrun or past Options.MaxOpBytes: then use
 	// Changes and read the chains again).
 	Ops         []Op
 	OpsComplete bool
 
-	// The memory Ops live in, which Release hands back (events_mem.go).
+	// The memory Ops live in, which Release hands back (mem.go).
 	mem      *opMem
 	memToken uint64
 	pool     *opPool
 }
 
-// ChangeItem is one kind of change to one object.
-type ChangeItem struct {
+// Change is one kind of change to one object.
+type Change struct {
 	Family string // "ip", "ip6", "inet", "arp", "bridge", "netdev"
 	Table  string
 	Object string // "table", "chain", "rule", "set", "element", "object", "flowtable"
@@ -78,7 +78,7 @@ type ChangeItem struct {
 }
 
 // TouchesTable reports whether the event changed something in family/table.
-func (e ChangeEvent) TouchesTable(family, table string) bool {
+func (e Event) TouchesTable(family, table string) bool {
 	for _, c := range e.Changes {
 		if c.Family == family && c.Table == table {
 			return true
@@ -88,16 +88,16 @@ func (e ChangeEvent) TouchesTable(family, table string) bool {
 }
 
 // Chains returns the chains of family/table whose rules or existence changed.
-func (e ChangeEvent) Chains(family, table string) []string {
+func (e Event) Chains(family, table string) []string {
 	return e.names(family, table, "chain", "rule")
 }
 
 // Sets returns the sets and maps of family/table whose elements or existence changed.
-func (e ChangeEvent) Sets(family, table string) []string {
+func (e Event) Sets(family, table string) []string {
 	return e.names(family, table, "set", "element")
 }
 
-func (e ChangeEvent) names(family, table string, objects ...string) []string {
+func (e Event) names(family, table string, objects ...string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, c := range e.Changes {
@@ -166,14 +166,14 @@ type nftGenInfo struct {
 // parseChangeMessage decodes one nf_tables notification. It returns either
 // a change item, or (for NEWGEN) the generation; ok is false for messages of
 // no interest. Pure: it never panics on malformed input.
-func parseChangeMessage(m netlink.Message) (item ChangeItem, gen *nftGenInfo, ok bool, err error) {
+func parseChangeMessage(m netlink.Message) (item Change, gen *nftGenInfo, ok bool, err error) {
 	return parseChangeMessageIn(m, nil)
 }
 
 // parseChangeMessageIn is parseChangeMessage with names interned in in (a
 // transaction repeats the same chain name thousands of times); nil: none.
 // Object messages are scanned without allocating (rawAttrs).
-func parseChangeMessageIn(m netlink.Message, in map[string]string) (item ChangeItem, gen *nftGenInfo, ok bool, err error) {
+func parseChangeMessageIn(m netlink.Message, in map[string]string) (item Change, gen *nftGenInfo, ok bool, err error) {
 	if m.Header.Type>>8 != nfnlSubsysNFTables {
 		return item, nil, false, nil
 	}
@@ -194,7 +194,7 @@ func parseChangeMessageIn(m netlink.Message, in map[string]string) (item ChangeI
 	if !known {
 		return item, nil, false, nil
 	}
-	item = ChangeItem{Family: nftFamilyName(m.Data[0]), Object: spec.object, Op: spec.op, Count: 1}
+	item = Change{Family: nftFamilyName(m.Data[0]), Object: spec.object, Op: spec.op, Count: 1}
 	err = rawAttrs(m.Data[4:], func(t uint16, v []byte) {
 		switch {
 		case t == spec.tableAttr:
@@ -262,20 +262,20 @@ func parseGenAttrs(ad *netlink.AttributeDecoder) (*nftGenInfo, error) {
 
 // changeBatch accumulates the items of one transaction until its NEWGEN.
 type changeBatch struct {
-	items map[ChangeItem]int
+	items map[Change]int
 }
 
-func (b *changeBatch) add(it ChangeItem) {
+func (b *changeBatch) add(it Change) {
 	if b.items == nil {
-		b.items = map[ChangeItem]int{}
+		b.items = map[Change]int{}
 	}
 	it.Count = 0
 	b.items[it]++
 }
 
 // flush returns the batch as a sorted list and empties it.
-func (b *changeBatch) flush() []ChangeItem {
-	out := make([]ChangeItem, 0, len(b.items))
+func (b *changeBatch) flush() []Change {
+	out := make([]Change, 0, len(b.items))
 	for it, n := range b.items {
 		it.Count = n
 		out = append(out, it)

@@ -1,16 +1,15 @@
-package datapath
+package iptables
 
 import (
 	"context"
 	"slices"
 	"time"
 
-	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
-// legacyState is the iptables reader's in-process iptables-legacy path
-// (iptables.LegacyReader): used once the backend is known to be legacy
+// legacyState is the iptables mode's in-process iptables-legacy path
+// (LegacyReader): used once the backend is known to be legacy
 // (configured, or detected by the iptables-save path), instead of forking
 // iptables-legacy-save. A read it cannot decode falls back to
 // iptables-legacy-save with the reason in the observation's warnings, and
@@ -18,29 +17,29 @@ import (
 // without KUBE-* chains hands the read back to the iptables-save path,
 // whose detection may find kube-proxy on the nft backend.
 type legacyState struct {
-	lr       *iptables.LegacyReader // nil: iptables-legacy-save only
-	ok       bool                   // the backend is legacy
-	off      string                 // why the in-process read is not used ("" = it is)
+	lr       *LegacyReader // nil: iptables-legacy-save only
+	ok       bool          // the backend is legacy
+	off      string        // why the in-process read is not used ("" = it is)
 	retry    time.Time
 	hintsGen uint64 // counts SetHints
 	obs      model.Observed
 }
 
 // legacyActive: configured, the backend is legacy and no fallback is in force.
-func (k *iptablesReader) legacyActive() bool {
+func (k *Mode) legacyActive() bool {
 	lg := &k.lg
 	if lg.lr == nil {
 		return false
 	}
 	if !lg.ok {
-		lg.ok = k.r.Config.Backend == iptables.BackendLegacy
+		lg.ok = k.r.Config.Backend == BackendLegacy
 	}
 	return lg.ok && (lg.off == "" || !time.Now().Before(lg.retry))
 }
 
 // legacySnapshot reads in process; ok false: use the iptables-save path.
 // An unchanged read returns the last observation (same Version).
-func (k *iptablesReader) legacySnapshot(ctx context.Context) (model.Observed, bool) {
+func (k *Mode) legacySnapshot(ctx context.Context) (model.Observed, bool) {
 	lg := &k.lg
 	if !k.legacyActive() {
 		return model.Observed{}, false
@@ -50,7 +49,7 @@ func (k *iptablesReader) legacySnapshot(ctx context.Context) (model.Observed, bo
 	case err != nil:
 		lg.off, lg.retry = err.Error(), time.Now().Add(nlRetryAfter)
 		return model.Observed{}, false
-	case kube == 0 && k.r.Config.Backend != iptables.BackendLegacy:
+	case kube == 0 && k.r.Config.Backend != BackendLegacy:
 		lg.ok = false // detect again
 		return model.Observed{}, false
 	}
@@ -64,7 +63,7 @@ func (k *iptablesReader) legacySnapshot(ctx context.Context) (model.Observed, bo
 
 // legacyAfterSave notes, after an iptables-save read, a fallback in force
 // and whether the backend detected is legacy.
-func (k *iptablesReader) legacyAfterSave(obs model.Observed) model.Observed {
+func (k *Mode) legacyAfterSave(obs model.Observed) model.Observed {
 	lg := &k.lg
 	if lg.lr == nil {
 		return obs
@@ -72,7 +71,7 @@ func (k *iptablesReader) legacyAfterSave(obs model.Observed) model.Observed {
 	if lg.off != "" && lg.ok {
 		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-legacy tables not read in process, read with iptables-legacy-save instead: "+lg.off)
 	}
-	if k.r.Stats().Backend == iptables.BackendLegacy {
+	if k.r.Stats().Backend == BackendLegacy {
 		lg.ok = true
 	}
 	return obs

@@ -1,12 +1,10 @@
-package datapath
+package iptables
 
 import (
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/netdrift/netdrift/internal/datapath/iptables"
 )
 
 // TestNLRetryAt: a netlink read that failed only because kube-proxy kept
@@ -19,11 +17,11 @@ func TestNLRetryAt(t *testing.T) {
 	if got := nlRetryAt(vanished, now); !got.Equal(now) {
 		t.Errorf("transient failure: retry at %v, want at once (%v)", got, now)
 	}
-	undecodable := fmt.Errorf("%w: ip nat chain KUBE-SEP-X: unknown expression", iptables.ErrUndecodable)
+	undecodable := fmt.Errorf("%w: ip nat chain KUBE-SEP-X: unknown expression", ErrUndecodable)
 	if got := nlRetryAt(undecodable, now); !got.Equal(now.Add(nlRetryAfter)) {
 		t.Errorf("undecodable rule: retry at %v, want %v", got, now.Add(nlRetryAfter))
 	}
-	k := &iptablesReader{nl: &iptables.NFTReader{}, nlOK: true}
+	k := &Mode{nl: &NFTReader{}, nlOK: true}
 	k.nlOff, k.nlRetry = vanished.Error(), nlRetryAt(vanished, time.Now())
 	if !k.netlinkActive() {
 		t.Error("after a transient failure the next read does not try netlink")

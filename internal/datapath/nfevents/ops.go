@@ -1,15 +1,14 @@
-package nftables
+package nfevents
 
 import (
 	"encoding/binary"
 	"fmt"
 
 	"github.com/mdlayher/netlink"
-	"github.com/netdrift/netdrift/internal/datapath/nfops"
 )
 
 // Rule, chain, set and element messages carried with an event
-// (WatchOptions.OpTables): the kernel's NEWRULE/DELRULE/NEWCHAIN/DELCHAIN
+// (Options.OpTables): the kernel's NEWRULE/DELRULE/NEWCHAIN/DELCHAIN
 // and NEWSET/DELSET/NEWSETELEM/DELSETELEM notifications of a transaction,
 // in the order it committed them, so a reader that keeps the rules and maps
 // of those tables can patch them instead of dumping what the event names
@@ -30,13 +29,24 @@ import (
 // TableRef names one nf_tables table.
 type TableRef struct{ Family, Table string }
 
-// KubeProxyTables are kube-proxy's nftables tables, whose messages the
-// nftables Reader patches its cache from (Reader.Update).
-var KubeProxyTables = []TableRef{{Family: "ip", Table: nftTableName}, {Family: "ip6", Table: nftTableName}}
-
-// Op is one rule, chain, set or element notification of a transaction
-// (the type the iptables-nft reader takes as it is).
-type Op = nfops.Op
+// Op is one rule, chain, set or element notification of a transaction.
+// Both nf_tables-backed readers take it as it is: the nftables reader
+// patches its tables and maps, the iptables-nft netlink reader its chains
+// (it ignores set and element ops). An Op's Data lives in memory the
+// watcher uses again once the event is released (mem.go).
+type Op struct {
+	Family, Table, Chain string // Chain: rule and chain ops only
+	Set                  string // set and element ops: the set's name
+	Object               string // "rule", "chain", "set" or "element"
+	Op                   string // "new" or "del"
+	Handle               uint64 // the rule's handle (a chain's handle for chain ops)
+	Position             uint64 // NEWRULE: handle of the rule before it; 0 none
+	Append               bool   // NLM_F_APPEND in the notification header
+	// Data is a NEWRULE, NEWSET, NEWSETELEM or DELSETELEM message's
+	// attributes (after the nfgenmsg header), copied: what a GETRULE,
+	// GETSET or GETSETELEM dump gives.
+	Data []byte
+}
 
 const (
 	nftaRuleHandle   = 3
@@ -45,7 +55,7 @@ const (
 	nlmFAppend       = 0x800 // NLM_F_APPEND
 )
 
-// DefaultMaxOpBytes bounds the rule bytes one event carries (WatchOptions.MaxOpBytes).
+// DefaultMaxOpBytes bounds the rule bytes one event carries (Options.MaxOpBytes).
 const DefaultMaxOpBytes = 32 << 20
 
 // opsBatch collects the ops of one transaction.
@@ -54,7 +64,7 @@ type opsBatch struct {
 	bytes    int
 	overflow bool
 	first    TableRef // the table of the first op
-	mem      *opMem   // where ops and their Data live (events_mem.go)
+	mem      *opMem   // where ops and their Data live (mem.go)
 	token    uint64   // mem's hand-out token
 }
 
@@ -66,7 +76,7 @@ func (b *opsBatch) reset(p *opPool) {
 }
 
 // handOver gives the batch's ops and memory to ev.
-func (b *opsBatch) handOver(ev *ChangeEvent, p *opPool) {
+func (b *opsBatch) handOver(ev *Event, p *opPool) {
 	ev.Ops, ev.OpsComplete = b.ops, !b.overflow
 	if b.mem != nil {
 		b.mem.ops = b.ops // keep a grown array for the next use
@@ -76,7 +86,7 @@ func (b *opsBatch) handOver(ev *ChangeEvent, p *opPool) {
 }
 
 // wantOps reports whether the watcher carries ops of family/table.
-func (w *ChangeWatcher) wantOps(family, table string) bool {
+func (w *Watcher) wantOps(family, table string) bool {
 	for _, t := range w.opTables {
 		if t.Family == family && t.Table == table {
 			return true
@@ -86,7 +96,7 @@ func (w *ChangeWatcher) wantOps(family, table string) bool {
 }
 
 // addOp keeps a rule, chain, set or element message of a carried table.
-func (w *ChangeWatcher) addOp(m netlink.Message, it ChangeItem) {
+func (w *Watcher) addOp(m netlink.Message, it Change) {
 	if !opObject(it.Object) || !w.wantOps(it.Family, it.Table) {
 		return
 	}
@@ -128,7 +138,7 @@ func opObject(o string) bool { return o == "rule" || o == "chain" || o == "set" 
 // others. Pure.
 //
 // keep copies the attributes an Op keeps (nil: a copy of their own).
-func parseOp(m netlink.Message, it ChangeItem, keep func([]byte) []byte) (Op, error) {
+func parseOp(m netlink.Message, it Change, keep func([]byte) []byte) (Op, error) {
 	if keep == nil {
 		keep = cloneBytes
 	}

@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"context"
@@ -27,10 +27,10 @@ func TestWatcherCarriesRuleOps(t *testing.T) {
 	if rb, err := w.conn.ReadBuffer(); err != nil || rb < 32<<20 {
 		t.Errorf("receive buffer %d (%v), want the 32 MiB default forced past rmem_max", rb, err)
 	}
-	next := func(in string) ChangeEvent {
+	next := func(in string) Event {
 		t.Helper()
 		netnstest.RunInput(t, ns, in, "iptables-nft-restore", "--noflush")
-		ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+		ev := nftWaitEvent(t, w, func(ev Event) bool { return ev.TouchesTable("ip", "nat") })
 		if !ev.OpsComplete {
 			t.Fatalf("ops not complete:\n%s", opsText(ev.Ops))
 		}
@@ -52,31 +52,31 @@ func TestWatcherCarriesRuleOps(t *testing.T) {
 	}
 	h := ev.Ops[0].Handle
 	netnstest.Run(t, ns, "iptables-nft", "-t", "nat", "-E", "KUBE-B", "KUBE-C")
-	ev = nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+	ev = nftWaitEvent(t, w, func(ev Event) bool { return ev.TouchesTable("ip", "nat") })
 	if len(ev.Ops) != 1 || ev.Ops[0].Chain != "KUBE-C" || ev.Ops[0].Handle != h {
 		t.Errorf("rename: got\n%s", opsText(ev.Ops))
 	}
 	// A too small MaxOpBytes: the event says its ops are incomplete.
-	w2, err := WatchChangesWith(ctx, ns, WatchOptions{OpTables: []TableRef{{"ip", "nat"}}, MaxOpBytes: 100})
+	w2, err := WatchWith(ctx, ns, Options{OpTables: []TableRef{{"ip", "nat"}}, MaxOpBytes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w2.Close()
 	netnstest.RunInput(t, ns, three, "iptables-nft-restore", "--noflush")
-	ev = nftWaitEvent(t, w2, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+	ev = nftWaitEvent(t, w2, func(ev Event) bool { return ev.TouchesTable("ip", "nat") })
 	if ev.OpsComplete || len(ev.Ops) != 0 || len(ev.Chains("ip", "nat")) != 1 {
 		t.Errorf("over MaxOpBytes: complete %v, ops\n%s", ev.OpsComplete, opsText(ev.Ops))
 	}
 	// A reader behind by OpsQueue events gets the chains' names only.
-	w3, err := WatchChangesWith(ctx, ns, WatchOptions{OpTables: []TableRef{{"ip", "nat"}}, OpsQueue: 1})
+	w3, err := WatchWith(ctx, ns, Options{OpTables: []TableRef{{"ip", "nat"}}, OpsQueue: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w3.Close()
 	netnstest.RunInput(t, ns, three, "iptables-nft-restore", "--noflush")
 	netnstest.RunInput(t, ns, three, "iptables-nft-restore", "--noflush")
-	first := nftWaitEvent(t, w3, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
-	second := nftWaitEvent(t, w3, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+	first := nftWaitEvent(t, w3, func(ev Event) bool { return ev.TouchesTable("ip", "nat") })
+	second := nftWaitEvent(t, w3, func(ev Event) bool { return ev.TouchesTable("ip", "nat") })
 	if !first.OpsComplete || len(first.Ops) != 6 || second.OpsComplete || len(second.Ops) != 0 {
 		t.Errorf("OpsQueue 1: first %v/%d ops, second %v/%d ops", first.OpsComplete, len(first.Ops), second.OpsComplete, len(second.Ops))
 	}

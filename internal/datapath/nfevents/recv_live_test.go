@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package datapath
+package iptables
 
 import (
 	"context"
@@ -11,66 +11,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/netdrift/netdrift/internal/datapath/iptables"
-	"github.com/netdrift/netdrift/internal/datapath/nftables"
-	"github.com/netdrift/netdrift/internal/ipvs"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nsutil"
 )
 
-// ParseMode checks a --datapath value: auto or a mode name.
-func ParseMode(s string) (string, error) {
-	switch s {
-	case "auto", model.ModeIPTables, model.ModeNFTables, model.ModeIPVS:
-		return s, nil
-	}
-	return "", fmt.Errorf("unknown datapath mode %q (want auto, iptables, nftables or ipvs)", s)
-}
-
-// Open builds the reader for a datapath mode inside netns ("" = own).
-func Open(mode, netns string) (Reader, error) {
-	switch mode {
-	case model.ModeIPTables:
-		return &iptablesReader{r: &iptables.Reader{Config: iptables.Config{NetNS: netns, IPv6: true}}, netns: netns,
-			nl: &iptables.NFTReader{NetNS: netns, IPv6: true},
-			lg: legacyState{lr: &iptables.LegacyReader{NetNS: netns, IPv6: true}}}, nil
-	case model.ModeNFTables:
-		return nftablesReader{&nftables.Reader{Config: nftables.Config{NetNS: netns}}}, nil
-	case model.ModeIPVS:
-		return ipvsReader{ipvs.NewReader(ipvs.Config{NetNS: netns})}, nil
-	}
-	return nil, fmt.Errorf("unknown datapath mode %q (want iptables, nftables or ipvs)", mode)
-}
-
-// Resolve turns --datapath (auto or a mode) into a mode and the reason.
-func Resolve(ctx context.Context, flagMode, netns string) (mode, reason string, err error) {
-	if flagMode != "" && flagMode != "auto" {
-		return flagMode, "set by --datapath", nil
-	}
-	return DetectMode(ctx, netns)
-}
-
-// nftablesReader is the nftables reader; it implements Reader natively but
-// for the read cost (in process: wall time is the cost).
-type nftablesReader struct{ *nftables.Reader }
-
-func (nftablesReader) LastReadCPU() time.Duration { return 0 }
-func (nftablesReader) Evented() bool              { return true }
-
-// ipvsReader adds the parts of Reader IPVS has no use for: IPVS publishes
-// no change events, and reads are in process.
-type ipvsReader struct{ *ipvs.Reader }
-
-func (ipvsReader) ApplyChange(context.Context, ChangeEvent) error { return nil }
-func (ipvsReader) LastReadCPU() time.Duration                     { return 0 }
-func (ipvsReader) Evented() bool                                  { return false }
-
-// Resync: the IPVS reader reads everything on every Snapshot already.
-func (ipvsReader) Resync() {}
-
-// iptablesReader reads kube-proxy's iptables rules. With the nft backend
+// Mode is the iptables mode's reader: kube-proxy's iptables rules, read by
+// the best path the node allows, with its fallbacks. With the nft backend
 // (iptables-nft, the default of current distributions) it reads the
-// nf_tables tables in process over netlink (iptables.NFTReader): no
+// nf_tables tables in process over netlink (NFTReader): no
 // iptables-save, and a change event re-reads only the chains it names. It
 // falls back to iptables-save, with the reason in the observation's
 // warnings, when the netlink read fails (a rule it cannot decode, no
@@ -80,16 +29,16 @@ func (ipvsReader) Resync() {}
 // and the nf_tables generation has not moved since the last dump began:
 // then the rules are the same and the O(1) generation check replaces a
 // full dump. New hints re-parse the cached dump; they never re-dump.
-type iptablesReader struct {
-	r     *iptables.Reader
+type Mode struct {
+	r     *Reader
 	netns string
-	nl    *iptables.NFTReader // nil: iptables-save only
+	nl    *NFTReader // nil: iptables-save only
 
 	mu      sync.Mutex
 	hints   model.Hints
 	gen     uint32           // nf_tables generation before the cached dump began
-	genConn nftables.GenConn // the iptables-save path's generation queries, one kept socket
-	dumps   *iptables.Dumps  // nil: no usable cache
+	genConn nfevents.GenConn // the iptables-save path's generation queries, one kept socket
+	dumps   *Dumps           // nil: no usable cache
 	obs     model.Observed
 	parsed  bool      // obs is the parse of dumps with hints
 	nlOK    bool      // the backend is nft: the netlink reader applies
@@ -100,12 +49,21 @@ type iptablesReader struct {
 	// whose frontends its next ApplyEvent changes in place (Frozen)
 	fromNL atomic.Bool
 
-	lg legacyState // the in-process iptables-legacy path (legacy.go)
+	lg legacyState // the in-process iptables-legacy path (mode_legacy.go)
+}
+
+// OpenMode builds the iptables mode's reader for netns ("" = own): over
+// netlink for iptables-nft, in process for iptables-legacy, iptables-save
+// as the fallback of both. The backend is detected at the first read.
+func OpenMode(netns string) *Mode {
+	return &Mode{r: &Reader{Config: Config{NetNS: netns, IPv6: true}}, netns: netns,
+		nl: &NFTReader{NetNS: netns, IPv6: true},
+		lg: legacyState{lr: &LegacyReader{NetNS: netns, IPv6: true}}}
 }
 
 // versioned stamps a new parse or walk with the reader's next version.
-func (k *iptablesReader) versioned(obs model.Observed) model.Observed {
-	obs.Version = iptables.NextVersion() // one sequence with the netlink reader's versions
+func (k *Mode) versioned(obs model.Observed) model.Observed {
+	obs.Version = nfevents.NextVersion() // one sequence with every reader's versions
 	return obs
 }
 
@@ -120,15 +78,15 @@ const nlRetryAfter = 5 * time.Minute
 // failure (a rule it cannot decode, no nf_tables access) lasts
 // nlRetryAfter.
 func nlRetryAt(err error, now time.Time) time.Time {
-	if iptables.Transient(err) {
+	if Transient(err) {
 		return now
 	}
 	return now.Add(nlRetryAfter)
 }
 
-func (k *iptablesReader) Name() string { return model.ModeIPTables }
+func (k *Mode) Name() string { return model.ModeIPTables }
 
-func (k *iptablesReader) SetHints(h model.Hints) {
+func (k *Mode) SetHints(h model.Hints) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.hints, k.parsed = h, false
@@ -138,32 +96,26 @@ func (k *iptablesReader) SetHints(h model.Hints) {
 
 // ApplyChange hands an nf_tables change event to the netlink reader, which
 // patches the chains of ip/ip6 nat and filter from the event's rule
-// messages (WatchChanges carries them) and re-reads any other it names. On the
+// messages (datapath.WatchChanges carries them) and re-reads any other it names. On the
 // iptables-save path the event moves the generation, which the next
 // Snapshot sees; nothing to do.
 //
-// It releases the event's op memory (ChangeEvent.Release) when done: the
-// netlink reader keeps nothing of the rule messages but their decoded
-// rules. The ops are handed over as they are (one type, nfops.Op); the
-// reader ignores set and element messages.
-func (k *iptablesReader) ApplyChange(ctx context.Context, ev ChangeEvent) error {
+// It owns the event and releases its op memory when done (the contract:
+// package nfevents): the netlink reader keeps nothing of the rule messages
+// but their decoded rules, and ignores set and element messages.
+func (k *Mode) ApplyChange(ctx context.Context, ev nfevents.Event) error {
 	defer ev.Release()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if !k.netlinkActive() {
 		return nil
 	}
-	nev := iptables.NFTEvent{Gen: ev.Generation, Lost: ev.Lost, OpsComplete: ev.OpsComplete,
-		Changes: make([]iptables.NFTChange, 0, len(ev.Changes)), Ops: ev.Ops}
-	for _, c := range ev.Changes {
-		nev.Changes = append(nev.Changes, iptables.NFTChange{Family: c.Family, Table: c.Table, Object: c.Object, Name: c.Name})
-	}
-	return k.nl.ApplyEvent(ctx, nev)
+	return k.nl.ApplyEvent(ctx, ev)
 }
 
 // Resync drops the netlink reader's tables and the cached dump, and makes
 // the in-process legacy reader walk its next read again.
-func (k *iptablesReader) Resync() {
+func (k *Mode) Resync() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.nl != nil {
@@ -175,7 +127,7 @@ func (k *iptablesReader) Resync() {
 
 // Evented: the netlink reader is in use (iptables-nft), whose state the
 // nf_tables events describe.
-func (k *iptablesReader) Evented() bool {
+func (k *Mode) Evented() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.netlinkActive() && k.inProc
@@ -183,7 +135,7 @@ func (k *iptablesReader) Evented() bool {
 
 // SelfAudits counts the netlink reader's audits of the chains it patched
 // from rule messages, and those that found a difference.
-func (k *iptablesReader) SelfAudits() (audits, differed uint64) {
+func (k *Mode) SelfAudits() (audits, differed uint64) {
 	if k.nl == nil {
 		return 0, 0
 	}
@@ -194,7 +146,7 @@ func (k *iptablesReader) SelfAudits() (audits, differed uint64) {
 // Frozen is the netlink reader's (datapath.Freezer) while the last
 // Snapshot came from it; the other paths' observations are never changed.
 // It takes no lock of this reader: a read may be running.
-func (k *iptablesReader) Frozen() (model.Observed, bool) {
+func (k *Mode) Frozen() (model.Observed, bool) {
 	if k.nl == nil || !k.fromNL.Load() {
 		return model.Observed{}, false
 	}
@@ -203,7 +155,7 @@ func (k *iptablesReader) Frozen() (model.Observed, bool) {
 
 // LastReadCPU is the CPU time the last dump cost (iptables-save
 // processes); 0 after an in-process netlink read.
-func (k *iptablesReader) LastReadCPU() time.Duration {
+func (k *Mode) LastReadCPU() time.Duration {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.inProc {
@@ -214,7 +166,7 @@ func (k *iptablesReader) LastReadCPU() time.Duration {
 
 // netlinkActive: the netlink reader is configured, the backend is nft and
 // no fallback is in force.
-func (k *iptablesReader) netlinkActive() bool {
+func (k *Mode) netlinkActive() bool {
 	if k.nl == nil || !k.nlOK {
 		return false
 	}
@@ -225,7 +177,7 @@ func (k *iptablesReader) netlinkActive() bool {
 }
 
 // Snapshot reads the datapath. It never writes.
-func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
+func (k *Mode) Snapshot(ctx context.Context) (model.Observed, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.nl != nil && !k.nlOK {
@@ -236,7 +188,7 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 		switch {
 		case err != nil:
 			k.nlOff, k.nlRetry = err.Error(), nlRetryAt(err, time.Now())
-		case len(obs.Frontends) == 0 && k.r.Config.Backend != iptables.BackendNFT:
+		case len(obs.Frontends) == 0 && k.r.Config.Backend != BackendNFT:
 			// Nothing in nf_tables: maybe kube-proxy moved to the legacy
 			// backend. The iptables-save path detects again.
 			k.nlOK = false
@@ -260,7 +212,7 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 	if k.nlOff != "" && k.nlOK {
 		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-nft tables not read over netlink, read with iptables-save instead: "+k.nlOff)
 	}
-	if k.nl != nil && k.r.Stats().Backend == iptables.BackendNFT {
+	if k.nl != nil && k.r.Stats().Backend == BackendNFT {
 		k.nlOK = true
 	}
 	return obs, nil
@@ -270,11 +222,11 @@ func (k *iptablesReader) Snapshot(ctx context.Context) (model.Observed, error) {
 // without running iptables-save: configured so, or auto and the kernel has
 // no legacy nat table (reading it would be the only reason to choose
 // legacy). Otherwise the iptables-save path's detection decides.
-func (k *iptablesReader) nftBackend() bool {
+func (k *Mode) nftBackend() bool {
 	switch k.r.Config.Backend {
-	case iptables.BackendNFT:
+	case BackendNFT:
 		return true
-	case iptables.BackendLegacy:
+	case BackendLegacy:
 		return false
 	}
 	names, err := nsutil.ReadProcNet(k.netns, "ip_tables_names")
@@ -285,12 +237,12 @@ func (k *iptablesReader) nftBackend() bool {
 }
 
 // saveSnapshot is the iptables-save path.
-func (k *iptablesReader) saveSnapshot(ctx context.Context) (model.Observed, error) {
+func (k *Mode) saveSnapshot(ctx context.Context) (model.Observed, error) {
 	k.genConn.NetNS = k.netns
 	gen, genErr := k.genConn.Generation()
-	if genErr == nil && k.dumps != nil && gen == k.gen && k.r.Stats().Backend == iptables.BackendNFT {
+	if genErr == nil && k.dumps != nil && gen == k.gen && k.r.Stats().Backend == BackendNFT {
 		if !k.parsed {
-			obs, err := iptables.Parse(*k.dumps, k.hints)
+			obs, err := Parse(*k.dumps, k.hints)
 			if err != nil {
 				return model.Observed{}, err
 			}
@@ -303,12 +255,12 @@ func (k *iptablesReader) saveSnapshot(ctx context.Context) (model.Observed, erro
 	if err != nil {
 		return model.Observed{}, err
 	}
-	obs, err := iptables.Parse(dumps, k.hints)
+	obs, err := Parse(dumps, k.hints)
 	if err != nil {
 		return model.Observed{}, fmt.Errorf("iptables (%s backend): %w", st.Backend, err)
 	}
 	obs = k.versioned(obs)
-	if genErr == nil && st.Backend == iptables.BackendNFT {
+	if genErr == nil && st.Backend == BackendNFT {
 		// Only an nft-backend dump can be reused (while the generation
 		// stands); a legacy one has no generation to check it by.
 		k.dumps, k.gen, k.obs, k.parsed = &dumps, gen, obs, true
@@ -317,8 +269,8 @@ func (k *iptablesReader) saveSnapshot(ctx context.Context) (model.Observed, erro
 }
 
 // dropSaveCache lets the iptables-save path's cached dump and parse go
-// once an in-process reader serves: at 100k endpoints the text and its
-// parse were ~70 MB kept for a fallback that reads again anyway.
-func (k *iptablesReader) dropSaveCache() {
+// once an in-process reader serves: in a large cluster the text and its
+// parse are tens of megabytes, kept for a fallback that reads again anyway.
+func (k *Mode) dropSaveCache() {
 	k.dumps, k.obs, k.parsed = nil, model.Observed{}, false
 }

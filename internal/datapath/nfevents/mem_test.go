@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ func TestOpPoolRelease(t *testing.T) {
 	nat := TableRef{Family: "ip", Table: "nat"}
 	m, tok := p.take(nat)
 	m.ops = append(m.ops, Op{Chain: "KUBE-A", Data: m.carve([]byte("rule"))})
-	ev := ChangeEvent{Ops: m.ops, mem: m, memToken: tok, pool: p}
+	ev := Event{Ops: m.ops, mem: m, memToken: tok, pool: p}
 	stale := ev
 	ev.Release()
 	if ev.Ops != nil || ev.mem != nil {
@@ -73,7 +73,7 @@ func TestOpPoolRelease(t *testing.T) {
 	if other, _ := p.take(nat); other == m {
 		t.Fatal("a stale Release put back memory in use")
 	}
-	(&ChangeEvent{}).Release() // no memory: nothing happens
+	(&Event{}).Release() // no memory: nothing happens
 }
 
 // TestWatcherReusesReleasedOps: across real iptables-nft commits, each
@@ -89,7 +89,7 @@ func TestWatcherReusesReleasedOps(t *testing.T) {
 			in += "-A KUBE-SERVICES -d 10.0.0." + string(rune('1'+j%9)) + "/32 -m comment --comment \"" + word + "\" -j ACCEPT\n"
 		}
 		netnstest.RunInput(t, ns, in+"COMMIT\n", "iptables-nft-restore", "--noflush")
-		ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return ev.TouchesTable("ip", "nat") })
+		ev := nftWaitEvent(t, w, func(ev Event) bool { return ev.TouchesTable("ip", "nat") })
 		if !ev.OpsComplete || ev.mem == nil {
 			t.Fatalf("commit %d: complete %v, memory %v", i, ev.OpsComplete, ev.mem != nil)
 		}
@@ -118,12 +118,8 @@ func TestWatcherReusesReleasedOps(t *testing.T) {
 }
 
 // TestOpMemResetTrims: memory handed back keeps what its transaction used,
-// not what an earlier, larger one grew it to (two are kept: an
-// iptables-nft sync's small filter and large nat transactions must not both
-// keep the large one's size when they trade places).
-//
-// (Kept per table, they no longer trade places; a table's rare large
-// transaction, a full restore, must still not stay kept.)
+// not what an earlier, larger one grew it to: a table's rare large
+// transaction (a full restore) must not stay kept.
 func TestOpMemResetTrims(t *testing.T) {
 	m := &opMem{}
 	big := make([]byte, 1000)

@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"fmt"
@@ -103,7 +103,7 @@ func TestWatcherDatesByTheKernel(t *testing.T) {
 	before := time.Now()
 	nftIn(t, ns, "nft", "add", "table", "ip", "nd-stamp-w")
 	after := time.Now()
-	ev := nftWaitEvent(t, w, func(ev ChangeEvent) bool { return len(ev.Changes) > 0 })
+	ev := nftWaitEvent(t, w, func(ev Event) bool { return len(ev.Changes) > 0 })
 	if ev.Received.Before(before.Add(-5*time.Millisecond)) || ev.Received.After(after.Add(5*time.Millisecond)) {
 		t.Errorf("event dated %v after the commit began, want within the commit (%v)", ev.Received.Sub(before), after.Sub(before))
 	}

@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"encoding/binary"
@@ -41,21 +41,21 @@ func TestParseChangeMessage(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		msg  netlink.Message
-		item ChangeItem
+		item Change
 		gen  *nftGenInfo
 		ok   bool
 	}{
 		{"new rule", nftTestMsg(t, nftMsgNewRule, 2, nftStr(1, "kube-proxy"), nftStr(2, "service-X")),
-			ChangeItem{Family: "ip", Table: "kube-proxy", Object: "rule", Name: "service-X", Op: "new", Count: 1}, nil, true},
+			Change{Family: "ip", Table: "kube-proxy", Object: "rule", Name: "service-X", Op: "new", Count: 1}, nil, true},
 		{"del chain ip6", nftTestMsg(t, nftMsgDelChain, 10, nftStr(1, "kube-proxy"), nftStr(3, "endpoint-Y")),
-			ChangeItem{Family: "ip6", Table: "kube-proxy", Object: "chain", Name: "endpoint-Y", Op: "del", Count: 1}, nil, true},
+			Change{Family: "ip6", Table: "kube-proxy", Object: "chain", Name: "endpoint-Y", Op: "del", Count: 1}, nil, true},
 		{"set elements", nftTestMsg(t, nftMsgDelSetElem, 2, nftStr(1, "kube-proxy"), nftStr(2, "service-ips")),
-			ChangeItem{Family: "ip", Table: "kube-proxy", Object: "element", Name: "service-ips", Op: "del", Count: 1}, nil, true},
+			Change{Family: "ip", Table: "kube-proxy", Object: "element", Name: "service-ips", Op: "del", Count: 1}, nil, true},
 		{"iptables-nft table", nftTestMsg(t, nftMsgNewTable, 2, nftStr(1, "nat")),
-			ChangeItem{Family: "ip", Table: "nat", Object: "table", Op: "new", Count: 1}, nil, true},
+			Change{Family: "ip", Table: "nat", Object: "table", Op: "new", Count: 1}, nil, true},
 		{"generation", nftTestMsg(t, nftMsgNewGen, 0, nftU32(1, 42), nftU32(2, 1234), nftStr(3, "kube-proxy")),
-			ChangeItem{}, &nftGenInfo{ID: 42, PID: 1234, Process: "kube-proxy"}, true},
-		{"other subsystem", netlink.Message{Header: netlink.Header{Type: 3 << 8}, Data: []byte{2, 0, 0, 0}}, ChangeItem{}, nil, false},
+			Change{}, &nftGenInfo{ID: 42, PID: 1234, Process: "kube-proxy"}, true},
+		{"other subsystem", netlink.Message{Header: netlink.Header{Type: 3 << 8}, Data: []byte{2, 0, 0, 0}}, Change{}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			item, gen, ok, err := parseChangeMessage(tc.msg)
@@ -74,7 +74,7 @@ func TestParseChangeMessage(t *testing.T) {
 
 func TestChangeBatchAndEvent(t *testing.T) {
 	var b changeBatch
-	for _, it := range []ChangeItem{
+	for _, it := range []Change{
 		{Family: "ip", Table: "kube-proxy", Object: "element", Name: "service-ips", Op: "new"},
 		{Family: "ip", Table: "kube-proxy", Object: "element", Name: "service-ips", Op: "new"},
 		{Family: "ip", Table: "kube-proxy", Object: "rule", Name: "service-B", Op: "new"},
@@ -84,11 +84,11 @@ func TestChangeBatchAndEvent(t *testing.T) {
 	} {
 		b.add(it)
 	}
-	ev := ChangeEvent{Changes: b.flush()}
+	ev := Event{Changes: b.flush()}
 	if len(ev.Changes) != 5 || ev.Changes[0].Count != 1 {
 		t.Fatalf("changes %+v", ev.Changes)
 	}
-	var elems ChangeItem
+	var elems Change
 	for _, c := range ev.Changes {
 		if c.Object == "element" {
 			elems = c
@@ -116,7 +116,7 @@ func TestChangeBatchAndEvent(t *testing.T) {
 // watcher decodes every message in between); a NEWGEN alone is dated by
 // its own read.
 func TestEventDatedByFirstMessage(t *testing.T) {
-	w := &ChangeWatcher{events: make(chan ChangeEvent, 2)}
+	w := &Watcher{events: make(chan Event, 2)}
 	var b changeBatch
 	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	rule := nftTestMsg(t, nftMsgNewRule, 2, nftStr(1, "nat"), nftStr(2, "KUBE-SVC-X"))

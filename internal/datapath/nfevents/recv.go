@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"encoding/binary"
@@ -12,10 +12,11 @@ import (
 
 // The watcher reads its datagrams into one buffer it keeps, and hands the
 // messages in it to handle in place: handle copies what it keeps (names,
-// rule and element bytes). netlink.Conn.Receive allocated a buffer for
-// every datagram and copied every message out of it again, which under an
-// iptables-nft sync (thousands of rule messages) was half of what the agent
-// allocated and a share of its CPU (BENCHMARKS.md, "Live").
+// rule and element bytes). netlink.Conn.Receive allocates a buffer for
+// every datagram and copies every message out of it again, which under an
+// iptables-nft sync (thousands of rule messages) is a large share of what
+// the agent would allocate (see BENCHMARKS.md, "Live: the agent beside
+// kube-proxy (issue 16)").
 
 // recvBufferSize is the first buffer; nf_tables coalesces notifications
 // into datagrams of about a page, and a larger one grows the buffer.
@@ -64,7 +65,7 @@ func (r *datagramReader) read() ([]byte, error) {
 }
 
 // recvTrunc is recv(2) with MSG_DONTWAIT|MSG_TRUNC: the datagram's whole
-// length, however much of it buf took. unix.Recvfrom allocated a sender
+// length, however much of it buf took. unix.Recvfrom allocates a sender
 // address on every call, which netlink notifications do not need.
 func recvTrunc(fd int, buf []byte) (int, error) {
 	if len(buf) == 0 {
@@ -79,9 +80,9 @@ func recvTrunc(fd int, buf []byte) (int, error) {
 }
 
 // eachMessage calls fn for every netlink message of a datagram, in place
-// (Data aliases b). syscall.ParseNetlinkMessage did the same but built a
-// slice of every datagram's messages first: at 100k endpoints an
-// iptables-nft sync is ~1,000 datagrams of ~20 messages.
+// (Data aliases b). syscall.ParseNetlinkMessage does the same but builds a
+// slice of every datagram's messages first, and a large iptables-nft sync
+// is a thousand datagrams or more.
 func eachMessage(b []byte, fn func(netlink.Message)) error {
 	ne := binary.NativeEndian
 	for len(b) >= unix.NLMSG_HDRLEN {

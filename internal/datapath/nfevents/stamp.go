@@ -1,4 +1,4 @@
-package nftables
+package nfevents
 
 import (
 	"errors"
@@ -12,16 +12,18 @@ import (
 	"github.com/netdrift/netdrift/bpf"
 )
 
-// A stamper dates commits by the kernel's clock. The watcher dated a
-// transaction by the moment its thread read the first datagram: late by
-// however long the thread waited for a CPU after the kernel queued it (on a
-// busy 2-core node during a 100k-endpoint sync, ~20 ms: the commit itself,
-// kube-proxy and other readers run then). bpf/stamp.c, a socket filter on
-// the watcher's socket, runs as the kernel queues each datagram; it records
-// the kernel time of the first datagram after each NEWGEN in a ring slot
-// tagged with the generation that commit will end with, and the watcher
-// takes the slot when it handles that NEWGEN. Without the filter (no BPF on
-// the kernel, no CAP_BPF) the watcher dates by its read, as before.
+// A stamper dates commits by the kernel's clock. Dated by the moment the
+// watcher's thread reads the first datagram, a transaction would be late by
+// however long that thread waited for a CPU after the kernel queued it: on
+// a busy node during a large sync, the commit itself, kube-proxy and other
+// readers run then (see BENCHMARKS.md, "Live: the agent beside kube-proxy
+// (issue 16)"). bpf/stamp.c, a socket filter on the watcher's socket, runs
+// as the kernel queues each datagram; it records the kernel time of the
+// first datagram after each NEWGEN in a ring slot tagged with the
+// generation that commit will end with, and the watcher takes the slot
+// when it handles that NEWGEN. Without the filter (no BPF on the kernel,
+// no CAP_BPF) the watcher dates a transaction by the read of its first
+// datagram.
 type stamper struct {
 	objs bpf.StampObjects
 }

@@ -1,4 +1,4 @@
-package datapath
+package iptables
 
 import (
 	"context"
@@ -7,13 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nsutil"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
-// TestIPTablesLegacyReadsInProcess: Open's iptables reader, in auto mode on
+// TestIPTablesLegacyReadsInProcess: OpenMode's reader, in auto mode on
 // a namespace whose kube-proxy rules are in iptables-legacy, detects the
 // backend with iptables-save once, then reads in process (no
 // iptables-legacy-save); an unchanged read returns the same observation
@@ -50,14 +49,10 @@ COMMIT
 	if names, _ := nsutil.ReadProcNet(ns, "ip6_tables_names"); names == "" {
 		netnstest.RunInput(t, ns, "*nat\nCOMMIT\n*filter\nCOMMIT\n", "ip6tables-legacy-restore")
 	}
-	rd, err := Open(model.ModeIPTables, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := rd.(*iptablesReader)
+	src := OpenMode(ns)
 	ctx := context.Background()
 	first, err := src.Snapshot(ctx) // auto: iptables-save detects legacy
-	if err != nil || len(first.Frontends) != 1 || src.r.Stats().Backend != iptables.BackendLegacy {
+	if err != nil || len(first.Frontends) != 1 || src.r.Stats().Backend != BackendLegacy {
 		t.Fatalf("first read: %v, %d frontends, backend %q", err, len(first.Frontends), src.r.Stats().Backend)
 	}
 	dumpAt := src.r.Stats().At
@@ -103,7 +98,7 @@ COMMIT
 	}) {
 		t.Fatalf("no fallback to iptables-legacy-save with a reason: warnings %q", fb.Warnings)
 	}
-	want, err := iptables.Parse(iptables.Dumps{IPv4: save(t, ns, "iptables-legacy-save"), IPv6: save(t, ns, "ip6tables-legacy-save")}, model.Hints{})
+	want, err := Parse(Dumps{IPv4: save(t, ns, "iptables-legacy-save"), IPv6: save(t, ns, "ip6tables-legacy-save")}, model.Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}
