@@ -26,6 +26,7 @@ import (
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/nodecheck"
 	"github.com/netdrift/netdrift/internal/rst"
+	"github.com/netdrift/netdrift/internal/runtimetune"
 	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
@@ -166,9 +167,13 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "netdrift agent:", err)
 		return cli.ExitError
 	}
-	agentGC()
 	agentProcs(fs, f.maxProcs)
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: st.logLevel}))
+	mem, err := runtimetune.Agent(os.Getenv, runtimetune.CgroupRoot)
+	if err != nil {
+		log.Warn("memory policy", "err", err)
+	}
+	log.Info("memory policy", "memory_limit_from", mem.LimitFrom, "memory_limit_bytes", mem.MemoryLimit, "gc", mem.GC)
 	klog.SetSlogLogger(log) // client-go logs through the same handler: one format on stderr
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -181,9 +186,9 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 
 // restConfig is the client configuration. Compression is off unless asked
 // for: a watch stream that began as a streaming list stays gzipped for its
-// whole life, so every delivery is inflated frame by frame (4 % of the
-// agent's CPU under churn in the lab); the control plane's own components
-// turn it off for the same reason.
+// whole life, so every delivery is inflated frame by frame, a cost paid on
+// every change for bytes that stay inside the cluster network; the control
+// plane's own components turn it off for the same reason.
 func restConfig(kubeconfig string, compression bool) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
@@ -255,9 +260,9 @@ func serveHTTP(ctx context.Context, flagName, addr string, h http.Handler, log *
 
 // agentProcs sets GOMAXPROCS: 1 by default. The agent's work is one loop
 // fed by watch and change-event goroutines; a second P makes it no faster
-// but adds scheduler wake-ups and spinning to every delivery (measured: a
-// quarter of the agent's CPU under churn, BENCHMARKS.md "Live"). $GOMAXPROCS
-// wins over the default, --max-procs over both; 0 keeps the runtime's choice.
+// but adds scheduler wake-ups and spinning to every delivery (cost in
+// BENCHMARKS.md, "Live"). $GOMAXPROCS wins over the default, --max-procs
+// over both; 0 keeps the runtime's choice.
 func agentProcs(fs *flag.FlagSet, n int) {
 	given := false
 	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "max-procs" })

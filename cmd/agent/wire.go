@@ -15,6 +15,7 @@ import (
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/datapath/node"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/hurt"
@@ -44,6 +45,20 @@ func datingNote(err error) string {
 		"on a busy node lag may read late by the agent's wait for a CPU", err)
 }
 
+// iptablesCommands adds the image's iptables commands and their versions to
+// the datapath reason (/v1/status): the iptables-save read runs them, and
+// one older than kube-proxy's may misread newer rules. note is set when
+// none runs.
+func iptablesCommands(reason string, log *slog.Logger) (string, string) {
+	summary, usable := iptables.BinariesSummary(iptables.ProbeBinaries())
+	log.Info("iptables commands", "commands", summary)
+	if !usable {
+		return reason, "no iptables command runs in the agent's image (" + summary +
+			"): the iptables-save read (backend detection, fallback) is unavailable; use an image with the iptables package"
+	}
+	return reason + "; iptables commands: " + summary, ""
+}
+
 // wireAgent builds the agent; reconnect (may be nil) reports API server
 // reachability in the watch health reason.
 func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kubernetes.Interface, reconnect *informer.ReconnectTransport,
@@ -53,6 +68,13 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	mode, reason, err := datapath.Resolve(ctx, f.datapath, f.netns)
 	if err != nil {
 		mode, reason = model.ModeNone, "datapath detection failed: "+err.Error()
+	}
+	if mode == model.ModeIPTables {
+		var note string
+		reason, note = iptablesCommands(reason, log)
+		if note != "" {
+			w.notes = append(w.notes, note)
+		}
 	}
 	log.Info("datapath", "mode", mode, "reason", reason)
 	var src datapath.Reader
