@@ -29,7 +29,7 @@ func TestParseLBListForms(t *testing.T) {
 				model.NewFrontend(netip.MustParseAddr("10.96.0.10"), 53, model.UDP, model.ClusterIP): {
 					netip.MustParseAddrPort("10.244.1.2:53"), netip.MustParseAddrPort("10.244.2.3:53")},
 				model.NewFrontend(netip.MustParseAddr("10.96.0.20"), 80, model.TCP, model.ClusterIP): nil,
-				model.NewNodePort(30080, model.TCP, model.IPv4):                                       {netip.MustParseAddrPort("10.244.1.7:8080")},
+				model.NewNodePort(30080, model.TCP, model.IPv4):                                      {netip.MustParseAddrPort("10.244.1.7:8080")},
 				model.NewFrontend(netip.MustParseAddr("fd00::10"), 443, model.TCP, model.ClusterIP): {
 					netip.MustParseAddrPort("[fd00:244::2]:8443")},
 			}

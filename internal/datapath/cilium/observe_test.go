@@ -96,7 +96,7 @@ func TestObserveRules(t *testing.T) {
 			svcs: append(frontend(node, 80, 0, flagExternalIP, 0, []uint32{1}, nil),
 				frontend(netip.MustParseAddr("172.18.0.9"), 80, 0, flagLoadBalancer, 0, []uint32{1}, nil)...),
 			want: map[model.Frontend][]netip.AddrPort{
-				model.NewFrontend(node, 80, model.TCP, model.ExternalIP):                                  {ap(pod1)},
+				model.NewFrontend(node, 80, model.TCP, model.ExternalIP):                                {ap(pod1)},
 				model.NewFrontend(netip.MustParseAddr("172.18.0.9"), 80, model.TCP, model.LoadBalancer): {ap(pod1)}}},
 	}
 	for _, c := range cases {
