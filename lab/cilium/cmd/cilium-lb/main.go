@@ -21,6 +21,7 @@ import (
 	daemonk8s "github.com/cilium/cilium/daemon/k8s"
 	"github.com/cilium/cilium/pkg/bpf"
 	cmtypes "github.com/cilium/cilium/pkg/clustermesh/types"
+	"github.com/cilium/cilium/pkg/components"
 	"github.com/cilium/cilium/pkg/datapath/tables"
 	envoyCfg "github.com/cilium/cilium/pkg/envoy/config"
 	"github.com/cilium/cilium/pkg/hive"
@@ -39,6 +40,11 @@ import (
 )
 
 func main() {
+	// Cilium's map code pins under the configured bpffs only in
+	// cilium-agent itself (pkg/components, pkg/bpf.MapPath); any other
+	// program pins under the first bpf mount it finds. This program is the
+	// agent's load-balancer part, so it names itself as the agent does.
+	os.Args[0] = components.CiliumAgentName
 	h := hive.New(
 		client.Cell,
 		daemonk8s.ResourcesCell,
