@@ -247,6 +247,9 @@ func (l *Lab) startAgent(i int) error {
 		"--kubeconfig", l.kubeconfig,
 		"--listen", l.AgentAddr(nodeName(i)),
 	}, l.opts.AgentArgs...)
+	if l.opts.ProxyMode == "cilium" { // the node's maps, as a DaemonSet mounts the node's /sys/fs/bpf
+		args = append(args, "--bpffs", l.nodeBPFFS(i))
+	}
 	_, err := l.startEnv(agentName(i), nodeNS(l.opts.Name, i), l.opts.AgentEnv, args)
 	return err
 }
