@@ -44,4 +44,4 @@ test-deploy-rules:
 clean:
 	rm -rf $(BIN)
 
-include mk/bpf.mk mk/vm.mk mk/deploy.mk mk/image.mk mk/lab.mk mk/demo.mk mk/bench.mk
+include mk/bpf.mk mk/vm.mk mk/deploy.mk mk/image.mk mk/lab.mk mk/demo.mk mk/bench.mk mk/cilium.mk

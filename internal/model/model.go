@@ -200,6 +200,7 @@ const (
 	ModeIPTables = "iptables"
 	ModeNFTables = "nftables"
 	ModeIPVS     = "ipvs"
+	ModeCilium   = "cilium" // Cilium's kube-proxy replacement: eBPF service maps
 	ModeNone     = "none"
 )
 
@@ -214,7 +215,7 @@ type Desired struct {
 // Observed is what the kernel holds on one node. A reader may hand out the
 // same Observed again while nothing changed: callers never modify one.
 type Observed struct {
-	Datapath  string // ModeIPTables, ModeNFTables, ModeIPVS, ModeNone
+	Datapath  string // ModeIPTables, ModeNFTables, ModeIPVS, ModeCilium, ModeNone
 	Frontends map[Frontend]Verdict
 	// Warnings are things the reader saw but could not map (never fatal).
 	Warnings []string

@@ -266,7 +266,7 @@ func cleanupLab(name, dir string) error {
 		errs = append(errs, delNetns(ns))
 	}
 	if dir != "" {
-		errs = append(errs, os.RemoveAll(dir))
+		errs = append(errs, unmountUnder(dir), os.RemoveAll(dir))
 	}
 	return errors.Join(errs...)
 }

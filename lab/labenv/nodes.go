@@ -145,6 +145,9 @@ func (l *Lab) kubeProxyArgs(i int) []string {
 }
 
 func (l *Lab) startKubeProxy(i int) error {
+	if l.opts.ProxyMode == "cilium" {
+		return l.startCilium(i)
+	}
 	env, err := l.kubeProxyEnv()
 	if err != nil {
 		return err
@@ -244,6 +247,9 @@ func (l *Lab) startAgent(i int) error {
 		"--kubeconfig", l.kubeconfig,
 		"--listen", l.AgentAddr(nodeName(i)),
 	}, l.opts.AgentArgs...)
+	if l.opts.ProxyMode == "cilium" { // the node's maps, as a DaemonSet mounts the node's /sys/fs/bpf
+		args = append(args, "--bpffs", l.nodeBPFFS(i))
+	}
 	_, err := l.startEnv(agentName(i), nodeNS(l.opts.Name, i), l.opts.AgentEnv, args)
 	return err
 }
@@ -252,6 +258,9 @@ func (l *Lab) startAgent(i int) error {
 // and has programmed the "kubernetes" Service (its first full sync is done;
 // /healthz alone is 200 before that).
 func (l *Lab) waitKubeProxy(ctx context.Context, i int, timeout time.Duration) error {
+	if l.opts.ProxyMode == "cilium" {
+		return l.waitCilium(ctx, i, timeout)
+	}
 	c := l.httpClientIn(nodeNS(l.opts.Name, i))
 	deadline := time.Now().Add(timeout)
 	url := "http://127.0.0.1:10256/healthz"

@@ -27,7 +27,9 @@ type Options struct {
 	Name string
 	// Nodes is the number of nodes (1..50). Default 2.
 	Nodes int
-	// ProxyMode is kube-proxy's mode: "iptables" (default) or "nftables".
+	// ProxyMode is kube-proxy's mode: "iptables" (default) or "nftables";
+	// or "cilium": no kube-proxy, Cilium's load-balancer control plane
+	// writes each node's service maps (cilium.go).
 	ProxyMode string
 	// Dir holds certificates, data, logs and the state file. Default
 	// $TMPDIR/netdrift-lab-<Name>. It is removed by Stop.
@@ -97,9 +99,9 @@ func (o *Options) setDefaults() error {
 	switch o.ProxyMode {
 	case "":
 		o.ProxyMode = "iptables"
-	case "iptables", "nftables":
+	case "iptables", "nftables", "cilium":
 	default:
-		return fmt.Errorf("proxy mode %q: want iptables or nftables", o.ProxyMode)
+		return fmt.Errorf("proxy mode %q: want iptables, nftables or cilium", o.ProxyMode)
 	}
 	switch o.IPTablesBackend {
 	case "", "nft", "legacy":

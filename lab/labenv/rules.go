@@ -11,6 +11,13 @@ import (
 // ClusterIP frontend ip:port (tcp) and returns the backends "IP:PORT",
 // sorted. A frontend with no service chain yields nil. It only reads.
 func (l *Lab) ProgrammedBackends(node, ip string, port int) ([]string, error) {
+	if l.opts.ProxyMode == "cilium" {
+		i, err := l.index(node)
+		if err != nil {
+			return nil, err
+		}
+		return l.ciliumBackends(i, ip, port)
+	}
 	if l.opts.ProxyMode == "nftables" {
 		out, err := l.Exec(node, "nft", "list", "table", "ip", "kube-proxy")
 		if err != nil {

@@ -1,0 +1,168 @@
+package cilium
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+// globalsDir is where cilium-agent pins its maps inside the bpffs.
+const globalsDir = "tc/globals"
+
+// FindBPFFS returns the mount point of the first bpf filesystem in a
+// mountinfo file (/proc/self/mountinfo), as Cilium's own tools find it.
+func FindBPFFS(mountinfo io.Reader) (string, error) {
+	sc := bufio.NewScanner(mountinfo)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superopts
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		if f := strings.Fields(post); len(f) == 0 || f[0] != "bpf" {
+			continue
+		}
+		if f := strings.Fields(pre); len(f) >= 5 {
+			return unescapeMount(f[4]), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", errors.New("no bpf filesystem is mounted (Cilium mounts one at /sys/fs/bpf); pass --bpffs to name it")
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// openPinned opens a pinned map read-only and checks its layout. A map that
+// is not pinned returns an error wrapping fs.ErrNotExist.
+func openPinned(bpffs string, l mapLayout) (*ebpf.Map, error) {
+	path := filepath.Join(bpffs, globalsDir, l.name)
+	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", path, fs.ErrNotExist)
+		}
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("open %s: %w (run as root, or with CAP_BPF and CAP_SYS_ADMIN)", path, err)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := l.check(m.Type(), m.KeySize(), m.ValueSize()); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// dump calls fn for every key and value of a map. The iterator restarts
+// from the first key when an entry it stood on is deleted under it; a dump
+// taken while cilium-agent writes is as consistent as Cilium's own listing.
+func dump(m *ebpf.Map, fn func(k, v []byte) error) error {
+	k := make([]byte, m.KeySize())
+	v := make([]byte, m.ValueSize())
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return it.Err()
+}
+
+// tables is one read of the maps of both families.
+type tables struct {
+	services []svcEntry
+	backends map[uint32]backendEntry
+	families []string // families whose maps exist
+}
+
+// readTables reads the services and backends maps of both families under
+// bpffs. A family whose services map is not pinned is left out (a node
+// without IPv6); no services map at all is an error saying so.
+func readTables(bpffs string) (tables, error) {
+	t := tables{backends: map[uint32]backendEntry{}}
+	for _, fam := range []struct {
+		name     string
+		svc, bes mapLayout
+	}{{"IPv4", services4Layout, backends4Layout}, {"IPv6", services6Layout, backends6Layout}} {
+		ok, err := t.readFamily(bpffs, fam.svc, fam.bes)
+		if err != nil {
+			return t, err
+		}
+		if ok {
+			t.families = append(t.families, fam.name)
+		}
+	}
+	if len(t.families) == 0 {
+		return t, fmt.Errorf("no Cilium service map under %s (%s, %s): is this node running Cilium's kube-proxy replacement? "+
+			"(--bpffs names another bpf filesystem)", filepath.Join(bpffs, globalsDir), services4Name, services6Name)
+	}
+	return t, nil
+}
+
+func (t *tables) readFamily(bpffs string, svcL, beL mapLayout) (bool, error) {
+	svc, err := openPinned(bpffs, svcL)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	defer svc.Close()
+	bes, err := openPinned(bpffs, beL)
+	if err != nil {
+		return false, fmt.Errorf("%s is pinned but its backends map is not usable: %w", svcL.name, err)
+	}
+	defer bes.Close()
+	if err := dump(bes, func(k, v []byte) error {
+		id, b, err := decodeBackend(k, v)
+		t.backends[id] = b
+		return err
+	}); err != nil {
+		return false, fmt.Errorf("read %s: %w", beL.name, err)
+	}
+	if err := dump(svc, func(k, v []byte) error {
+		e, err := decodeService(k, v)
+		t.services = append(t.services, e)
+		return err
+	}); err != nil {
+		return false, fmt.Errorf("read %s: %w", svcL.name, err)
+	}
+	return true, nil
+}
+
+// BPFFSFromSystem finds the bpffs as Cilium's tools do.
+func BPFFSFromSystem() (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return FindBPFFS(f)
+}

@@ -1,0 +1,261 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netdrift/netdrift/lab/labenv"
+)
+
+// ciliumScenarios run against a lab whose nodes run Cilium's own
+// load-balancer control plane (cilium-lb, from github.com/cilium/cilium
+// v1.20.2) instead of kube-proxy, writing real service maps per node.
+var ciliumScenarios = []scenario{
+	{"converged", testCiliumConverged},
+	{"graceful", testCiliumGraceful},
+	{"frozen", testCiliumFrozen},
+	{"restart", testCiliumRestart},
+}
+
+// TestCiliumScenarios: -run 'TestCiliumScenarios/(frozen|restart)$'.
+func TestCiliumScenarios(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces, bpf filesystems and maps")
+	}
+	e := &env{mode: "cilium"}
+	t.Cleanup(func() { e.stop(t) })
+	for _, sc := range ciliumScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			e.get(t)
+			defer func() {
+				if t.Failed() {
+					e.dumpLogs(t)
+				}
+			}()
+			sc.run(t, e)
+		})
+	}
+}
+
+// testCiliumConverged: a Service with two pods; every agent reports no
+// finding for it, and on every node netdrift's reading of the maps is
+// Cilium's own (cilium-dbg bpf lb list on the same maps).
+func testCiliumConverged(t *testing.T, e *env) {
+	l := e.lab
+	_, _ = service(t, l, "cconv", []string{"node-2", "node-3"}, 0)
+	agents := agentsOf(t, l)
+	waitConverged(t, agents, "default/cconv", 60*time.Second)
+	for _, n := range l.Nodes() {
+		crossCheck(t, l, n.Name)
+	}
+}
+
+// crossCheck compares the ClusterIP frontends and backends netdrift reads
+// from node's maps (`netdrift snapshot --bpffs`) with
+// those Cilium's own listing of the same maps gives.
+func crossCheck(t *testing.T, l *labenv.Lab, node string) {
+	t.Helper()
+	listing, err := l.CiliumLBList(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cilium := ciliumClusterIPs(t, listing)
+	bpffs, err := l.NodeBPFFS(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := agentBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "snapshot", "--bpffs", bpffs, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("netdrift snapshot: %v", err)
+	}
+	ours := snapshotClusterIPs(t, out)
+	if fmt.Sprint(ours) != fmt.Sprint(cilium) {
+		t.Errorf("%s: netdrift reads %v\ncilium-dbg lists %v", node, ours, cilium)
+	}
+	t.Logf("%s: %d ClusterIP frontends agree with cilium-dbg", node, len(ours))
+}
+
+// ciliumClusterIPs: "ip:port" -> sorted backends, from the listing's
+// ClusterIP frontends (external scope).
+func ciliumClusterIPs(t *testing.T, listing []byte) map[string][]string {
+	t.Helper()
+	var m map[string][]string
+	if err := json.Unmarshal(listing, &m); err != nil {
+		t.Fatal(err)
+	}
+	clusterIP := map[string]bool{}
+	for k, v := range m {
+		if strings.HasSuffix(k, "/TCP (0)") && len(v) == 1 && strings.Contains(v[0], "[ClusterIP") {
+			clusterIP[strings.TrimSuffix(k, "/TCP (0)")] = true
+		}
+	}
+	out := map[string][]string{}
+	for fe := range clusterIP {
+		if strings.HasSuffix(fe, ":0") {
+			continue // Cilium's wildcard entry
+		}
+		out[fe] = nil
+	}
+	for k, v := range m {
+		fe, slot, ok := strings.Cut(k, "/TCP (")
+		if !ok || slot == "0)" || !clusterIP[fe] || len(v) != 1 {
+			continue
+		}
+		out[fe] = append(out[fe], strings.TrimSuffix(strings.Fields(v[0])[0], "/TCP"))
+	}
+	for fe := range out {
+		sort.Strings(out[fe])
+	}
+	return out
+}
+
+// snapshotClusterIPs reads the same from `netdrift snapshot -o json`.
+func snapshotClusterIPs(t *testing.T, out []byte) map[string][]string {
+	t.Helper()
+	var snap struct {
+		Frontends []struct {
+			Frontend string   `json:"frontend"`
+			Kind     string   `json:"kind"`
+			Protocol string   `json:"protocol"`
+			Backends []string `json:"backends"`
+		} `json:"frontends"`
+	}
+	if err := json.Unmarshal(out, &snap); err != nil {
+		t.Fatalf("snapshot JSON: %v\n%s", err, out)
+	}
+	m := map[string][]string{}
+	for _, f := range snap.Frontends {
+		if f.Kind != "cluster_ip" || f.Protocol != "TCP" {
+			continue
+		}
+		bs := append([]string(nil), f.Backends...)
+		sort.Strings(bs)
+		m[f.Frontend] = bs
+	}
+	return m
+}
+
+// testCiliumGraceful: a pod with a preStop hook is deleted; while it
+// terminates Cilium parks its backend (terminating, never chosen), which
+// is not stale: no finding on any node, and the maps agree with cilium-dbg.
+func testCiliumGraceful(t *testing.T, e *env) {
+	l := e.lab
+	ctx := context.Background()
+	_, pods := service(t, l, "cgrace", []string{"node-2", "node-3"}, 20*time.Second)
+	agents := agentsOf(t, l)
+	waitConverged(t, agents, "default/cgrace", 60*time.Second)
+	if err := l.DeletePod(ctx, "default", pods[0].Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(12 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, a := range agents {
+			var d Drift
+			if err := a.Get(ctx, "/v1/drift", &d); err != nil {
+				t.Fatal(err)
+			}
+			if fs := serviceFindings(d, "default/cgrace"); len(fs) > 0 {
+				t.Fatalf("%s: finding during graceful termination: %+v", a.Node, fs)
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	crossCheck(t, l, "node-1")
+}
+
+// testCiliumFrozen: node-1's Cilium control plane is stopped (SIGSTOP)
+// while a backend is deleted: node-1's maps keep the backend, its agent
+// reports stale_backend within --stale-after of the mismatch, the other
+// nodes report nothing; after SIGCONT the finding clears.
+func testCiliumFrozen(t *testing.T, e *env) {
+	l := e.lab
+	ctx := context.Background()
+	frozen := "node-1"
+	_, pods := service(t, l, "cfrz", []string{"node-2", "node-3"}, 0)
+	agents := agentsOf(t, l)
+	waitConverged(t, agents, "default/cfrz", 60*time.Second)
+	if err := l.FreezeKubeProxy(frozen); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	t.Cleanup(func() {
+		if !thawed {
+			_ = l.ThawKubeProxy(frozen)
+		}
+	})
+	victim := pods[0]
+	if err := l.DeletePod(ctx, "default", victim.Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range agents {
+		a := a
+		if a.Node != frozen {
+			waitConverged(t, []*Agent{a}, "default/cfrz", 30*time.Second)
+			continue
+		}
+		eventually(t, 30*time.Second, 200*time.Millisecond, frozen+": stale_backend", func() (bool, string) {
+			var d Drift
+			if err := a.Get(ctx, "/v1/drift", &d); err != nil {
+				return false, err.Error()
+			}
+			for _, f := range findingsOf(d, "stale_backend", "default/cfrz") {
+				if f.Backend == victim.backend() {
+					if f.FirstSeen != nil && time.Since(*f.FirstSeen) > staleAfter+2*time.Second {
+						return false, "promoted late"
+					}
+					return true, ""
+				}
+			}
+			return false, "findings " + kinds(d.Findings) + ", pending " + kinds(d.Pending)
+		})
+	}
+	crossCheck(t, l, frozen)
+	if err := l.ThawKubeProxy(frozen); err != nil {
+		t.Fatal(err)
+	}
+	thawed = true
+	waitConverged(t, agents, "default/cfrz", 30*time.Second)
+}
+
+// testCiliumRestart: node-1's Cilium control plane is stopped and started
+// again; the maps stay pinned meanwhile and the restarted control plane
+// takes them over. No finding past the restore.
+func testCiliumRestart(t *testing.T, e *env) {
+	l := e.lab
+	ctx := context.Background()
+	_, _ = service(t, l, "crst", []string{"node-2", "node-3"}, 0)
+	agents := agentsOf(t, l)
+	waitConverged(t, agents, "default/crst", 60*time.Second)
+	if err := l.StopKubeProxy("node-1"); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := l.StartKubeProxy(sctx, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, agents, "default/crst", 60*time.Second)
+	crossCheck(t, l, "node-1")
+}
+
+// serviceFindings returns every finding of any kind for svc.
+func serviceFindings(d Drift, svc string) []Finding {
+	var out []Finding
+	for _, f := range d.Findings {
+		if f.Service == svc {
+			out = append(out, f)
+		}
+	}
+	return out
+}
