@@ -40,6 +40,7 @@ type agentFlags struct {
 	tlsCert, tlsKey  string
 	datapath         string
 	netns            string
+	bpffs            string
 	staleAfter       time.Duration
 	fastPoll         time.Duration
 	eventPoll        time.Duration
@@ -68,7 +69,8 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:9762 (default off)")
 	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "certificate for --secure-listen (default: self-signed)")
 	fs.StringVar(&f.tlsKey, "tls-key-file", "", "key for --secure-listen")
-	fs.StringVar(&f.datapath, "datapath", "auto", "auto, iptables, nftables or ipvs")
+	fs.StringVar(&f.datapath, "datapath", "auto", "auto, iptables, nftables, ipvs or cilium (Cilium's kube-proxy replacement)")
+	fs.StringVar(&f.bpffs, "bpffs", "", "the bpf filesystem Cilium pins its service maps in (default: the first bpf mount, as Cilium's tools find it)")
 	fs.StringVar(&f.netns, "netns", "", "read the datapath in this named network namespace (tests, lab)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")
 	fs.DurationVar(&f.fastPoll, "fast-poll", 100*time.Millisecond, "re-read interval while changes are pending")

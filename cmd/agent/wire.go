@@ -65,7 +65,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	log *slog.Logger) (*wired, error) {
 	w := &wired{log: log}
 	clk := clock.RealClock{}
-	mode, reason, err := datapath.Resolve(ctx, f.datapath, f.netns)
+	mode, reason, err := datapath.ResolveWithCilium(ctx, f.datapath, f.netns, f.bpffs)
 	if err != nil {
 		mode, reason = model.ModeNone, "datapath detection failed: "+err.Error()
 	}
@@ -79,6 +79,8 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	log.Info("datapath", "mode", mode, "reason", reason)
 	var src datapath.Reader
 	switch {
+	case mode == model.ModeCilium:
+		src = datapath.OpenCilium(f.bpffs)
 	case mode != model.ModeNone:
 		if src, err = datapath.Open(mode, f.netns); err != nil {
 			return nil, err
@@ -86,7 +88,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	case f.datapath == "auto":
 		src = datapath.NewRedetect(f.netns, f.auditInterval, clk.Now, reason)
 	}
-	if mode != model.ModeIPVS {
+	if mode != model.ModeIPVS && mode != model.ModeCilium {
 		// nf_tables events cover kube-proxy's nftables mode and iptables-nft.
 		if cw, err := datapath.WatchChanges(ctx, f.netns); err != nil {
 			log.Warn("no nftables change events: polling only", "err", err)

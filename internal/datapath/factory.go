@@ -15,10 +15,10 @@ import (
 // ParseMode checks a --datapath value: auto or a mode name.
 func ParseMode(s string) (string, error) {
 	switch s {
-	case "auto", model.ModeIPTables, model.ModeNFTables, model.ModeIPVS:
+	case "auto", model.ModeIPTables, model.ModeNFTables, model.ModeIPVS, model.ModeCilium:
 		return s, nil
 	}
-	return "", fmt.Errorf("unknown datapath mode %q (want auto, iptables, nftables or ipvs)", s)
+	return "", fmt.Errorf("unknown datapath mode %q (want auto, iptables, nftables, ipvs or cilium)", s)
 }
 
 // Open builds the reader for a datapath mode inside netns ("" = own): a
@@ -32,6 +32,8 @@ func Open(mode, netns string) (Reader, error) {
 		return nftablesReader{&nftables.Reader{Config: nftables.Config{NetNS: netns}}}, nil
 	case model.ModeIPVS:
 		return ipvsReader{ipvs.NewReader(ipvs.Config{NetNS: netns})}, nil
+	case model.ModeCilium:
+		return OpenCilium(""), nil
 	}
 	return nil, fmt.Errorf("unknown datapath mode %q (want iptables, nftables or ipvs)", mode)
 }

@@ -129,11 +129,13 @@ func staleReason(want model.Verdict, b netip.AddrPort) string {
 
 // sameAction compares actions. IPVS cannot express drop: kube-proxy's IPVS
 // mode leaves a virtual server without real servers both for "no endpoints"
-// (reject) and for "no local endpoints" under a Local policy (drop).
+// (reject) and for "no local endpoints" under a Local policy (drop). Cilium
+// likewise gives a frontend without a selectable backend its one
+// no-backend response, whatever the traffic policy.
 func sameAction(want, got model.Action, mode string) bool {
 	if want == got {
 		return true
 	}
 	noBackends := func(a model.Action) bool { return a == model.Reject || a == model.Drop }
-	return mode == model.ModeIPVS && noBackends(want) && noBackends(got)
+	return (mode == model.ModeIPVS || mode == model.ModeCilium) && noBackends(want) && noBackends(got)
 }

@@ -109,3 +109,11 @@ func TestCompareIPVSRejectEqualsDrop(t *testing.T) {
 		t.Fatalf("ipvs cannot tell drop from reject, got %+v", got)
 	}
 }
+
+func TestCompareCiliumRejectEqualsDrop(t *testing.T) {
+	d := model.Desired{Frontends: map[model.Frontend]model.Verdict{fe: {Service: sp, Action: model.Drop}}}
+	o := model.Observed{Datapath: model.ModeCilium, Frontends: map[model.Frontend]model.Verdict{fe: {Action: model.Reject}}}
+	if got := Compare(d, o); len(got) != 0 {
+		t.Fatalf("cilium has one no-backend response, got %+v", got)
+	}
+}

@@ -24,24 +24,27 @@ const topologyReason = "topology:"
 // Cilium agree on: ready endpoints, the serving-terminating fallback (Cilium
 // parks terminating backends and selects them when no active one is left),
 // traffic policy Local (Cilium's external scope holds the local backends).
-// One more difference: a frontend with no selectable backend gets Cilium's
-// one no-backend response (bpf-lb-svc-no-backend-response, default reject)
-// whatever the traffic policy, where kube-proxy drops under a Local policy
-// with only remote endpoints: such a Drop becomes Reject. The input is not
-// modified.
+// (A frontend with no selectable backend gets Cilium's one no-backend
+// response whatever the traffic policy, where kube-proxy drops under a
+// Local policy: drift's comparison treats reject and drop alike in this
+// mode.) The input is not modified.
 func Desired(d model.Desired, s Semantics) model.Desired {
+	if s.ServiceTopology {
+		return d
+	}
 	out := model.Desired{Node: d.Node, Frontends: make(map[model.Frontend]model.Verdict, len(d.Frontends))}
 	for fe, v := range d.Frontends {
-		if !s.ServiceTopology {
-			v = withoutTopology(v)
-		}
-		if v.Action == model.Drop {
-			v.Action = model.Reject
-			v.Evidence = append(append([]string(nil), v.Evidence...), "no local endpoint: Cilium's no-backend response (reject)")
-		}
-		out.Frontends[fe] = v
+		out.Frontends[fe] = Adjust(v, s)
 	}
 	return out
+}
+
+// Adjust is Desired for one verdict.
+func Adjust(v model.Verdict, s Semantics) model.Verdict {
+	if s.ServiceTopology {
+		return v
+	}
+	return withoutTopology(v)
 }
 
 // withoutTopology includes the endpoints a topology hint left out.

@@ -23,8 +23,8 @@ func TestDesiredCiliumSemantics(t *testing.T) {
 	if got := out.Frontends[fe1].Backends; !slices.Equal(got, []netip.AddrPort{a, b}) {
 		t.Errorf("topology off: backends %v, want both", got)
 	}
-	if got := out.Frontends[fe2].Action; got != model.Reject {
-		t.Errorf("Local with only remote endpoints: %s, want reject", got)
+	if got := out.Frontends[fe2].Action; got != model.Drop {
+		t.Errorf("Local with only remote endpoints: %s, want drop (compared as reject by drift in this mode)", got)
 	}
 	if len(in.Frontends[fe1].Backends) != 1 || in.Frontends[fe1].Endpoints[1].Included || in.Frontends[fe2].Action != model.Drop {
 		t.Error("the input was modified")

@@ -1,0 +1,61 @@
+package datapath
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/netdrift/netdrift/internal/datapath/cilium"
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// OpenCilium builds the reader of Cilium's service maps pinned in bpffs
+// ("" = the first bpf mount, as Cilium's tools find it).
+func OpenCilium(bpffs string) Reader {
+	return ciliumReader{&cilium.Reader{Config: cilium.Config{BPFFS: bpffs}}}
+}
+
+// DetectCilium reports whether Cilium's service maps are pinned in bpffs
+// ("" = the first bpf mount) and says where. Detection reads no map.
+func DetectCilium(bpffs string) (string, bool) {
+	if bpffs == "" {
+		var err error
+		if bpffs, err = cilium.BPFFSFromSystem(); err != nil {
+			return "", false
+		}
+	}
+	for _, name := range cilium.ServiceMapNames {
+		p := filepath.Join(bpffs, "tc", "globals", name)
+		if _, err := os.Stat(p); err == nil {
+			return "Cilium service map " + p + " (kube-proxy replacement)", true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// ResolveWithCilium is Resolve, and when no kube-proxy state is found and
+// --datapath is auto, Cilium's maps in bpffs: kube-proxy's rules are the
+// datapath of record where both exist.
+func ResolveWithCilium(ctx context.Context, flagMode, netns, bpffs string) (mode, reason string, err error) {
+	mode, reason, err = Resolve(ctx, flagMode, netns)
+	if err != nil || mode != model.ModeNone || (flagMode != "" && flagMode != "auto") {
+		return mode, reason, err
+	}
+	if why, ok := DetectCilium(bpffs); ok {
+		return model.ModeCilium, why, nil
+	}
+	return mode, reason, nil
+}
+
+// ciliumReader: Cilium's maps publish no change events; every read is a
+// full, in-process read.
+type ciliumReader struct{ *cilium.Reader }
+
+func (ciliumReader) ApplyChange(context.Context, ChangeEvent) error { return nil }
+func (ciliumReader) Evented() bool                                  { return false }
+
+var _ Reader = ciliumReader{}
