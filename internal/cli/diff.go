@@ -11,6 +11,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/capture"
+	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
@@ -72,7 +73,7 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 		return ExitError
 	}
 	defer offlineGC(dumps.paths(clusters)...)()
-	cs, err := watch.LoadClusterFiles(clusters...)
+	cs, err := clusterfile.LoadFiles(clusters...)
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
 		return ExitError

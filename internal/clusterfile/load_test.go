@@ -1,10 +1,12 @@
-package watch
+package clusterfile
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 const yamlList = `apiVersion: v1
@@ -77,7 +79,7 @@ items:
 
 type counts struct{ svcs, slices, nodes, pods int }
 
-func countOf(cs *ClusterState) counts {
+func countOf(cs *watch.ClusterState) counts {
 	return counts{len(cs.Services), len(cs.EndpointSlices), len(cs.Nodes), len(cs.Pods)}
 }
 
@@ -104,7 +106,7 @@ func TestLoadCluster(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cs, err := LoadCluster([]byte(c.data), "f")
+			cs, err := Load([]byte(c.data), "f")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,17 +118,17 @@ func TestLoadCluster(t *testing.T) {
 }
 
 func TestLoadClusterYAMLContent(t *testing.T) {
-	cs, err := LoadCluster([]byte(yamlList), "f.yaml")
+	cs, err := Load([]byte(yamlList), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Expected("node-a", cs)
+	d := watch.Expected("node-a", cs)
 	got := summary(d, "ns")
 	want := "ns/web:http cluster_ip 10.96.0.1:80/TCP -> forward 10.1.0.1:8080"
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	cs, err = LoadCluster([]byte(multiDoc), "m.yaml")
+	cs, err = Load([]byte(multiDoc), "m.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +167,7 @@ func TestLoadClusterErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := LoadCluster([]byte(c.data), "bad.json")
+			_, err := Load([]byte(c.data), "bad.json")
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -186,21 +188,21 @@ func TestLoadClusterFiles(t *testing.T) {
 	write(t, b, `{"apiVersion":"v1","kind":"List","items":[
 		{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"ns"},"spec":{"clusterIP":"10.96.0.9"}},
 		{"apiVersion":"v1","kind":"Service","metadata":{"name":"r","namespace":"ns"},"spec":{"clusterIP":"10.96.0.2"}}]}`)
-	cs, err := LoadClusterFiles(a, b)
+	cs, err := LoadFiles(a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cs.Services) != 2 || cs.Services[0].Name != "r" || cs.Services[1].Spec.ClusterIP != "10.96.0.9" {
 		t.Errorf("merge: later file must win and output be sorted; got %d services", len(cs.Services))
 	}
-	if _, err := LoadClusterFiles(); err == nil {
+	if _, err := LoadFiles(); err == nil {
 		t.Error("no files: want error")
 	}
-	if _, err := LoadClusterFiles(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
+	if _, err := LoadFiles(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("missing file: %v", err)
 	}
 	write(t, b, "{garbage")
-	if _, err := LoadClusterFiles(a, b); err == nil || !strings.Contains(err.Error(), "b.json") {
+	if _, err := LoadFiles(a, b); err == nil || !strings.Contains(err.Error(), "b.json") {
 		t.Errorf("bad second file: error %v must name it", err)
 	}
 }

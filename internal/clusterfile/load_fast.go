@@ -1,4 +1,4 @@
-package watch
+package clusterfile
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 // The fast decoding: the reference implementation of encoding/json/v2 in
@@ -17,7 +19,7 @@ import (
 // jsontext.Decoder. A List's items are decoded as they are read, each in
 // one pass as the kind of the item before it (load_guess.go), where
 // encoding/json scans the file seven times. Its error messages are not
-// encoding/json's, so LoadCluster never returns them: on any error it
+// encoding/json's, so Load never returns them: on any error it
 // decodes again with stdDecoding. FuzzLoadFastMatchesStd checks that the
 // two agree.
 //
@@ -34,7 +36,7 @@ var v1Options = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportError
 func unmarshalV1(data []byte, v any) error { return jsonv2.Unmarshal(data, v, v1Options) }
 
 // loadFast is load with the fast decoding.
-func loadFast(data []byte) (*ClusterState, error) {
+func loadFast(data []byte) (*watch.ClusterState, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' && trimmed[0] != '[' {
@@ -47,7 +49,7 @@ func loadFast(data []byte) (*ClusterState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mergeStates([]*ClusterState{cs}), nil
+	return mergeStates([]*watch.ClusterState{cs}), nil
 }
 
 var (
@@ -58,9 +60,9 @@ var (
 
 // loadJSONStream decodes each JSON value of data straight from the stream
 // (no copy first); one that is no List is decoded again as one object.
-func loadJSONStream(data []byte) (*ClusterState, error) {
+func loadJSONStream(data []byte) (*watch.ClusterState, error) {
 	dec := newStreamDecoder(data)
-	cs := &ClusterState{}
+	cs := &watch.ClusterState{}
 	for n := 0; ; n++ {
 		switch dec.PeekKind() {
 		case '{':
@@ -108,7 +110,7 @@ type fastList struct {
 // fastItems holds the objects of a List's items, in the order read.
 type fastItems struct {
 	src  []byte // what the decoder reads, from its first byte
-	cs   ClusterState
+	cs   watch.ClusterState
 	last string // the kind of the item before
 }
 
@@ -164,7 +166,7 @@ func (it *fastItems) add(dec *jsontext.Decoder) error {
 	return addObject(&it.cs, bytes.Clone(raw), unmarshalV1)
 }
 
-func (it *fastItems) appendTo(cs *ClusterState) {
+func (it *fastItems) appendTo(cs *watch.ClusterState) {
 	cs.Services = append(cs.Services, it.cs.Services...)
 	cs.EndpointSlices = append(cs.EndpointSlices, it.cs.EndpointSlices...)
 	cs.Nodes = append(cs.Nodes, it.cs.Nodes...)
@@ -172,7 +174,7 @@ func (it *fastItems) appendTo(cs *ClusterState) {
 }
 
 // addDocumentFast is addDocument with the fast decoding (YAML documents).
-func addDocumentFast(cs *ClusterState, raw []byte) error {
+func addDocumentFast(cs *watch.ClusterState, raw []byte) error {
 	if !isJSONObject(raw) {
 		return errNotObject
 	}

@@ -1,4 +1,4 @@
-package watch
+package clusterfile
 
 import (
 	"encoding/json"
@@ -7,13 +7,15 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 // addGuessed decodes the next value (decode) as an object of kind (kubectl
 // prints a List's items grouped by kind) and adds it when it is one that
 // addObject would add, decoded the same; false (nothing added) when it is
 // anything else, for addObject to decode.
-func addGuessed(cs *ClusterState, kind string, decode func(any) error) bool {
+func addGuessed(cs *watch.ClusterState, kind string, decode func(any) error) bool {
 	switch kind {
 	case "Service":
 		g := &struct {

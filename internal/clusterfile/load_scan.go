@@ -1,4 +1,4 @@
-package watch
+package clusterfile
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netdrift/netdrift/internal/jsonscan"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 // The scan decoding: a cluster file as kubectl prints it (one JSON List)
@@ -32,9 +34,9 @@ import (
 
 // loadScan is loadFast for one JSON List; false: not read, decode it as
 // before.
-func loadScan(data []byte) (*ClusterState, bool) {
+func loadScan(data []byte) (*watch.ClusterState, bool) {
 	c := jsonscan.New(data)
-	cs := &ClusterState{}
+	cs := &watch.ClusterState{}
 	var kind []byte
 	items := false
 	ok := scanMembers(&c, func(name []byte) (uint, bool) {
@@ -57,10 +59,10 @@ func loadScan(data []byte) (*ClusterState, bool) {
 	if !ok || !c.End() || !items || !isList(string(kind)) {
 		return nil, false
 	}
-	return mergeStates([]*ClusterState{cs}), true
+	return mergeStates([]*watch.ClusterState{cs}), true
 }
 
-func scanItems(c *jsonscan.Cursor, cs *ClusterState) bool {
+func scanItems(c *jsonscan.Cursor, cs *watch.ClusterState) bool {
 	st := &itemScan{}
 	return c.Each('[', func() bool { return st.item(c, cs) })
 }
@@ -86,7 +88,7 @@ const maxMisses = 4
 // item, or one the scan does not read, is decoded from the stream as the
 // fast decoding decodes one: as the kind of the item before, else as the
 // kind it names.
-func (st *itemScan) item(c *jsonscan.Cursor, cs *ClusterState) bool {
+func (st *itemScan) item(c *jsonscan.Cursor, cs *watch.ClusterState) bool {
 	if st.misses < maxMisses {
 		at := *c
 		switch st.last {
@@ -124,7 +126,7 @@ func (st *itemScan) item(c *jsonscan.Cursor, cs *ClusterState) bool {
 
 // decode decodes the item at c from the stream (as fastItems.add does,
 // without reading it twice), and returns its kind.
-func (st *itemScan) decode(c *jsonscan.Cursor, cs *ClusterState) (string, bool) {
+func (st *itemScan) decode(c *jsonscan.Cursor, cs *watch.ClusterState) (string, bool) {
 	src := c.Rest()
 	if st.dec == nil {
 		st.dec = newStreamDecoder(src)

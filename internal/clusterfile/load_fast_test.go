@@ -1,4 +1,4 @@
-package watch
+package clusterfile
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 // TestLoadFastMatchesStd: documents where the fast decoding's shortcuts
 // (items decoded as the kind before them, a non-List decoded twice) could
 // part from encoding/json: what the fast decoding loads, encoding/json
-// loads the same (where it fails, LoadCluster decodes again with
-// encoding/json), and LoadCluster returns what encoding/json does, errors
+// loads the same (where it fails, Load decodes again with
+// encoding/json), and Load returns what encoding/json does, errors
 // included.
 func TestLoadFastMatchesStd(t *testing.T) {
 	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"n"},"spec":{"clusterIP":"10.0.0.1"}}`
@@ -46,9 +46,9 @@ func TestLoadFastMatchesStd(t *testing.T) {
 			if fast, err := loadFast([]byte(doc)); err == nil && (serr != nil || !reflect.DeepEqual(fast, std)) {
 				t.Fatalf("fast decoding loaded %+v, encoding/json %+v (error %v)", fast, std, serr)
 			}
-			got, err := LoadCluster([]byte(doc), "f")
+			got, err := Load([]byte(doc), "f")
 			if fmt.Sprint(err) != fmt.Sprint(serr) || !reflect.DeepEqual(got, std) {
-				t.Fatalf("LoadCluster: %+v, %v; encoding/json: %+v, %v", got, err, std, serr)
+				t.Fatalf("Load: %+v, %v; encoding/json: %+v, %v", got, err, std, serr)
 			}
 		})
 	}

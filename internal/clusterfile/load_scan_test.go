@@ -1,4 +1,4 @@
-package watch
+package clusterfile
 
 import (
 	"encoding/json"
@@ -219,8 +219,8 @@ func TestScanRefusesWhatItDoesNotReadExactly(t *testing.T) {
 			if got, ok := loadScan(doc); ok && (serr != nil || !reflect.DeepEqual(got, std)) {
 				t.Fatalf("the scan loaded %+v; encoding/json %+v, %v", got, std, serr)
 			}
-			if got, err := LoadCluster(doc, "f"); !reflect.DeepEqual(got, std) || (err == nil) != (serr == nil) {
-				t.Fatalf("LoadCluster: %v; encoding/json: %v", err, serr)
+			if got, err := Load(doc, "f"); !reflect.DeepEqual(got, std) || (err == nil) != (serr == nil) {
+				t.Fatalf("Load: %v; encoding/json: %v", err, serr)
 			}
 		})
 	}
@@ -252,8 +252,8 @@ func TestScanRefusesServicesItDoesNotReadExactly(t *testing.T) {
 			if got, ok := loadScan(doc); ok && (serr != nil || !reflect.DeepEqual(got, std)) {
 				t.Fatalf("the scan loaded %+v; encoding/json %+v, %v", got, std, serr)
 			}
-			if got, err := LoadCluster(doc, "f"); !reflect.DeepEqual(got, std) || (err == nil) != (serr == nil) {
-				t.Fatalf("LoadCluster: %v; encoding/json: %v", err, serr)
+			if got, err := Load(doc, "f"); !reflect.DeepEqual(got, std) || (err == nil) != (serr == nil) {
+				t.Fatalf("Load: %v; encoding/json: %v", err, serr)
 			}
 		})
 	}
@@ -293,8 +293,8 @@ func TestScanGivesUpFilesItCannotRead(t *testing.T) {
 			if ok && !reflect.DeepEqual(got, std) {
 				t.Fatal("the scan and encoding/json differ")
 			}
-			if all, err := LoadCluster(doc, "f"); err != nil || !reflect.DeepEqual(all, std) {
-				t.Fatalf("LoadCluster: %v", err)
+			if all, err := Load(doc, "f"); err != nil || !reflect.DeepEqual(all, std) {
+				t.Fatalf("Load: %v", err)
 			}
 		})
 	}

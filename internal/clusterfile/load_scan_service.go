@@ -1,4 +1,4 @@
-package watch
+package clusterfile
 
 import (
 	corev1 "k8s.io/api/core/v1"

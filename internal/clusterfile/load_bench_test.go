@@ -1,10 +1,12 @@
-package watch
+package clusterfile
 
 import (
 	"encoding/json"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 // benchClusterFile is benchState as `kubectl get -o json` prints it (a v1
@@ -32,16 +34,16 @@ func benchClusterFile(b *testing.B, services, perSvc, nodes int) []byte {
 }
 
 // BenchmarkLoadCluster: a 1,000-service / 10,000-endpoint cluster file
-// loaded by LoadCluster (the fast decoding) and by encoding/json alone
-// (what LoadCluster falls back to on an error).
+// loaded by Load (the fast decoding) and by encoding/json alone
+// (what Load falls back to on an error).
 func BenchmarkLoadCluster(b *testing.B) {
 	data := benchClusterFile(b, 1000, 10, 50)
 	for _, c := range []struct {
 		name string
-		load func() (*ClusterState, error)
+		load func() (*watch.ClusterState, error)
 	}{
-		{"fast", func() (*ClusterState, error) { return LoadCluster(data, "bench") }},
-		{"encoding-json", func() (*ClusterState, error) { return load(data, "bench", stdDecoding) }},
+		{"fast", func() (*watch.ClusterState, error) { return Load(data, "bench") }},
+		{"encoding-json", func() (*watch.ClusterState, error) { return load(data, "bench", stdDecoding) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))

@@ -1,10 +1,12 @@
-package watch
+package clusterfile
 
 import (
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 // FuzzLoadCluster: any input either loads or returns an error; never panics,
@@ -15,7 +17,7 @@ func FuzzLoadCluster(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cs, err := LoadCluster(data, "fuzz")
+		cs, err := Load(data, "fuzz")
 		if err != nil {
 			if cs != nil {
 				t.Fatal("state returned with an error")
@@ -23,7 +25,7 @@ func FuzzLoadCluster(f *testing.F) {
 			return
 		}
 		for _, n := range []string{"node-a", "worker-a", ""} {
-			_ = Expected(n, cs)
+			_ = watch.Expected(n, cs)
 		}
 	})
 }
@@ -43,7 +45,7 @@ func loaderSeeds() [][]byte {
 }
 
 // FuzzLoadFastMatchesStd: whatever the fast decoding loads, encoding/json
-// loads too, to the same state (LoadCluster falls back to encoding/json on
+// loads too, to the same state (Load falls back to encoding/json on
 // any error, so the fast decoding must never accept what it rejects).
 func FuzzLoadFastMatchesStd(f *testing.F) {
 	for _, s := range loaderSeeds() {

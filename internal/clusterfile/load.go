@@ -1,4 +1,4 @@
-package watch
+package clusterfile
 
 import (
 	"bytes"
@@ -10,41 +10,43 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
-// LoadClusterFiles reads files as `kubectl get services,endpointslices,nodes,pods
+// LoadFiles reads files as `kubectl get services,endpointslices,nodes,pods
 // -A -o json|yaml` prints them and merges them. An object present in several
 // files (same kind, namespace and name) is taken from the last file.
-func LoadClusterFiles(paths ...string) (*ClusterState, error) {
+func LoadFiles(paths ...string) (*watch.ClusterState, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no cluster files given")
 	}
-	var parts []*ClusterState
+	var parts []*watch.ClusterState
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
-		cs, err := LoadCluster(data, p)
+		cs, err := Load(data, p)
 		if err != nil {
 			return nil, err
 		}
 		parts = append(parts, cs)
 	}
 	if len(parts) == 1 {
-		return parts[0], nil // LoadCluster's result is merged already
+		return parts[0], nil // Load's result is merged already
 	}
 	return mergeStates(parts), nil
 }
 
-// LoadCluster parses one file's contents: a v1 List (or any *List) or a
+// Load parses one file's contents: a v1 List (or any *List) or a
 // single object, as JSON (one or more concatenated values) or YAML (one or
 // more documents). Services, EndpointSlices, Nodes and Pods are kept; other
 // kinds are ignored. Errors name the file, the document's line and the item.
 //
 // It decodes with the fast decoding (load_fast.go) and, when that fails,
 // again with encoding/json, whose errors (and so messages) it returns.
-func LoadCluster(data []byte, name string) (*ClusterState, error) {
+func Load(data []byte, name string) (*watch.ClusterState, error) {
 	if cs, err := loadFast(data); err == nil {
 		return cs, nil
 	}
@@ -52,12 +54,14 @@ func LoadCluster(data []byte, name string) (*ClusterState, error) {
 }
 
 // decoding decodes one document (a JSON value) into cs.
-type decoding func(cs *ClusterState, raw []byte) error
+type decoding func(cs *watch.ClusterState, raw []byte) error
 
 // stdDecoding is encoding/json: the reference, and the source of errors.
-func stdDecoding(cs *ClusterState, raw []byte) error { return addDocument(cs, raw, json.Unmarshal) }
+func stdDecoding(cs *watch.ClusterState, raw []byte) error {
+	return addDocument(cs, raw, json.Unmarshal)
+}
 
-func load(data []byte, name string, decode decoding) (*ClusterState, error) {
+func load(data []byte, name string, decode decoding) (*watch.ClusterState, error) {
 	docs, err := splitDocuments(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -65,13 +69,13 @@ func load(data []byte, name string, decode decoding) (*ClusterState, error) {
 	if len(docs) == 0 {
 		return nil, fmt.Errorf("%s: no Kubernetes objects found", name)
 	}
-	cs := &ClusterState{}
+	cs := &watch.ClusterState{}
 	for i, d := range docs {
 		if err := decode(cs, d.json); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", name, d.where(i, len(docs)), err)
 		}
 	}
-	return mergeStates([]*ClusterState{cs}), nil
+	return mergeStates([]*watch.ClusterState{cs}), nil
 }
 
 // typeMeta is what every object and list starts with.
@@ -81,7 +85,7 @@ type typeMeta struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
-func addDocument(cs *ClusterState, raw []byte, unmarshal func([]byte, any) error) error {
+func addDocument(cs *watch.ClusterState, raw []byte, unmarshal func([]byte, any) error) error {
 	if !isJSONObject(raw) {
 		return errors.New("expected a Kubernetes object (a map with apiVersion and kind)")
 	}
@@ -110,7 +114,7 @@ func isJSONObject(raw []byte) bool {
 }
 
 // addObject decodes one item by kind; kinds netdrift does not use are ignored.
-func addObject(cs *ClusterState, raw []byte, unmarshal func([]byte, any) error) error {
+func addObject(cs *watch.ClusterState, raw []byte, unmarshal func([]byte, any) error) error {
 	if !isJSONObject(raw) {
 		return errors.New("expected an object")
 	}
@@ -138,7 +142,7 @@ var wantedKinds = map[string]string{
 	"EndpointSlice": "discovery.k8s.io/v1",
 }
 
-func decodeKind(cs *ClusterState, kind string, raw []byte, unmarshal func([]byte, any) error) error {
+func decodeKind(cs *watch.ClusterState, kind string, raw []byte, unmarshal func([]byte, any) error) error {
 	var err error
 	var name string
 	switch kind {
@@ -174,7 +178,7 @@ func decodeKind(cs *ClusterState, kind string, raw []byte, unmarshal func([]byte
 
 // mergeStates unions states; a later object with the same kind, namespace
 // and name replaces an earlier one. Output is sorted by namespace and name.
-func mergeStates(parts []*ClusterState) *ClusterState {
+func mergeStates(parts []*watch.ClusterState) *watch.ClusterState {
 	svcs := map[string]*corev1.Service{}
 	slices := map[string]*discoveryv1.EndpointSlice{}
 	nodes := map[string]*corev1.Node{}
@@ -193,7 +197,7 @@ func mergeStates(parts []*ClusterState) *ClusterState {
 			pods[o.Namespace+"/"+o.Name] = o
 		}
 	}
-	return &ClusterState{
+	return &watch.ClusterState{
 		Services:       sortedValues(svcs),
 		EndpointSlices: sortedValues(slices),
 		Nodes:          sortedValues(nodes),
