@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +22,7 @@ func LoadFiles(paths ...string) (*watch.ClusterState, error) {
 	}
 	var parts []*watch.ClusterState
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := ReadInput(p, "--cluster")
 		if err != nil {
 			return nil, err
 		}
