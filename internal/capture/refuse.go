@@ -1,10 +1,8 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"strings"
 
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 )
@@ -20,17 +18,38 @@ const otherModes = "if kube-proxy runs in nftables mode pass `nft -j list rulese
 // hasKubeServicesRule reports whether iptables-save (or `iptables -S`)
 // text holds a rule of chain KUBE-SERVICES: kube-proxy's iptables mode
 // always writes at least its KUBE-NODEPORTS jump there, its IPVS mode its
-// ipset matches.
+// ipset matches. A rule line may be indented (a pasted capture). The
+// search is bytes.Index over the text: no per-line work on a large dump.
 func hasKubeServicesRule(data []byte) bool {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimLeft(sc.Text(), " \t")
-		if strings.HasPrefix(line, "-A KUBE-SERVICES ") || strings.HasPrefix(line, "-I KUBE-SERVICES ") {
-			return true
+	for _, cmd := range []string{"-A KUBE-SERVICES ", "-I KUBE-SERVICES "} {
+		pat := []byte(cmd)
+		for off := 0; ; {
+			i := bytes.Index(data[off:], pat)
+			if i < 0 {
+				break
+			}
+			i += off
+			if lineStart(data, i) {
+				return true
+			}
+			off = i + len(pat)
 		}
 	}
 	return false
+}
+
+// lineStart reports whether only spaces and tabs precede data[i] on its line.
+func lineStart(data []byte, i int) bool {
+	for i--; i >= 0; i-- {
+		switch data[i] {
+		case '\n':
+			return true
+		case ' ', '\t':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // noIPTablesRules is the refusal of an iptables capture without kube-proxy

@@ -54,3 +54,20 @@ func TestObserveRefusesCapturesWithoutKubeProxy(t *testing.T) {
 		})
 	}
 }
+
+func TestHasKubeServicesRule(t *testing.T) {
+	for text, want := range map[string]bool{
+		"-A KUBE-SERVICES -j KUBE-NODEPORTS\n":                          true,
+		"*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -j X\nCOMMIT\n": true,
+		"\t  -A KUBE-SERVICES -j X\n":                                   true,
+		"-I KUBE-SERVICES 1 -j X":                                       true,
+		":KUBE-SERVICES - [0:0]\n":                                      false,
+		"-A FOO -m comment --comment \"-A KUBE-SERVICES \" -j X\n":      false,
+		"-A KUBE-SERVICES-X -j Y\n":                                     false,
+		"":                                                              false,
+	} {
+		if got := hasKubeServicesRule([]byte(text)); got != want {
+			t.Errorf("%q: %v, want %v", text, got, want)
+		}
+	}
+}
