@@ -13,17 +13,17 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/capture"
-	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/rst"
 )
 
 func RunTraceRSTs(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("trace-rsts", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ips := fs.String("ip", "", "IP[,IP...] to watch: pod IPs, or a Service's address with --cluster (its backends are watched)")
+	ips := fs.String("ip", "", "IP[,IP...] to watch: pod IPs, or a Service's address with --cluster or --kubeconfig (its backends are watched)")
 	port := fs.Uint("port", 0, "only RSTs on this port of the watched address (0 = any; the Service's port for a Service address)")
 	var clusters multiFlag
 	fs.Var(&clusters, "cluster", "cluster objects (`kubectl get services,endpointslices -A -o json`) to resolve Service addresses to their backends (repeatable)")
+	kubeconfig := fs.String("kubeconfig", "", "resolve Service addresses through the API with this kubeconfig (default: in-cluster config inside a pod; none otherwise)")
 	dur := fs.Duration("duration", 30*time.Second, "how long to watch")
 	mode := fs.String("mode", "", "force a probe mode (default: chosen from kernel features)")
 	out := fs.String("o", "table", "output: table or json")
@@ -46,15 +46,13 @@ func RunTraceRSTs(args []string, stdout, stderr io.Writer) int {
 	}
 	watchPort := uint16(*port)
 	var resolved []vipBackends
-	if len(clusters) > 0 {
-		cs, err := clusterfile.LoadFiles(clusters...)
-		if err == nil {
-			list, watchPort, resolved, err = resolveVIPs(cs, list, watchPort)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "netdrift trace-rsts:", err)
-			return ExitError
-		}
+	cs, err := traceCluster(clusters, *kubeconfig)
+	if err == nil && cs != nil {
+		list, watchPort, resolved, err = resolveVIPs(cs, list, watchPort)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "netdrift trace-rsts:", err)
+		return ExitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -51,7 +51,7 @@ func resolveVIPs(cs *watch.ClusterState, ips []netip.Addr, port uint16) ([]netip
 			return nil, 0, nil, fmt.Errorf("--ip %s is Service %s's address: %w", ip, name, err)
 		}
 		if len(backends) == 0 {
-			return nil, 0, nil, fmt.Errorf("--ip %s is Service %s's address, and the cluster files give it no endpoints: no backend to watch", ip, name)
+			return nil, 0, nil, fmt.Errorf("--ip %s is Service %s's address, and that Service has no endpoints: no backend to watch", ip, name)
 		}
 		if port != 0 {
 			outPort = epPort

@@ -44,7 +44,7 @@ func TestResolveVIPs(t *testing.T) {
 		{name: "load_balancer_ip_and_a_pod_ip", ips: addrs("192.0.2.100", "10.214.9.9"), want: addrs("10.214.1.31", "10.214.2.31", "10.214.2.32", "10.214.9.9"),
 			services: []vipBackends{{"192.0.2.100", "shop/frontend", []string{"10.214.1.31", "10.214.2.31", "10.214.2.32"}}}},
 		{name: "pod_ip_only", ips: addrs("10.214.1.41"), port: 50051, want: addrs("10.214.1.41"), wantPort: 50051},
-		{name: "no_endpoints", ips: addrs("10.97.230.30"), err: "--ip 10.97.230.30 is Service shop/payments's address, and the cluster files give it no endpoints"},
+		{name: "no_endpoints", ips: addrs("10.97.230.30"), err: "--ip 10.97.230.30 is Service shop/payments's address, and that Service has no endpoints"},
 		{name: "unknown_service_port", ips: addrs("10.97.233.167"), port: 50051, err: "the Service has no port 50051"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,7 +69,7 @@ func TestTraceRSTsRefusesUnresolvableVIP(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := RunTraceRSTs([]string{"--ip", "10.97.230.30", "--cluster", fixture.Path(t, "cluster.json"), "--duration", "1s"}, &out, &errb)
 	if code != ExitError || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 ||
-		!strings.Contains(errb.String(), "Service shop/payments's address, and the cluster files give it no endpoints") {
+		!strings.Contains(errb.String(), "Service shop/payments's address, and that Service has no endpoints") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }
