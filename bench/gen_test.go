@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/drift"
@@ -85,7 +86,7 @@ func loadNFT(tb testing.TB, s Spec) string {
 // TestClusterFileMatchesClusterState: the kubectl-shaped cluster file the
 // offline benchmark writes loads to the same desired state as ClusterState.
 func TestClusterFileMatchesClusterState(t *testing.T) {
-	cs, err := watch.LoadCluster(small.ClusterFile(), "cluster.json")
+	cs, err := clusterfile.Load(small.ClusterFile(), "cluster.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
@@ -81,7 +81,7 @@ func Observe(ctx context.Context, f Files, desired model.Desired) (Observation, 
 		return Observation{Observed: obs, Families: allFamilies()}, err
 	}
 	obs, err := observeLive(ctx, f.NetNS, hints)
-	return Observation{Observed: obs, Families: allFamilies()}, err
+	return Observation{Observed: obs, Families: allFamilies()}, PermissionHint(err, f.NetNS)
 }
 
 // Scope removes from desired the frontends of the families the capture does
@@ -122,11 +122,7 @@ func captureHint(fam model.IPFamily) string {
 
 // readDump reads a capture file, naming its flag in errors.
 func readDump(flag, path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	return b, nil
+	return clusterfile.ReadInput(path, flag)
 }
 
 // observeIPTables reads iptables-save (and ip6tables-save) files. The family
@@ -174,6 +170,9 @@ func observeIPTables(f Files, hints model.Hints) (Observation, error) {
 	obs, err := iptables.Parse(dumps, hints)
 	if err != nil {
 		return Observation{}, fmt.Errorf("%s: %w", familyFiles(files, err), err)
+	}
+	if err := checkIPTablesRules(f, dumps); err != nil {
+		return Observation{}, err
 	}
 	obs.Warnings = append(notes, obs.Warnings...)
 	fams := map[model.IPFamily]bool{}
@@ -224,9 +223,8 @@ func observeNFT(f Files, hints model.Hints) (Observation, error) {
 		}
 		return Observation{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(tables) == 0 { // no kube-proxy table at all: what was asked for is absent
-		tables[model.IPv4] = f.NFTJSON != ""
-		tables[model.IPv6] = f.NFT6JSON != ""
+	if len(tables) == 0 {
+		return Observation{}, noNFTTable(strings.TrimSpace(f.NFTJSON + " " + f.NFT6JSON))
 	}
 	return Observation{Observed: obs, Families: tables}, nil
 }
@@ -239,6 +237,9 @@ func observeIPVS(f Files, hints model.Hints) (model.Observed, error) {
 	t, err := ipvs.ParseSave(data)
 	if err != nil {
 		return model.Observed{}, fmt.Errorf("%s: %w", f.IPVSAdm, err)
+	}
+	if len(t.Services) == 0 {
+		return model.Observed{}, noVirtualServers(f.IPVSAdm)
 	}
 	return ipvs.Build(t, ipvs.OptionsFor(hints)), nil
 }
@@ -270,7 +271,7 @@ func NodeFindings(ctx context.Context, nodeName string, cs *watch.ClusterState, 
 	if netns != "" {
 		snap, err := node.Read(ctx, netns)
 		if err != nil {
-			warnings = append(warnings, "node state: "+err.Error())
+			warnings = append(warnings, "node state: "+PermissionHint(err, netns).Error())
 		} else {
 			in.Snapshot = &snap
 			warnings = append(warnings, snap.Warnings...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/capture"
+	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
@@ -72,7 +73,7 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 		return ExitError
 	}
 	defer offlineGC(dumps.paths(clusters)...)()
-	cs, err := watch.LoadClusterFiles(clusters...)
+	cs, err := loadCluster(clusters, *node)
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
 		return ExitError
@@ -94,9 +95,6 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 	model.SortFindings(findings)
 	rep := api.DiffReport{Node: *node, Datapath: obs.Datapath, Findings: api.FindingsOf(findings),
 		Warnings: append(append(scopeWarnings, obs.Warnings...), warnings...)}
-	if !nodeKnown(cs, *node) {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("node %q is not among the cluster's Nodes: zone unknown, topology hints ignored", *node))
-	}
 	if *out == "json" {
 		printJSON(stdout, rep)
 	} else {
@@ -108,13 +106,20 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 	return ExitOK
 }
 
-func nodeKnown(cs *watch.ClusterState, node string) bool {
-	for _, n := range cs.Nodes {
-		if n.Name == node {
-			return true
-		}
+// loadCluster loads the cluster files and refuses those that cannot
+// support an answer for node (clusterfile.Check, clusterfile.CheckNode).
+func loadCluster(paths []string, node string) (*watch.ClusterState, error) {
+	cs, err := clusterfile.LoadFiles(paths...)
+	if err != nil {
+		return nil, err
 	}
-	return false
+	if err := clusterfile.Check(cs, paths); err != nil {
+		return nil, err
+	}
+	if err := clusterfile.CheckNode(cs, node); err != nil {
+		return nil, err
+	}
+	return cs, nil
 }
 
 func printFindingsTable(w io.Writer, node, dp string, fs []api.Finding, warnings []string) {

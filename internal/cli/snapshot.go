@@ -9,6 +9,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/capture"
+	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
 )
@@ -31,7 +32,7 @@ func RunSnapshot(args []string, stdout, stderr io.Writer) int {
 	}
 	desired := model.Desired{}
 	if len(clusters) > 0 {
-		cs, err := watch.LoadClusterFiles(clusters...)
+		cs, err := clusterfile.LoadFiles(clusters...)
 		if err != nil {
 			fmt.Fprintln(stderr, "netdrift snapshot:", err)
 			return ExitError

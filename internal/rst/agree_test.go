@@ -9,10 +9,12 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/api"
@@ -40,8 +42,15 @@ func TestFloodTotalsAgree(t *testing.T) {
 			Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}, Action: model.Forward,
 			Endpoints: []model.Endpoint{{Addr: netip.AddrPortFrom(fp.Pod4(), 9), Ready: true, Serving: true}}},
 	}
-	p := rst.NewPipeline(rst.PipelineConfig{Probe: probe, Window: time.Minute, Settle: 300 * time.Millisecond,
-		Services: rst.DesiredServices(func() map[model.Frontend]model.Verdict { return desired })})
+	// The settle delay is measured on a clock the test moves forward once
+	// every deletion request is delivered: with a wall-clock delay, a loaded
+	// machine could take longer than it between the late flood and the
+	// delivery of its deletion request, and those resets then settled as
+	// Ready (the product's documented behaviour for a watch slower than the
+	// delay), not as the terminating pod's the test asserts.
+	clk := newShiftedClock()
+	p := rst.NewPipeline(rst.PipelineConfig{Probe: probe, Window: time.Minute, Settle: time.Hour, Clock: clk, Mono: clk.mono,
+		Drain: 50 * time.Millisecond, Services: rst.DesiredServices(func() map[model.Frontend]model.Verdict { return desired })})
 	t.Cleanup(func() { p.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -72,7 +81,18 @@ func TestFloodTotalsAgree(t *testing.T) {
 	defer srv.Close()
 
 	var rep api.RSTReport
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	// Before the settle delay only the Ready phase's resets wait; the late
+	// ones settle as the pod's deletion request is delivered.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		decode(t, get(t, srv.URL+"/v1/rsts"), &rep)
+		if rep.Unsettled == ready {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("before the settle delay: %d unsettled, want the %d resets of the Ready phase", rep.Unsettled, ready)
+		}
+	}
+	clk.advance(2 * time.Hour) // past the settle delay: the Ready phase's resets settle
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		decode(t, get(t, srv.URL+"/v1/rsts"), &rep)
 		if rep.Unsettled == 0 {
 			break
@@ -167,3 +187,19 @@ func metricValue(t *testing.T, text []byte, series string) uint64 {
 	t.Fatalf("no %s in /metrics:\n%s", series, text)
 	return 0
 }
+
+// shiftedClock is the real clock and the kernel's monotonic clock, both
+// moved forward by the same amount when the test advances them: API times
+// map to the kernel's clock as on the real clocks, and the settle delay
+// passes when the test says.
+type shiftedClock struct {
+	clock.RealClock
+	shift *atomic.Int64
+}
+
+func newShiftedClock() shiftedClock { return shiftedClock{shift: new(atomic.Int64)} }
+
+func (c shiftedClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.shift.Load())) }
+func (c shiftedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c shiftedClock) mono() uint64                    { return rst.MonoNow() + uint64(c.shift.Load()) }
+func (c shiftedClock) advance(d time.Duration)         { c.shift.Add(int64(d)) }

@@ -14,6 +14,7 @@ func TestVMBoots(t *testing.T) {
 	if os.Getenv("NETDRIFT_IN_VM") != "" {
 		t.Skip("already inside the VM")
 	}
+	SkipUnlessReady(t)
 	bin := BuildTest(t, ".")
 	res, err := Run(t, Config{
 		TestBinaries: map[string]string{"vmtest": bin},

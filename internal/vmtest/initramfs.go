@@ -191,12 +191,9 @@ func (im *image) addRun(c *cpioWriter) error {
 }
 
 func (im *image) addBusybox(c *cpioWriter) error {
-	bb, err := exec.LookPath("busybox")
+	bb, err := staticBusybox()
 	if err != nil {
-		return fmt.Errorf("busybox not found (install busybox-static): %w", err)
-	}
-	if out, err := exec.Command("ldd", bb).CombinedOutput(); err == nil && !strings.Contains(string(out), "not a dynamic") {
-		return fmt.Errorf("%s is dynamically linked; install busybox-static", bb)
+		return err
 	}
 	c.File("bin/busybox", bb)
 	list, err := exec.Command(bb, "--list").Output()

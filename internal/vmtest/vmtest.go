@@ -80,17 +80,16 @@ type Config struct {
 }
 
 // Run boots the guest and runs the configured binaries. It skips t (with the
-// reason) only when not root, when qemu is not installed, or when the kernel
-// package cannot be had. The error reports a guest that did not finish;
+// reason) only under -short, when not root, when qemu or a static busybox
+// is not installed (SkipUnlessReady), or when the kernel package cannot be
+// had. The error reports a guest that did not finish;
 // per-test outcomes are in the Result (see RequirePass).
 func Run(t testing.TB, cfg Config) (*Result, error) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("vmtest: needs root (qemu, depmod, cached kernel owned by root)")
-	}
+	SkipUnlessReady(t)
 	qemu, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
-		t.Skip("vmtest: qemu-system-x86_64 not installed (Debian package qemu-system-x86)")
+		return nil, err
 	}
 	start := time.Now()
 	cfg = withDefaults(cfg)
@@ -320,6 +319,7 @@ func RunOwnTests(t *testing.T, name string, tests []string, cfg Config) {
 	if os.Getenv("NETDRIFT_IN_VM") != "" {
 		t.Skip("already inside the VM")
 	}
+	SkipUnlessReady(t)
 	cfg.TestBinaries = map[string]string{name: BuildTest(t, ".")}
 	cfg.Args = []string{"-test.run=^(" + strings.Join(tests, "|") + ")$", "-test.count=1"}
 	res, err := Run(t, cfg)

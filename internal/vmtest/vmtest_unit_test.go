@@ -2,7 +2,9 @@ package vmtest
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,5 +200,30 @@ func TestQemuArgs(t *testing.T) {
 		if !strings.Contains(a, want) {
 			t.Errorf("qemu args lack %q: %s", want, a)
 		}
+	}
+}
+
+// TestShortSkipsBeforeAnyDownload: under -short the VM test skips, saying
+// why, before it builds or fetches anything (no kernel cache appears).
+func TestShortSkipsBeforeAnyDownload(t *testing.T) {
+	if os.Getenv("NETDRIFT_IN_VM") != "" {
+		t.Skip("inside the VM")
+	}
+	wd, _ := os.Getwd()
+	root, err := repoRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(root, ".cache/vm")
+	_, statErr := os.Stat(cache)
+	out, err := exec.Command(os.Args[0], "-test.run=^TestVMBoots$", "-test.short", "-test.v", "-test.count=1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- SKIP: TestVMBoots") || !strings.Contains(string(out), "-short skips the VM tests") {
+		t.Fatalf("TestVMBoots under -short did not skip with the reason:\n%s", out)
+	}
+	if _, err := os.Stat(cache); os.IsNotExist(statErr) && err == nil {
+		t.Errorf("%s appeared under -short", cache)
 	}
 }

@@ -14,11 +14,7 @@ import (
 
 func loadFixture(t testing.TB) *ClusterState {
 	t.Helper()
-	cs, err := LoadClusterFiles(fixture.Path(t, "cluster.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
+	return loadListFile(t, fixture.Path(t, "cluster.json"))
 }
 
 // Output does not depend on input order or on map iteration.

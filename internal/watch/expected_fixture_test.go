@@ -74,10 +74,7 @@ var fixtureShop = map[string][]string{
 }
 
 func TestExpectedFixture(t *testing.T) {
-	cs, err := LoadClusterFiles(fixture.Path(t, "cluster.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := loadListFile(t, fixture.Path(t, "cluster.json"))
 	for node, want := range fixtureShop {
 		t.Run(node, func(t *testing.T) {
 			d := Expected(node, cs)
@@ -170,10 +167,7 @@ func findEndpoint(v model.Verdict, addr string) (model.Endpoint, bool) {
 
 // The stale fixture's cluster: payments is gone and cart lost 10.214.1.41.
 func TestExpectedStaleFixture(t *testing.T) {
-	cs, err := LoadClusterFiles(fixture.Path(t, "stale.cluster.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := loadListFile(t, fixture.Path(t, "stale.cluster.json"))
 	d := Expected("worker-a", cs)
 	if _, ok := findVerdict(d, "shop/payments:https", model.ClusterIP); ok {
 		t.Error("shop/payments still expected after deletion")

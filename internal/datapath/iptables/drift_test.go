@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
@@ -19,7 +20,7 @@ import (
 
 func loadCluster(t *testing.T, name string) *watch.ClusterState {
 	t.Helper()
-	cs, err := watch.LoadClusterFiles(fixture.Path(t, name))
+	cs, err := clusterfile.LoadFiles(fixture.Path(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,8 +106,8 @@ func readDump(text string) (ipDump, []string, error) {
 		}
 	}
 	if line, ok := ipvsModeDump(d); ok {
-		return nil, nil, fmt.Errorf("line %d: this node runs kube-proxy in IPVS mode (its nat table matches the ipset KUBE-CLUSTER-IP "+
-			"and has no KUBE-SVC chains): Services live in IPVS, not in these rules; capture `ipvsadm -Sn` and pass it as --ipvsadm-save", line)
+		return nil, nil, fmt.Errorf("line %d: this node runs kube-proxy in IPVS mode (nat KUBE-SERVICES matches its ipsets and jumps to no "+
+			"KUBE-SVC chain): Services live in IPVS, not in these rules; capture `ipvsadm -Sn` and pass it as --ipvsadm-save", line)
 	}
 	return d, notes, nil
 }
@@ -121,31 +121,6 @@ func hasKubeProxyRules(d ipDump) bool {
 		}
 	}
 	return false
-}
-
-// ipvsModeDump recognises the iptables rules of kube-proxy's IPVS mode (a
-// KUBE-NODE-PORT chain, ipset KUBE-CLUSTER-IP matches) in a dump without
-// iptables-mode service chains, and returns the nat header's line.
-func ipvsModeDump(d ipDump) (int, bool) {
-	nat := d["nat"]
-	if nat == nil {
-		return 0, false
-	}
-	ipvs := nat.chain("KUBE-NODE-PORT") != nil || nat.chain("KUBE-LOAD-BALANCER") != nil
-	for _, r := range nat.rules(chainServices) {
-		if strings.Contains(r.text, "KUBE-CLUSTER-IP") {
-			ipvs = true
-		}
-	}
-	if !ipvs {
-		return 0, false
-	}
-	for name, c := range nat.chains {
-		if c != nil && (strings.HasPrefix(name, chainPrefixSVC) || strings.HasPrefix(name, chainPrefixSEP)) {
-			return 0, false
-		}
-	}
-	return nat.line, true
 }
 
 func prefixAll(p string, ss []string) []string {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
@@ -30,7 +31,7 @@ func TestNFTDriftOnFixtures(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.dump, func(t *testing.T) {
-			cs, err := watch.LoadClusterFiles(fixture.Path(t, tc.cluster))
+			cs, err := clusterfile.LoadFiles(fixture.Path(t, tc.cluster))
 			if err != nil {
 				t.Fatal(err)
 			}
