@@ -14,6 +14,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/cilium"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/datapath/node"
@@ -28,6 +29,10 @@ type Files struct {
 	IPTables, IP6Tables string // iptables-save / ip6tables-save output
 	NFTJSON, NFT6JSON   string // nft -j list table ip / ip6 kube-proxy
 	IPVSAdm             string // ipvsadm-save -n
+	CiliumLB            string // cilium-dbg bpf lb list -o json (or its plain table)
+	// BPFFS, when set, reads Cilium's service maps pinned in this bpf
+	// filesystem (the live machine, read only when asked).
+	BPFFS string
 	// NetNS, when set, reads the live datapath inside this network
 	// namespace; the offline commands never read the machine otherwise.
 	NetNS string
@@ -37,7 +42,7 @@ type Files struct {
 // it is a capture, never a reason to read the live machine).
 func (f Files) count() int {
 	n := 0
-	for _, s := range []string{f.IPTables + f.IP6Tables, f.NFTJSON + f.NFT6JSON, f.IPVSAdm} {
+	for _, s := range []string{f.IPTables + f.IP6Tables, f.NFTJSON + f.NFT6JSON, f.IPVSAdm, f.CiliumLB, f.BPFFS} {
 		if s != "" {
 			n++
 		}
@@ -71,7 +76,7 @@ func Observe(ctx context.Context, f Files, desired model.Desired) (Observation, 
 	hints := model.HintsFor(desired)
 	switch {
 	case f.count() > 1:
-		return Observation{}, errors.New("give one datapath: --iptables-save/--ip6tables-save, --nft-json/--nft6-json or --ipvsadm-save")
+		return Observation{}, errors.New("give one datapath: --iptables-save/--ip6tables-save, --nft-json/--nft6-json, --ipvsadm-save, --cilium-lb or --bpffs")
 	case f.IPTables != "" || f.IP6Tables != "":
 		return observeIPTables(f, hints)
 	case f.NFTJSON != "" || f.NFT6JSON != "":
@@ -79,6 +84,14 @@ func Observe(ctx context.Context, f Files, desired model.Desired) (Observation, 
 	case f.IPVSAdm != "":
 		obs, err := observeIPVS(f, hints)
 		return Observation{Observed: obs, Families: allFamilies()}, err
+	case f.CiliumLB != "":
+		obs, err := observeCiliumLB(f.CiliumLB, hints)
+		return Observation{Observed: obs, Families: allFamilies()}, err
+	case f.BPFFS != "":
+		r := datapath.OpenCilium(f.BPFFS)
+		r.SetHints(hints)
+		obs, err := r.Snapshot(ctx)
+		return Observation{Observed: obs, Families: allFamilies()}, PermissionHint(err, "")
 	}
 	obs, err := observeLive(ctx, f.NetNS, hints)
 	return Observation{Observed: obs, Families: allFamilies()}, PermissionHint(err, f.NetNS)
@@ -242,6 +255,19 @@ func observeIPVS(f Files, hints model.Hints) (model.Observed, error) {
 		return model.Observed{}, noVirtualServers(f.IPVSAdm)
 	}
 	return ipvs.Build(t, ipvs.OptionsFor(hints)), nil
+}
+
+// observeCiliumLB reads what `cilium-dbg bpf lb list -o json` printed.
+func observeCiliumLB(path string, hints model.Hints) (model.Observed, error) {
+	data, err := readDump("--cilium-lb", path)
+	if err != nil {
+		return model.Observed{}, err
+	}
+	obs, err := cilium.ParseLBList(data, hints)
+	if err != nil {
+		return model.Observed{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return obs, nil
 }
 
 // observeLive detects the mode in netns and reads it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/capture"
+	"github.com/netdrift/netdrift/internal/datapath/cilium"
 	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
@@ -32,6 +33,8 @@ func (d *dumpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.NFTJSON, "nft-json", "", "output of `nft -j list ruleset` (both families) or `nft -j list table ip kube-proxy`")
 	fs.StringVar(&d.NFT6JSON, "nft6-json", "", "output of `nft -j list table ip6 kube-proxy`")
 	fs.StringVar(&d.IPVSAdm, "ipvsadm-save", "", "output of `ipvsadm -Sn` (or `ipvsadm -Ln`)")
+	fs.StringVar(&d.CiliumLB, "cilium-lb", "", "output of `cilium-dbg bpf lb list -o json` on a Cilium (kube-proxy-free) node")
+	fs.StringVar(&d.BPFFS, "bpffs", "", "read Cilium's service maps pinned in this bpf filesystem (live, e.g. /sys/fs/bpf)")
 	fs.StringVar(&d.NetNS, "netns", "", "read the live datapath inside this named network namespace")
 }
 
@@ -41,7 +44,7 @@ func (d *dumpFlags) paths(clusters []string) []string {
 	if d.NetNS != "" {
 		return nil
 	}
-	return append(slices.Clone(clusters), d.IPTables, d.IP6Tables, d.NFTJSON, d.NFT6JSON, d.IPVSAdm)
+	return append(slices.Clone(clusters), d.IPTables, d.IP6Tables, d.NFTJSON, d.NFT6JSON, d.IPVSAdm, d.CiliumLB)
 }
 
 func RunDiff(args []string, stdout, stderr io.Writer) int {
@@ -84,6 +87,9 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift diff:", err)
 		return ExitError
+	}
+	if obs.Datapath == model.ModeCilium { // Cilium's semantics, not kube-proxy's
+		desired = cilium.Desired(desired, cilium.Semantics{})
 	}
 	compared, scopeWarnings := obs.Scope(desired)
 	var findings []model.Finding
