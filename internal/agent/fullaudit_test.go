@@ -59,9 +59,9 @@ func TestLostChangeEventsResyncTheReader(t *testing.T) {
 		t.Fatalf("%d resyncs after lost events, want 1", h.src.resyncs)
 	}
 	h.a.mu.Lock()
-	hinted := h.a.sched.hinted
+	first := h.a.sched.firstEvent
 	h.a.mu.Unlock()
-	if hinted.IsZero() {
+	if first.IsZero() {
 		t.Fatal("lost events did not date the next read")
 	}
 }
