@@ -4,7 +4,7 @@
 // pending promotion), per finding and per service
 // (netdrift_stale_backend_connections_total). A stale rule to a deleted pod
 // nobody uses and one that eats a tenth of the traffic are different
-// incidents. It reads the agent's state; it never writes to the datapath.
+// incidents. It reads the agent's findings; it never writes to the datapath.
 package hurt
 
 import (
@@ -30,7 +30,7 @@ type Conns struct {
 	mu         sync.Mutex
 	idx        map[backendKey][]target // by (protocol, backend)
 	builtAt    time.Time
-	perFinding map[string]uint64
+	perFinding map[string]uint64 // of the current findings only: a cleared one is dropped
 	perService map[serviceKey]uint64
 }
 
@@ -90,9 +90,12 @@ func (c *Conns) Refresh() {
 	c.mu.Unlock()
 }
 
+// rebuildLocked indexes the current stale_backend findings and drops the
+// counts of findings that cleared (the per-service counters keep them).
 func (c *Conns) rebuildLocked(now time.Time) {
 	c.builtAt = now
 	c.idx = map[backendKey][]target{}
+	current := map[string]bool{}
 	stale, pending := c.findings()
 	for _, ts := range [][]drift.Tracked{stale, pending} {
 		for _, t := range ts {
@@ -100,13 +103,21 @@ func (c *Conns) rebuildLocked(now time.Time) {
 				continue
 			}
 			bk := backendKey{t.Frontend.Protocol, netip.AddrPortFrom(t.Backend.Addr().Unmap(), t.Backend.Port())}
-			c.idx[bk] = append(c.idx[bk], target{key: t.Key(), frontend: *t.Frontend,
+			key := t.Key()
+			current[key] = true
+			c.idx[bk] = append(c.idx[bk], target{key: key, frontend: *t.Frontend,
 				service: serviceKey{t.Service.Namespace, t.Service.Name}})
+		}
+	}
+	for key := range c.perFinding {
+		if !current[key] {
+			delete(c.perFinding, key)
 		}
 	}
 }
 
-// Connections is the count of the finding with this key (model.Finding.Key).
+// Connections is the count of the current finding with this key
+// (model.Finding.Key); false when it has none or cleared.
 func (c *Conns) Connections(key string) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
