@@ -110,7 +110,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	reg.MustRegister(metrics.NewCollector(w.agent.SummaryState, version, f.maxServiceSeries), metrics.NewNodeCollector(nf.Info))
 	reg.MustRegister(rst.NewMetrics(w.rst, f.maxServiceSeries), metrics.NewPreStop(w.agent.SummaryState))
 	// New connections to stale backends: fed by conntrack NEW events (start).
-	w.hurt = hurt.New(func() (stale, pending []drift.Tracked) { return w.agent.Findings() }, clk.Now, 0)
+	w.hurt = hurt.New(func() (stale, pending []drift.Tracked) { return w.agent.Findings() }, clk.Now, 0, f.maxServiceSeries)
 	w.netns = f.netns
 	reg.MustRegister(w.hurt)
 	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt, Lag: w.agent.LagState, Summary: w.agent.SummaryState})

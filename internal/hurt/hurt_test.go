@@ -29,7 +29,7 @@ func TestCountsNewFlowsToStaleBackends(t *testing.T) {
 			return nil, nil
 		}
 		return []drift.Tracked{f}, nil
-	}, func() time.Time { return now }, time.Second)
+	}, func() time.Time { return now }, time.Second, 100)
 	flow := func(dst, backend string) model.Flow {
 		return model.Flow{Protocol: model.TCP,
 			Orig:  model.Tuple{Src: netip.MustParseAddrPort("10.244.2.7:40000"), Dst: netip.MustParseAddrPort(dst)},
@@ -51,7 +51,7 @@ func TestCountsNewFlowsToStaleBackends(t *testing.T) {
 		t.Errorf("after the finding went: still counted (%d)", n)
 	}
 	want := `
-# HELP netdrift_stale_backend_connections_total New connections (conntrack NEW) this node sent to the backend of a stale_backend finding, by service.
+# HELP netdrift_stale_backend_connections_total New connections (conntrack NEW) this node sent to the backend of a stale_backend finding, by service (capped; the rest under service="_other").
 # TYPE netdrift_stale_backend_connections_total counter
 netdrift_stale_backend_connections_total{namespace="shop",service="web"} 3
 `

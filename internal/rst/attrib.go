@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sort"
 	"time"
+
+	"github.com/netdrift/netdrift/internal/metrics/servicecap"
 )
 
 // Target is what a watched address stands for, as the agent knows it: a pod
@@ -84,13 +86,14 @@ func attributeSide(ev Event, dir Direction, watched, client netip.AddrPort, tbl 
 	return r
 }
 
-// ServiceKey labels a series of netdrift_terminating_rsts_total.
-type ServiceKey struct{ Namespace, Service string }
+// ServiceKey labels a service's RST series: servicecap's key, so that the
+// series cap applies to it as it is.
+type ServiceKey = servicecap.Key
 
 // Labels used when a reset cannot be attributed or the series cap is hit.
 const (
 	LabelUnknown = "_unknown"
-	LabelOther   = "_other"
+	LabelOther   = servicecap.Other
 )
 
 // Tracker turns cumulative per-address counts into per-service totals. An

@@ -109,9 +109,9 @@ func TestTracker(t *testing.T) {
 	tr.Observe(map[netip.Addr]Counts{a: c(5, 1)}, tbl)                  // +2; orphan and stranger gone
 	tr.Observe(map[netip.Addr]Counts{a: c(1, 0), orphan: c(4, 0)}, tbl) // a restarted: +1; orphan re-watched: +4
 	want := map[ServiceKey]uint64{
-		{"shop", "cart"}:             4 + 2 + 1,
-		{"shop", LabelUnknown}:       2 + 4,
-		{LabelUnknown, LabelUnknown}: 1,
+		{Namespace: "shop", Service: "cart"}:             4 + 2 + 1,
+		{Namespace: "shop", Service: LabelUnknown}:       2 + 4,
+		{Namespace: LabelUnknown, Service: LabelUnknown}: 1,
 	}
 	if got := tr.Totals(); !reflect.DeepEqual(got, want) {
 		t.Errorf("totals %v, want %v", got, want)
