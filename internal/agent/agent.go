@@ -16,7 +16,8 @@ import (
 )
 
 // FindingSource adds findings beyond the service datapath (routes, links,
-// conntrack, cluster-scope checks). It is evaluated on every audit. On a
+// conntrack, cluster-scope checks): a node source, run in the background on
+// its own cadence (nodeRuns), its findings folded into the next audit. On a
 // partial failure it returns what it could check together with the error:
 // the source is reported down and its findings are kept. desired returns the
 // node's desired state, frozen (a copy of every frontend the first time it

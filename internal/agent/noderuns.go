@@ -23,7 +23,7 @@ type nodeRuns struct {
 
 // interval is the runs' cadence: the audit interval, or longer when a run
 // costs more than the budget allows (NodeRunCostFactor times its duration),
-// so a node-level audit of a large cluster stays a small share of a core.
+// so the node runs of a large cluster stay a small share of a core.
 // The duration is wall time (a run blocked on a slow kernel counts too), so
 // the interval is capped at 30 audit intervals.
 func (r *nodeRuns) interval(cfg Config) time.Duration {
