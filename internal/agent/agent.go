@@ -43,6 +43,11 @@ type Agent struct {
 	// changes belongs to the loop's goroutine (Run and what it calls); nil:
 	// no change events (polling only), also once the subscription ended.
 	changes <-chan datapath.ChangeEvent
+	// appliedInPlace, the loop goroutine's too, says a change event was
+	// applied to a reader that shares its observation's frontends with its
+	// cache (datapath.Freezer) since the last compare: the last observation
+	// may have changed in place (drift.Changes.ObservedInPlace).
+	appliedInPlace bool
 
 	// mu guards every field below. The parts (tracker, sched, health,
 	// nodeRuns, sources) have no lock of their own: each is changed only by
@@ -275,6 +280,9 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 		a.log.Info("nftables change events lost; the next read is a full one")
 		a.src.Resync()
 	default:
+		if _, shared := a.src.(datapath.Freezer); shared {
+			a.appliedInPlace = true
+		}
 		if err := a.src.ApplyChange(ctx, ev); err != nil {
 			a.log.Warn("applying a datapath change event failed; the next read is a full one", "err", err)
 		}

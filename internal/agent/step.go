@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -96,9 +95,9 @@ func (a *Agent) audit(ctx context.Context) {
 	var mismatches []model.Finding
 	if ok {
 		a.observeLagLocked(obs, obsAt, since, now)
-		_, shared := a.src.(datapath.Freezer)
 		mismatches = append(mismatches, a.comparer.Update(a.tracker.liveDesired(a.cfg.NodeName), obs,
-			drift.Changes{Desired: a.tracker.takeChangedFrontends(), Full: full, SharedObserved: shared})...)
+			drift.Changes{Desired: a.tracker.takeChangedFrontends(), Full: full, ObservedInPlace: a.appliedInPlace})...)
+		a.appliedInPlace = false
 	}
 	a.startNodeRunLocked(ctx, now)
 	if ok || a.src == nil || a.mode == model.ModeNone {

@@ -11,7 +11,6 @@ type Comparer struct {
 	desired    map[model.Frontend]model.Verdict
 	observed   map[model.Frontend]model.Verdict
 	obsVersion uint64
-	obsShared  bool // the last observation's frontends are the reader's cache
 	mode       string
 	found      map[model.Frontend][]model.Keyed[model.Finding] // keyed by Finding.Key, built once
 	sorted     []model.Finding                                 // nil: rebuild from found
@@ -35,25 +34,26 @@ type Changes struct {
 	// Full compares every frontend again (the slow full audit, the safety
 	// net for anything the incremental path missed).
 	Full bool
-	// SharedObserved says the observed frontends are the reader's cache,
-	// which the reader changes in place (datapath.Freezer). A diff against
-	// the last observation cannot see such a change, so unless the reader
-	// names what changed (Observed.Since and Changed), every frontend is
-	// compared again — when this or the last observation was shared.
-	SharedObserved bool
+	// ObservedInPlace says the reader may have changed the frontends of the
+	// last observation in place since the last Update (a datapath.Freezer
+	// reader shares them with its cache, and applied a change event). A
+	// diff against the last observation cannot see such a change, so unless
+	// the reader names what changed (Observed.Since and Changed), every
+	// frontend is compared again.
+	ObservedInPlace bool
 }
 
 // Update returns the findings for desired and observed. An observed state
 // with the same non-zero Version as the last one is taken as unchanged; one
 // that names its changes since the last one (Since, Changed) is compared at
-// those; any other is diffed against the last one, unless either is shared
-// (Changes.SharedObserved), which compares everything.
+// those; any other is diffed against the last one, unless the last one was
+// changed in place (Changes.ObservedInPlace), which compares everything.
 func (c *Comparer) Update(desired model.Desired, obs model.Observed, ch Changes) []model.Finding {
 	obsSame := obs.Version != 0 && obs.Version == c.obsVersion && obs.Datapath == c.mode && c.observed != nil
 	touched := map[model.Frontend]bool{}
 	switch {
 	case obs.Datapath != c.mode || c.desired == nil || ch.Full,
-		!obsSame && !c.namesChanges(obs) && (ch.SharedObserved || c.obsShared):
+		!obsSame && !c.namesChanges(obs) && ch.ObservedInPlace:
 		for _, m := range []map[model.Frontend]model.Verdict{c.desired, c.observed, desired.Frontends, obs.Frontends} {
 			for fe := range m {
 				touched[fe] = true
@@ -70,7 +70,6 @@ func (c *Comparer) Update(desired model.Desired, obs model.Observed, ch Changes)
 		touched[fe] = true
 	}
 	c.desired, c.observed, c.obsVersion, c.mode = desired.Frontends, obs.Frontends, obs.Version, obs.Datapath
-	c.obsShared = ch.SharedObserved
 	c.Compared = len(touched)
 	for fe := range touched {
 		c.compareOne(fe)

@@ -90,14 +90,14 @@ func TestComparerEqualsCompare(t *testing.T) {
 	if c.Compared != 0 {
 		t.Fatalf("an unversioned but identical observed state compared %d frontends (the diff pass must find no change)", c.Compared)
 	}
-	// A reader's cache (shared), changed in place and naming nothing: a
-	// diff against the last observation cannot see the change, so every
-	// frontend is compared again, and the change is found.
+	// A reader's cache, changed in place and naming nothing: a diff against
+	// the last observation cannot see the change, so every frontend is
+	// compared again, and the change is found.
 	shared := maps.Clone(observed)
-	c.Update(d, model.Observed{Datapath: model.ModeNFTables, Frontends: shared, Version: version + 1}, Changes{SharedObserved: true})
+	c.Update(d, model.Observed{Datapath: model.ModeNFTables, Frontends: shared, Version: version + 1}, Changes{})
 	fe := model.SortedFrontends(shared)[0]
 	delete(shared, fe)
-	got := c.Update(d, model.Observed{Datapath: model.ModeNFTables, Frontends: shared, Version: version + 2}, Changes{SharedObserved: true})
+	got := c.Update(d, model.Observed{Datapath: model.ModeNFTables, Frontends: shared, Version: version + 2}, Changes{ObservedInPlace: true})
 	if c.Compared < len(observed)-1 {
 		t.Fatalf("a shared map changed in place compared %d frontends, want every one (%d observed)", c.Compared, len(observed)-1)
 	}
@@ -108,7 +108,7 @@ func TestComparerEqualsCompare(t *testing.T) {
 	// those are compared.
 	shared[fe] = observed[fe]
 	c.Update(d, model.Observed{Datapath: model.ModeNFTables, Frontends: shared, Version: version + 3,
-		Since: version + 2, Changed: map[model.Frontend]bool{fe: true}}, Changes{SharedObserved: true})
+		Since: version + 2, Changed: map[model.Frontend]bool{fe: true}}, Changes{ObservedInPlace: true})
 	if c.Compared != 1 {
 		t.Fatalf("a shared map naming one change compared %d frontends, want 1", c.Compared)
 	}
