@@ -117,7 +117,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	opts.Notes = w.notes
 	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: st.nodeCheck}, clk)
 	opts.Extra = []agent.FindingSource{nf}
-	w.rst = rstPipeline(f, st.rstMode, func() agent.State { return w.agent.State() }, log)
+	w.rst = rstPipeline(f, st.rstMode, func() rst.EndpointIndex { return w.agent }, log)
 	w.watcher = informer.NewWatcher(client, f.nodeName, clk, func(ev watch.Event) {
 		w.agent.OnEvent(ev)
 		if ev.Kind == watch.KindPod {
@@ -134,10 +134,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	reg.MustRegister(metrics.NewCollector(w.agent.SummaryState, version, f.maxServiceSeries), metrics.NewNodeCollector(nf.Info))
 	reg.MustRegister(rst.NewMetrics(w.rst, f.maxServiceSeries), metrics.NewPreStop(w.agent.SummaryState))
 	// New connections to stale backends: fed by conntrack NEW events (start).
-	w.hurt = hurt.New(func() (stale, pending []drift.Tracked) {
-		s := w.agent.State()
-		return s.Stale, s.Pending
-	}, clk.Now, 0)
+	w.hurt = hurt.New(func() (stale, pending []drift.Tracked) { return w.agent.Findings() }, clk.Now, 0, f.maxServiceSeries)
 	w.netns = f.netns
 	reg.MustRegister(w.hurt)
 	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt, Lag: w.agent.LagState, Summary: w.agent.SummaryState})
@@ -165,13 +162,13 @@ func (w *wired) close() {
 }
 
 // rstPipeline loads the RST probe in mode (unless --no-rst-probe) under the
-// agent's RST pipeline, which attributes resets to the desired state's
-// services.
-func rstPipeline(f agentFlags, mode rst.Mode, state func() agent.State, log *slog.Logger) *rst.Pipeline {
+// agent's RST pipeline, which attributes resets to services by the agent's
+// index of the desired endpoints on this node.
+func rstPipeline(f agentFlags, mode rst.Mode, index func() rst.EndpointIndex, log *slog.Logger) *rst.Pipeline {
 	var disabled string
 	if f.noRST {
 		disabled = "disabled by --no-rst-probe"
 	}
 	return rst.NewPipeline(rst.PipelineConfig{Probe: rst.OpenProbe(mode, disabled, log), Window: f.rstWindow, Log: log,
-		Services: rst.DesiredServices(func() map[model.Frontend]model.Verdict { return state().Desired.Frontends })})
+		Services: rst.IndexedServices(index)})
 }

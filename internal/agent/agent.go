@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 )
 
 // FindingSource adds findings beyond the service datapath (routes, links,
-// conntrack, cluster-scope checks). It is evaluated on every audit. On a
+// conntrack, cluster-scope checks): a node source, run in the background on
+// its own cadence (nodeRuns), its findings folded into the next audit. On a
 // partial failure it returns what it could check together with the error:
 // the source is reported down and its findings are kept. desired returns the
 // node's desired state, frozen (a copy of every frontend the first time it
@@ -28,37 +30,46 @@ type FindingSource interface {
 // Agent is the audit loop. Create with New, feed watch events to OnEvent,
 // and call Run.
 type Agent struct {
-	cfg     Config
-	clock   clock.Clock
-	log     *slog.Logger
-	cluster Cluster
-	src     datapath.Reader // nil when no kube-proxy state is present
-	// frozenObs is the last copy of the reader's observation handed out
-	// (observedLocked)
-	frozenObs model.Observed
-	mode      string
-	reason    string
-	changes   <-chan datapath.ChangeEvent // nil: no change events (polling only)
-	notes     []string                    // Options.Notes
-	extra     []FindingSource
-	recorder  Recorder
+	// Set by New and never changed: read without the lock.
+	cfg         Config
+	clock       clock.Clock
+	log         *slog.Logger
+	cluster     Cluster
+	src         datapath.Reader // nil when no kube-proxy state is present
+	notes       []string        // Options.Notes
+	nodeSources []FindingSource // Options.Extra: run in the background (nodeRuns)
+	recorder    Recorder
+	kick        chan struct{}
+	// changes belongs to the loop's goroutine (Run and what it calls); nil:
+	// no change events (polling only), also once the subscription ended.
+	changes <-chan datapath.ChangeEvent
+	// appliedInPlace, the loop goroutine's too, says a change event was
+	// applied to a reader that shares its observation's frontends with its
+	// cache (datapath.Freezer) since the last compare: the last observation
+	// may have changed in place (drift.Changes.ObservedInPlace).
+	appliedInPlace bool
 
-	kick chan struct{}
-
-	// mu guards the parts below. Each part is one responsibility with its
-	// own methods; Agent composes them (docs/architecture.md, "The agent loop").
+	// mu guards every field below. The parts (tracker, sched, health,
+	// nodeRuns, sources) have no lock of their own: each is changed only by
+	// its own methods, and the agent calls them with mu held. One lock,
+	// because a step changes several parts together and publishes what they
+	// hold as one state; it is not held during a datapath read or a node run
+	// (docs/architecture.md, "The agent loop").
 	mu       sync.Mutex
-	tracker  changeTracker   // dirty services, desired and merged state, lag
+	tracker  changeTracker   // the desired state per service, what changed, lag
 	sched    scheduler       // when to read: due time, change-event hints, read cost
 	health   watchHealth     // is the watch current (Lease renewals, deliveries)
-	nodeRuns nodeRuns        // the node-level sources' background runs
+	nodeRuns nodeRuns        // the node sources' background runs
+	sources  sourceHealth    // the health of the reader and the node sources
 	comparer *drift.Comparer // desired vs observed, compared again only where either changed
 	findings *drift.FindingTracker
 	recent   []drift.LagSample
-	sources  map[string]SourceStatus
 	state    State
-	// full audits run, and the services they corrected (State)
-	fullAudits, fullCorrections uint64
+	mode     string // datapath mode (model.Mode*), as detected by the last read
+	reason   string // why that mode
+	// frozenObs is the last copy of the reader's observation handed out
+	// (observedLocked)
+	frozenObs model.Observed
 }
 
 // Options wires the agent's collaborators explicitly.
@@ -72,7 +83,9 @@ type Options struct {
 	Reason   string          // why that mode
 	// Changes are the nf_tables change events of the node (nil: none); the
 	// loop applies each to the reader and dates the next read by it.
-	Changes  <-chan datapath.ChangeEvent
+	Changes <-chan datapath.ChangeEvent
+	// Extra are the node sources (routes, links, conntrack, cluster-scope
+	// checks), run in the background on their own cadence.
 	Extra    []FindingSource
 	Recorder Recorder
 	// Notes are degraded-mode explanations known at start (such as change
@@ -93,12 +106,12 @@ func New(o Options) *Agent {
 	}
 	a := &Agent{
 		cfg: o.Config, clock: o.Clock, log: o.Log, cluster: o.Cluster, src: o.Datapath,
-		mode: o.Mode, reason: o.Reason, changes: o.Changes, notes: o.Notes, extra: o.Extra, recorder: o.Recorder,
+		mode: o.Mode, reason: o.Reason, changes: o.Changes, notes: o.Notes, nodeSources: o.Extra, recorder: o.Recorder,
 		kick:     make(chan struct{}, 1),
 		tracker:  newChangeTracker(),
 		comparer: drift.NewComparer(),
 		findings: drift.NewFindingTracker(o.Config.StaleAfter),
-		sources:  map[string]SourceStatus{},
+		sources:  sourceHealth{},
 	}
 	if a.mode == "" {
 		a.mode = model.ModeNone
@@ -113,8 +126,8 @@ func (a *Agent) State() State { return a.stateOf(true) }
 // SummaryState is State without the desired state and without the observed
 // frontends (Observed keeps its datapath, version and warnings): what
 // /readyz, /v1/status, /v1/drift and /v1/rsts show. State copies both
-// frontend maps whenever they changed since the last copy, which under
-// churn at 100k endpoints is megabytes for each probe or poll.
+// frontend maps whenever they changed since the last copy, a cost that
+// grows with the cluster and that a frequent probe or poll must not pay.
 func (a *Agent) SummaryState() State { return a.stateOf(false) }
 
 func (a *Agent) stateOf(frontends bool) State {
@@ -122,12 +135,12 @@ func (a *Agent) stateOf(frontends bool) State {
 	defer a.mu.Unlock()
 	s := a.state
 	s.Now = a.clock.Now()
-	s.FullAudits, s.FullAuditCorrections = a.fullAudits, a.fullCorrections
+	s.FullAudits, s.FullAuditCorrections = a.tracker.fullAuditCounts()
 	if !s.LastAudit.IsZero() { // published at least once
 		if frontends {
-			s.Desired = a.tracker.merged.snapshot(a.cfg.NodeName)
+			s.Desired = a.tracker.frozenDesired(a.cfg.NodeName)
 		}
-		s.DesiredFrontends = len(a.tracker.merged.current(a.cfg.NodeName).Frontends)
+		s.DesiredFrontends = a.tracker.desiredCount()
 		s.Recent = a.recentLocked()
 		s.Stale, s.Pending = a.findings.Stale(), a.findings.Pending()
 	}
@@ -138,19 +151,35 @@ func (a *Agent) stateOf(frontends bool) State {
 		s.Observed = model.Observed{Datapath: o.Datapath, Version: o.Version, Warnings: o.Warnings} // shared, as State's copies share them
 	}
 	s.Watch = a.watchStatusLocked(s.Now)
-	if a.tracker.initialized {
-		// Changes are recorded as the watch delivers them, not at the next
-		// audit: show them at once (the next read may be a poll away).
-		s.PendingChanges = a.tracker.lag.Pending()
-	}
+	// Changes are recorded as the watch delivers them, not at the next
+	// audit: show them at once (the next read may be a poll away).
+	s.PendingChanges = a.tracker.pendingChanges()
 	return s
+}
+
+// Findings returns the stale findings and the mismatches pending promotion
+// as the last audit left them, and nothing else (hurt.Findings).
+func (a *Agent) Findings() (stale, pending []drift.Tracked) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.findings.Stale(), a.findings.Pending()
+}
+
+// EndpointsOf returns, for each of ips that is a desired endpoint on this
+// node, its endpoints (service port, endpoint port, readiness): a lookup
+// per address, for the RST pipeline, which asks about the pod addresses it
+// watches every time they change, and must not pay a copy or a scan of the
+// desired state for it. Empty before the initial list.
+func (a *Agent) EndpointsOf(ips []netip.Addr) map[netip.Addr][]model.ServiceEndpoint {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tracker.endpointsOf(ips)
 }
 
 // LagState is State with only what /v1/lag shows: the node, the time, the
 // recent lag samples and the pending changes. It copies neither the
-// desired nor the observed state, which State clones on every call (at
-// 100k endpoints a tenth of the agent's CPU under churn went to a lag
-// poller's calls of State).
+// desired nor the observed state, which State copies after every change: a
+// lag poller under churn would pay a copy of both per call.
 func (a *Agent) LagState() State {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -158,9 +187,7 @@ func (a *Agent) LagState() State {
 	if !a.state.LastAudit.IsZero() { // published at least once
 		s.Recent = a.recentLocked()
 	}
-	if a.tracker.initialized {
-		s.PendingChanges = a.tracker.lag.Pending()
-	}
+	s.PendingChanges = a.tracker.pendingChanges()
 	return s
 }
 
@@ -173,7 +200,7 @@ func (a *Agent) OnEvent(ev watch.Event) {
 		a.tracker.markDirty(ev.Service, ev.At, ev.TriggerTime)
 	case watch.KindNode:
 		if ev.Deleted { // endpoints on it, routes to it: check now, not on the slow cadence
-			a.nodeRuns.soon = true
+			a.nodeRuns.runSoon()
 		}
 		if ev.Name == a.cfg.NodeName { // zone label: topology may change
 			for _, k := range a.cluster.ServiceKeys() {
@@ -253,6 +280,9 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 		a.log.Info("nftables change events lost; the next read is a full one")
 		a.src.Resync()
 	default:
+		if _, shared := a.src.(datapath.Freezer); shared {
+			a.appliedInPlace = true
+		}
 		if err := a.src.ApplyChange(ctx, ev); err != nil {
 			a.log.Warn("applying a datapath change event failed; the next read is a full one", "err", err)
 		}
@@ -261,13 +291,7 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 	if at.IsZero() {
 		at = a.clock.Now()
 	}
-	a.hint(at)
-}
-
-// hint records an nf_tables change event time for the next read (the
-// earliest one since the last read).
-func (a *Agent) hint(at time.Time) {
 	a.mu.Lock()
-	a.sched.hint(at)
+	a.sched.noteEvent(at)
 	a.mu.Unlock()
 }

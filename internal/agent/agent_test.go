@@ -67,7 +67,7 @@ func (h *harness) ObserveWatchDelay(src string, d time.Duration) {
 
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
 
-func newHarnessWith(t *testing.T, tweak func(*Config), extra ...FindingSource) *harness {
+func newHarnessWith(t *testing.T, tweak func(*Config), nodeSources ...FindingSource) *harness {
 	h := &harness{t: t, clk: clocktesting.NewFakeClock(start), c: newFakeCluster(), src: &fakeSource{},
 		ctx: context.Background(), delay: map[string][]time.Duration{}}
 	cfg := DefaultConfig()
@@ -76,7 +76,7 @@ func newHarnessWith(t *testing.T, tweak func(*Config), extra ...FindingSource) *
 		tweak(&cfg)
 	}
 	h.a = New(Options{Config: cfg, Clock: h.clk, Cluster: h.c, Datapath: h.src, Mode: model.ModeIPTables, Recorder: h,
-		Extra: extra})
+		Extra: nodeSources})
 	return h
 }
 

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"net/netip"
-	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,20 +11,28 @@ import (
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
-// changeTracker keeps the desired state per service, the services the watch
-// changed since they were last applied, and the changes whose programming
-// the lag tracker waits for.
+// changeTracker is the one owner of the node's desired state: per service
+// (desired), merged into one map (merged), the services the watch changed
+// since they were last applied, and the changes whose programming the lag
+// tracker waits for. Its fields are changed only by its methods, which the
+// agent calls under its lock; callers check out what changed (the frontends
+// to compare again, the services changed since the last audit, new hints)
+// and get it handed over, as kube-proxy's change trackers hand out pending
+// changes.
 type changeTracker struct {
 	dirty      map[string]dirtyService // delivered, not yet applied
 	changed    map[string]bool         // services changed since the last audit
 	desired    map[string]map[model.Frontend]model.Verdict
 	merged     mergedDesired // the node's whole desired state, kept up to date per service
+	endpoints  endpointIndex // its endpoints on this node, by address
 	hintsStale bool          // the frontends or their service ports changed: hand new hints
 	// frontends whose desired verdict may have changed since the last compare
 	changedFrontends map[model.Frontend]bool
 	initialized      bool
 	lag              *drift.LagTracker
-	deletions        map[netip.Addr]podDeletion // this node's pods being deleted, by IP
+	deletions        podDeletions // this node's pods being deleted, to date removals
+	// full audits run, and the services whose desired state they corrected
+	fullAudits, fullCorrections uint64
 }
 
 type dirtyService struct{ t0, t1 time.Time }
@@ -50,18 +57,31 @@ func (t *changeTracker) markDirty(svc string, at, trigger time.Time) {
 	t.dirty[svc] = d
 }
 
-// initialize takes the initial list as the starting point, not as changes.
+// recordDeletion remembers when a pod of this node was asked to go.
+func (t *changeTracker) recordDeletion(ev watch.Event) { t.deletions.record(ev) }
+
+// sync brings the desired state up to date with the watch cache. The first
+// call takes the initial list as the starting point, not as changes (first
+// is true); later calls recompute the dirty services and record their
+// changes for lag measurement (changed: some desired state changed).
+func (t *changeTracker) sync(c Cluster, node *corev1.Node, nodeName string) (first, changed bool) {
+	if !t.initialized {
+		t.initialize(c, node, nodeName)
+		return true, false
+	}
+	return false, t.apply(c, node, nodeName)
+}
+
 func (t *changeTracker) initialize(c Cluster, node *corev1.Node, nodeName string) {
 	for _, k := range c.ServiceKeys() {
 		t.desired[k] = watch.ExpectedService(node, nodeName, c.Service(k), c.SlicesFor(k))
 	}
 	t.dirty = map[string]dirtyService{}
 	t.merged.rebuild(t.desired)
+	t.endpoints.rebuild(nodeName, t.desired)
 	t.initialized, t.hintsStale = true, true
 }
 
-// apply recomputes the desired state of dirty services and records their
-// changes for lag measurement. It reports whether any desired state changed.
 func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) bool {
 	any := false
 	for svc, d := range t.dirty {
@@ -78,10 +98,15 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 	return any
 }
 
-// resync derives every service's desired state again and replaces the ones
-// that differ from what the incremental updates kept (not recorded as
-// changes: nothing was delivered). It returns how many differed.
+// resync is the full audit of the desired state: it derives every service's
+// desired state again and replaces the ones that differ from what the
+// incremental updates kept (not recorded as changes: nothing was
+// delivered). It returns how many differed; before the initial list it
+// does nothing.
 func (t *changeTracker) resync(c Cluster, node *corev1.Node, nodeName string) int {
+	if !t.initialized {
+		return 0
+	}
 	seen, differ := map[string]bool{}, 0
 	for _, k := range c.ServiceKeys() {
 		seen[k] = true
@@ -98,7 +123,14 @@ func (t *changeTracker) resync(c Cluster, node *corev1.Node, nodeName string) in
 			differ++
 		}
 	}
+	t.fullAudits, t.fullCorrections = t.fullAudits+1, t.fullCorrections+uint64(differ)
 	return differ
+}
+
+// fullAuditCounts is how many full audits ran and how many services'
+// desired state they corrected.
+func (t *changeTracker) fullAuditCounts() (audits, corrections uint64) {
+	return t.fullAudits, t.fullCorrections
 }
 
 func (t *changeTracker) replaceIfDiffers(svc string, next map[model.Frontend]model.Verdict) bool {
@@ -120,6 +152,7 @@ func (t *changeTracker) set(svc string, next map[model.Frontend]model.Verdict) (
 	}
 	t.noteFrontends(prev, next)
 	t.merged.replace(svc, prev, next)
+	t.endpoints.replace(prev, next)
 	return prev
 }
 
@@ -128,7 +161,7 @@ func sameDesired(a, b map[model.Frontend]model.Verdict) bool {
 		return false
 	}
 	for fe, v := range a {
-		if w, ok := b[fe]; !ok || !reflect.DeepEqual(v, w) {
+		if w, ok := b[fe]; !ok || !v.Equal(w) {
 			return false
 		}
 	}
@@ -153,9 +186,74 @@ func (t *changeTracker) noteFrontends(prev, next map[model.Frontend]model.Verdic
 	}
 }
 
-// takeChangedFrontends hands the frontends to compare again and forgets them.
+// liveDesired is the node's desired state as kept, changed in place by the
+// next sync: valid under the agent's lock only.
+func (t *changeTracker) liveDesired(node string) model.Desired { return t.merged.current(node) }
+
+// frozenDesired is a copy of the node's desired state that nothing changes
+// (copied again only after a change), for whatever keeps it beyond the
+// agent's lock.
+func (t *changeTracker) frozenDesired(node string) model.Desired { return t.merged.snapshot(node) }
+
+// desiredCount is the number of desired frontends.
+func (t *changeTracker) desiredCount() int { return t.merged.count() }
+
+// ready reports whether the initial list was taken.
+func (t *changeTracker) ready() bool { return t.initialized }
+
+// endpointsOf is the desired endpoints on this node of each of ips.
+func (t *changeTracker) endpointsOf(ips []netip.Addr) map[netip.Addr][]model.ServiceEndpoint {
+	return t.endpoints.lookup(ips)
+}
+
+// busy reports whether a change waits to be programmed.
+func (t *changeTracker) busy() bool { return t.lag.Len() > 0 }
+
+// pendingChanges lists the changes not yet programmed, oldest first (none
+// before the initial list).
+func (t *changeTracker) pendingChanges() []drift.PendingChange {
+	if !t.initialized {
+		return nil
+	}
+	return t.lag.Pending()
+}
+
+// observe matches the pending changes against a read that began at at and
+// found a state that held since since, and returns the lag samples of the
+// changes it shows programmed, removals dated by their pods' deletion
+// requests where the watch gave no trigger time. now expires old deletions.
+func (t *changeTracker) observe(obs model.Observed, at, since, now time.Time) []drift.LagSample {
+	t.deletions.expire(now)
+	samples := t.lag.ObserveSince(obs, at, since)
+	for i, s := range samples {
+		samples[i] = t.deletions.dateRemoval(s)
+	}
+	return samples
+}
+
+// takeChangedFrontends hands over the frontends to compare again and
+// forgets them.
 func (t *changeTracker) takeChangedFrontends() map[model.Frontend]bool {
 	c := t.changedFrontends
 	t.changedFrontends = map[model.Frontend]bool{}
 	return c
+}
+
+// takeChangedServices hands over the services changed since the last
+// audit (the findings' proof of a change) and forgets them.
+func (t *changeTracker) takeChangedServices() map[string]bool {
+	c := t.changed
+	t.changed = map[string]bool{}
+	return c
+}
+
+// takeHints hands over the readers' hints when the frontends or their
+// service ports changed since the last hand-over (not on every endpoint
+// change); false when they did not.
+func (t *changeTracker) takeHints(node string) (model.Hints, bool) {
+	if !t.hintsStale {
+		return model.Hints{}, false
+	}
+	t.hintsStale = false
+	return model.HintsFor(t.merged.current(node)), true
 }

@@ -1,7 +1,10 @@
 // Package agent runs netdrift's audit loop: it keeps the desired state of
-// this node up to date from the watch, reads the datapath on change hints,
-// fast polls while changes are pending and audits slowly otherwise, tracks
-// convergence lag and promotes old mismatches to stale findings.
+// this node up to date from the watch and audits the datapath — reads it
+// and compares it with the desired state — after change events, fast while
+// changes are pending and slowly otherwise; it tracks convergence lag and
+// promotes old mismatches to stale findings. An audit is that read and
+// compare; a full audit is one that also derives the desired state again
+// and has the reader read everything (FullAuditInterval).
 package agent
 
 import (
@@ -26,18 +29,21 @@ type Config struct {
 	// with the datapath at most this long after the last read rather than
 	// at once — the events date what the read finds, so batching the
 	// deliveries of a burst into one read loses no lag precision.
-	ChangeBatch   time.Duration
-	AuditInterval time.Duration // full audit interval when nothing is pending
+	ChangeBatch time.Duration
+	// AuditInterval is the interval of the audits (datapath reads compared
+	// with the desired state) while nothing is pending; not the full audit's
+	// (FullAuditInterval).
+	AuditInterval time.Duration
 	// WatchUnhealthyAfter: no Lease renewal delivered for this long means the
 	// watch lags (kubelet renews every 10 s).
 	WatchUnhealthyAfter time.Duration
 	// MinPollCostFactor keeps polling cheap: the fast-poll interval is at
 	// least this many times the last datapath read's duration.
 	MinPollCostFactor int
-	// NodeRunCostFactor bounds the node-level audit (routes, links,
-	// conntrack, cluster-scope checks): it runs at most every this many
-	// times its last duration (100: about 1 % of a core), and never more
-	// often than AuditInterval.
+	// NodeRunCostFactor bounds the node runs (routes, links, conntrack,
+	// cluster-scope checks): one runs at most every this many times the
+	// last one's duration (100: about 1 % of a core), and never more often
+	// than AuditInterval.
 	NodeRunCostFactor int
 	// AuditCostFactor bounds the idle audit likewise: at most every this
 	// many times the last read's cost (100: about 1 % of a core).

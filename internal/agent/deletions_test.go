@@ -76,7 +76,7 @@ func TestDeletionMemoryExpiresAndTracksIPReuse(t *testing.T) {
 	h.a.OnEvent(watch.Event{Kind: watch.KindPod, Name: "shop/old", At: first.Add(time.Second), PodIPs: []netip.Addr{ip},
 		DeletionRequested: first.Add(time.Second)})
 	h.a.mu.Lock()
-	if got := h.a.tracker.deletions[ip].requested; !got.Equal(first) {
+	if _, got, _ := h.a.tracker.deletions.requested(ip); !got.Equal(first) {
 		t.Errorf("after a second delete: %v, want the first request %v", got, first)
 	}
 	h.a.mu.Unlock()
@@ -84,12 +84,12 @@ func TestDeletionMemoryExpiresAndTracksIPReuse(t *testing.T) {
 	later := first.Add(time.Minute)
 	h.a.OnEvent(watch.Event{Kind: watch.KindPod, Name: "shop/new", At: later, PodIPs: []netip.Addr{ip}, DeletionRequested: later})
 	h.a.mu.Lock()
-	if d := h.a.tracker.deletions[ip]; d.pod != "shop/new" || !d.requested.Equal(later) {
-		t.Errorf("after reuse: %+v, want shop/new at %v", d, later)
+	if pod, at, _ := h.a.tracker.deletions.requested(ip); pod != "shop/new" || !at.Equal(later) {
+		t.Errorf("after reuse: %s at %v, want shop/new at %v", pod, at, later)
 	}
-	h.a.tracker.expireDeletions(later.Add(deletionMemory + time.Second))
-	if len(h.a.tracker.deletions) != 0 {
-		t.Errorf("deletions kept after %s: %v", deletionMemory, h.a.tracker.deletions)
+	h.a.tracker.deletions.expire(later.Add(deletionMemory + time.Second))
+	if n := h.a.tracker.deletions.len(); n != 0 {
+		t.Errorf("%d deletions kept after %s", n, deletionMemory)
 	}
 	h.a.mu.Unlock()
 }

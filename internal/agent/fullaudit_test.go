@@ -59,9 +59,9 @@ func TestLostChangeEventsResyncTheReader(t *testing.T) {
 		t.Fatalf("%d resyncs after lost events, want 1", h.src.resyncs)
 	}
 	h.a.mu.Lock()
-	hinted := h.a.sched.hinted
+	first := h.a.sched.firstEvent
 	h.a.mu.Unlock()
-	if hinted.IsZero() {
+	if first.IsZero() {
 		t.Fatal("lost events did not date the next read")
 	}
 }
@@ -127,5 +127,31 @@ func TestPublishedObservationIsAFrozenCopy(t *testing.T) {
 	})
 	if len(s.Observed.Frontends) != n || len(h.a.State().Observed.Frontends) != n {
 		t.Fatal("a change in place reached the published observation")
+	}
+}
+
+// TestChangeAppliedInPlaceIsCompared: a change event applied to a reader
+// that shares its observation with its cache may change the last
+// observation in place; the next read, naming nothing, is compared in full
+// and the change is found (a diff against the changed map would find none).
+func TestChangeAppliedInPlaceIsCompared(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	obs := h.desiredOf()
+	obs.Version = 7
+	h.src.set(obs, nil)
+	h.advance(h.a.cfg.AuditInterval)
+	h.src.inPlace(func(m map[model.Frontend]model.Verdict) {
+		for fe := range m {
+			delete(m, fe)
+		}
+	})
+	h.src.mu.Lock()
+	h.src.obs.Version = 8
+	h.src.mu.Unlock()
+	h.a.onChange(h.ctx, datapath.ChangeEvent{Generation: 8, Received: h.clk.Now()}, true)
+	h.advance(time.Millisecond)
+	if s := h.a.State(); len(s.Pending)+len(s.Stale) == 0 {
+		t.Fatal("frontends removed in place by an applied change event: no mismatch found")
 	}
 }

@@ -44,9 +44,9 @@ func newNetns(t *testing.T) string {
 
 // Datapath modes the live test plays kube-proxy in.
 const (
-	modeIPTablesNFT    = "iptables-nft"    // iptables-restore, nf_tables backend: events as hints
+	modeIPTablesNFT    = "iptables-nft"    // iptables-restore, nf_tables backend: events date the reads
 	modeIPTablesLegacy = "iptables-legacy" // iptables-restore, legacy backend: polled
-	modeNFTables       = "nftables"        // nft -f, kube-proxy's nftables mode: events as hints
+	modeNFTables       = "nftables"        // nft -f, kube-proxy's nftables mode: events date the reads
 )
 
 // kubeProxy plays kube-proxy in a test netns: it writes kube-proxy-shaped

@@ -54,6 +54,9 @@ func (m *mergedDesired) current(node string) model.Desired {
 	return model.Desired{Node: node, Frontends: m.live}
 }
 
+// count is the number of frontends.
+func (m *mergedDesired) count() int { return len(m.live) }
+
 // snapshot is a copy that is never modified: copied again only after a change.
 func (m *mergedDesired) snapshot(node string) model.Desired {
 	if m.frozen == nil || m.frozenV != m.version {

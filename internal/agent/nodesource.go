@@ -30,7 +30,7 @@ type NodeSource struct {
 	mu   sync.Mutex
 	info nodecheck.Info
 	// eps: the endpoints of the slices the last run saw, converted (runs
-	// never overlap: startExtrasLocked starts one at a time)
+	// never overlap: startNodeRunLocked starts one at a time)
 	eps watch.EndpointInfoCache
 }
 

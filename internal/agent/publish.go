@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath"
@@ -55,13 +54,12 @@ func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	if n := len(s.Observed.Warnings); n > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("datapath reader: %d warning(s), first: %s (all in /v1/drift)", n, s.Observed.Warnings[0]))
 	}
-	for _, st := range a.sources {
-		s.Sources = append(s.Sources, st)
+	s.Sources = a.sources.list()
+	for _, st := range s.Sources {
 		if !st.Up {
 			s.Notes = append(s.Notes, "source "+st.Name+" degraded: "+st.Error)
 		}
 	}
-	sort.Slice(s.Sources, func(i, j int) bool { return s.Sources[i].Name < s.Sources[j].Name })
 	a.state = s
 }
 

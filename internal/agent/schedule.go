@@ -4,11 +4,13 @@ import "time"
 
 // scheduler decides when the loop reads the datapath: at once after a new
 // change or a change event, fast polls while something is pending (never
-// cheaper than the last read's cost allows), the slow audit otherwise.
+// cheaper than the last read's cost allows), the slow audit otherwise. Its
+// fields are changed only by its methods; the agent calls them under its
+// lock.
 type scheduler struct {
 	lastRead     time.Time
 	lastReadCost time.Duration // CPU of the last read (wall time when unknown)
-	hinted       time.Time     // earliest change event since the last read
+	firstEvent   time.Time     // earliest change event since the last read
 	lastEvent    time.Time     // the latest change event
 	freshChange  bool          // a change was recorded since the last read
 	events       bool          // nf_tables change events flow: they, not polls, date the reads
@@ -80,7 +82,7 @@ func (s *scheduler) interval(busy bool, cfg Config) time.Duration {
 
 // due reports whether a read is due at now.
 func (s *scheduler) due(now time.Time, busy bool, cfg Config) bool {
-	if s.lastRead.IsZero() || !s.hinted.IsZero() {
+	if s.lastRead.IsZero() || !s.firstEvent.IsZero() {
 		return true
 	}
 	if s.freshChange && now.Sub(s.lastRead) >= s.freshFloor(cfg) {
@@ -93,8 +95,9 @@ func (s *scheduler) due(now time.Time, busy bool, cfg Config) bool {
 	return now.Sub(s.lastRead) >= s.interval(busy, cfg)
 }
 
-// wait is how long the loop may sleep, sinceRead after the last read.
-func (s *scheduler) wait(sinceRead time.Duration, busy bool, cfg Config) time.Duration {
+// wait is how long the loop may sleep at now.
+func (s *scheduler) wait(now time.Time, busy bool, cfg Config) time.Duration {
+	sinceRead := now.Sub(s.lastRead)
 	iv := s.interval(busy, cfg)
 	if s.freshChange {
 		iv = s.freshFloor(cfg)
@@ -105,29 +108,54 @@ func (s *scheduler) wait(sinceRead time.Duration, busy bool, cfg Config) time.Du
 	return time.Millisecond
 }
 
-// hint records a change event time for the next read (the earliest one).
-func (s *scheduler) hint(at time.Time) {
-	if s.hinted.IsZero() || at.Before(s.hinted) {
-		s.hinted = at
+// restart makes the next read due at once (after the initial list).
+func (s *scheduler) restart() { s.lastRead = time.Time{} }
+
+// changed records that a desired state changed since the last read.
+func (s *scheduler) changed() { s.freshChange = true }
+
+// readCost records what the read just made cost: cpu when the reader
+// measures it (a busy node inflates wall time), wall otherwise; events says
+// whether nf_tables change events date the reads.
+func (s *scheduler) readCost(wall, cpu time.Duration, events bool) {
+	s.lastReadCost, s.events = wall, events
+	if cpu > 0 {
+		s.lastReadCost = cpu
+	}
+}
+
+// readDone records a read that ended at now; full says it was a full audit
+// (the first read counts as one).
+func (s *scheduler) readDone(now time.Time, full bool) {
+	s.lastRead = now
+	if full || s.lastFull.IsZero() {
+		s.lastFull, s.fullCost = now, s.lastReadCost
+	}
+}
+
+// noteEvent records a change event time for the next read (the earliest one).
+func (s *scheduler) noteEvent(at time.Time) {
+	if s.firstEvent.IsZero() || at.Before(s.firstEvent) {
+		s.firstEvent = at
 	}
 	if at.After(s.lastEvent) {
 		s.lastEvent = at
 	}
 }
 
-// startRead takes the hints for a read starting at now. It returns the
+// startRead takes the change events for a read starting at now. It returns the
 // read's time (changes delivered later are not judged by it), and since:
 // the time from which the state the read finds held. Polling, the read
-// itself dates the state, or the change event that hinted it when earlier.
+// itself dates the state, or the change event that triggered it when earlier.
 // With change events describing the reader's state, that state has held
 // since the earliest event after the last read — or, when none came, the
 // last event before it: a change delivered meanwhile and already shown
 // was programmed before the agent knew of it.
 func (s *scheduler) startRead(now time.Time) (at, since time.Time) {
-	hinted := s.hinted
-	s.hinted, s.freshChange = time.Time{}, false
+	first := s.firstEvent
+	s.firstEvent, s.freshChange = time.Time{}, false
 	if s.events {
-		since = hinted
+		since = first
 		if since.IsZero() {
 			since = s.lastEvent
 		}
@@ -137,8 +165,8 @@ func (s *scheduler) startRead(now time.Time) (at, since time.Time) {
 		return now, since
 	}
 	at = now
-	if !hinted.IsZero() && hinted.Before(at) {
-		at = hinted
+	if !first.IsZero() && first.Before(at) {
+		at = first
 	}
 	return at, at
 }

@@ -37,7 +37,7 @@ func TestFreshChangeReadBoundedByCost(t *testing.T) {
 	if s.due(now, true, cfg) {
 		t.Error("40 ms read, fresh change 150 ms after the last one: want no read before 800 ms")
 	}
-	if w := s.wait(150*time.Millisecond, true, cfg); w != 650*time.Millisecond {
+	if w := s.wait(now, true, cfg); w != 650*time.Millisecond {
 		t.Errorf("wait %v, want 650ms", w)
 	}
 }
@@ -66,7 +66,7 @@ func TestFreshChangeBatchedWithEvents(t *testing.T) {
 	if s.due(now, true, cfg) {
 		t.Error("events, fresh change 100 ms after the last read: want no read before ChangeBatch")
 	}
-	if w := s.wait(100*time.Millisecond, true, cfg); w != cfg.ChangeBatch-100*time.Millisecond {
+	if w := s.wait(now, true, cfg); w != cfg.ChangeBatch-100*time.Millisecond {
 		t.Errorf("wait %v, want %v", w, cfg.ChangeBatch-100*time.Millisecond)
 	}
 	if !s.due(now.Add(cfg.ChangeBatch), true, cfg) {
@@ -80,13 +80,13 @@ func TestFreshChangeBatchedWithEvents(t *testing.T) {
 
 // TestStartReadDatesByEvents: with change events the state a read finds has
 // held since the earliest event after the last read, or the last event
-// before it; polling, the read (or the event that hinted it) dates it.
+// before it; polling, the read (or the event that triggered it) dates it.
 func TestStartReadDatesByEvents(t *testing.T) {
 	now := time.Unix(1000, 0)
 	ev1, ev2 := now.Add(-900*time.Millisecond), now.Add(-300*time.Millisecond)
 	s := scheduler{events: true}
-	s.hint(ev1)
-	s.hint(ev2)
+	s.noteEvent(ev1)
+	s.noteEvent(ev2)
 	if at, since := s.startRead(now); !at.Equal(now) || !since.Equal(ev1) {
 		t.Errorf("two events since the last read: at %v since %v, want %v and the earliest %v", at, since, now, ev1)
 	}
@@ -98,8 +98,8 @@ func TestStartReadDatesByEvents(t *testing.T) {
 	if at, since := p.startRead(now); !at.Equal(now) || !since.Equal(now) {
 		t.Errorf("polling: at %v since %v, want both %v", at, since, now)
 	}
-	p.hint(ev2)
+	p.noteEvent(ev2)
 	if at, since := p.startRead(now); !at.Equal(ev2) || !since.Equal(ev2) {
-		t.Errorf("polling, hinted: at %v since %v, want both the hint %v", at, since, ev2)
+		t.Errorf("polling, after an event: at %v since %v, want both the event %v", at, since, ev2)
 	}
 }

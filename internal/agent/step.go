@@ -32,25 +32,23 @@ func (a *Agent) Step(ctx context.Context) {
 func (a *Agent) applyChanges() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	node := a.cluster.Node(a.cfg.NodeName)
-	if !a.tracker.initialized {
-		a.tracker.initialize(a.cluster, node, a.cfg.NodeName)
-		a.sched.lastRead = time.Time{}
-		return
-	}
-	if a.tracker.apply(a.cluster, node, a.cfg.NodeName) {
-		a.sched.freshChange = true
+	first, changed := a.tracker.sync(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName)
+	switch {
+	case first:
+		a.sched.restart()
+	case changed:
+		a.sched.changed()
 	}
 }
 
 func (a *Agent) busyLocked() bool {
-	return a.tracker.lag.Len() > 0 || a.findings.HasPending()
+	return a.tracker.busy() || a.findings.HasPending()
 }
 
 func (a *Agent) readDue(now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.nodeRuns.done || a.nodeRuns.soon && !a.nodeRuns.running {
+	if a.nodeRuns.readWanted() {
 		return true // fold in the node-level findings, or run them now
 	}
 	return a.sched.due(now, a.busyLocked(), a.cfg)
@@ -59,24 +57,27 @@ func (a *Agent) readDue(now time.Time) bool {
 func (a *Agent) nextWait() time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.tracker.initialized {
+	if !a.tracker.ready() {
 		return a.cfg.FastPoll
 	}
-	return a.sched.wait(a.clock.Since(a.sched.lastRead), a.busyLocked(), a.cfg)
+	return a.sched.wait(a.clock.Now(), a.busyLocked(), a.cfg)
 }
 
 // audit reads the datapath, measures lag and updates findings.
 func (a *Agent) audit(ctx context.Context) {
 	a.mu.Lock()
 	obsAt, since := a.sched.startRead(a.clock.Now())
-	a.nodeRuns.done = false
+	nodeFound := a.nodeRuns.takeFindings()
 	full := a.sched.fullDue(obsAt, a.cfg)
 	if full {
 		a.resyncDesiredLocked()
 	}
+	hints, newHints := a.tracker.takeHints(a.cfg.NodeName)
 	a.mu.Unlock()
 
-	a.handHints()
+	if a.src != nil && newHints {
+		a.src.SetHints(hints)
+	}
 	if full && a.src != nil {
 		a.src.Resync()
 	}
@@ -89,71 +90,61 @@ func (a *Agent) audit(ctx context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.clock.Now()
-	a.sched.lastRead = now
-	if full || a.sched.lastFull.IsZero() {
-		a.sched.lastFull, a.sched.fullCost = now, a.sched.lastReadCost
-	}
-	desired := a.tracker.merged.current(a.cfg.NodeName) // live: used under a.mu only
+	a.sched.readDone(now, full)
+	ok = a.noteModeLocked(obs, ok)
 	var mismatches []model.Finding
-	if ok && obs.Datapath == model.ModeNone {
-		// kube-proxy's state is absent (not synced yet, or replaced): nothing
-		// to compare; calling every frontend missing would be wrong.
-		a.mode, a.reason = model.ModeNone, strings.Join(obs.Warnings, "; ")
-		ok = false
-	} else if ok && obs.Datapath != "" && obs.Datapath != a.mode {
-		a.mode, a.reason = obs.Datapath, "detected after start"
-	}
 	if ok {
-		a.tracker.expireDeletions(now)
-		for _, s := range a.tracker.lag.ObserveSince(obs, obsAt, since) {
-			s = a.tracker.datedRemoval(s)
-			a.log.Debug("change programmed", "service", s.Service, "change", s.Kind, "t1", s.T1, "t2", s.T2)
-			a.recorder.ObserveLag(s)
-			a.recent = append(a.recent, s)
-		}
-		a.trimRecentLocked()
-		mismatches = append(mismatches, a.comparer.Update(desired, a.tracker.takeChangedFrontends(), full, obs)...)
+		a.observeLagLocked(obs, obsAt, since, now)
+		mismatches = append(mismatches, a.comparer.Update(a.tracker.liveDesired(a.cfg.NodeName), obs,
+			drift.Changes{Desired: a.tracker.takeChangedFrontends(), Full: full, ObservedInPlace: a.appliedInPlace})...)
+		a.appliedInPlace = false
 	}
-	a.startExtrasLocked(ctx, now)
-	mismatches = append(mismatches, a.nodeRuns.found...)
+	a.startNodeRunLocked(ctx, now)
 	if ok || a.src == nil || a.mode == model.ModeNone {
+		// The node findings of the last finished run: a run that finished
+		// since takeFindings is folded in at the next read.
+		mismatches = append(mismatches, nodeFound...)
 		ws := a.watchStatusLocked(now)
-		a.findings.Update(mismatches, now, drift.Proof{WatchHealthy: ws.Healthy, LastDelivery: a.health.lastDelivery, Changed: a.tracker.changed})
-		a.tracker.changed = map[string]bool{}
+		a.findings.Update(mismatches, now, drift.Proof{WatchHealthy: ws.Healthy, LastDelivery: ws.LastDelivery,
+			Changed: a.tracker.takeChangedServices()})
 	}
 	a.publishLocked(now, obs, ok)
+}
+
+// noteModeLocked takes the datapath mode a read found. kube-proxy's state
+// absent (not synced yet, or replaced) leaves nothing to compare: calling
+// every frontend missing would be wrong, so the read does not count (false).
+func (a *Agent) noteModeLocked(obs model.Observed, ok bool) bool {
+	switch {
+	case ok && obs.Datapath == model.ModeNone:
+		a.mode, a.reason = model.ModeNone, strings.Join(obs.Warnings, "; ")
+		return false
+	case ok && obs.Datapath != "" && obs.Datapath != a.mode:
+		a.mode, a.reason = obs.Datapath, "detected after start"
+	}
+	return ok
+}
+
+// observeLagLocked records the lag samples of the changes a read shows
+// programmed.
+func (a *Agent) observeLagLocked(obs model.Observed, at, since, now time.Time) {
+	for _, s := range a.tracker.observe(obs, at, since, now) {
+		a.log.Debug("change programmed", "service", s.Service, "change", s.Kind, "t1", s.T1, "t2", s.T2)
+		a.recorder.ObserveLag(s)
+		a.recent = append(a.recent, s)
+	}
+	a.trimRecentLocked()
 }
 
 // resyncDesiredLocked derives every service's desired state again from the
 // watch cache (the full audit) and corrects what the incremental updates
 // missed, saying so: a correction is a bug in the incremental path.
 func (a *Agent) resyncDesiredLocked() {
-	if !a.tracker.initialized {
-		return
-	}
 	n := a.tracker.resync(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName)
-	a.fullAudits, a.fullCorrections = a.fullAudits+1, a.fullCorrections+uint64(n)
 	if n > 0 {
 		a.log.Warn("full audit: the incrementally kept desired state differed from the watch cache; corrected",
 			"services", n)
 	}
-}
-
-// handHints gives the reader what the API knows, only when the frontends or
-// their service ports changed (not on every endpoint change).
-func (a *Agent) handHints() {
-	if a.src == nil {
-		return
-	}
-	a.mu.Lock()
-	if !a.tracker.hintsStale {
-		a.mu.Unlock()
-		return
-	}
-	hints := model.HintsFor(a.tracker.merged.current(a.cfg.NodeName))
-	a.tracker.hintsStale = false
-	a.mu.Unlock()
-	a.src.SetHints(hints)
 }
 
 func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
@@ -163,23 +154,19 @@ func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
 	start := a.clock.Now()
 	obs, err := a.src.Snapshot(ctx)
 	dur := a.clock.Since(start)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sched.lastReadCost = dur
-	a.sched.events = a.changes != nil && a.src.Evented()
-	if cpu := a.src.LastReadCPU(); cpu > 0 {
-		// Bound polling by what reading costs the node (CPU), not by wall
-		// time, which a busy node inflates.
-		a.sched.lastReadCost = cpu
-	}
-	st := a.sources[a.src.Name()]
-	st.Name, st.LastAttempt, st.Duration = a.src.Name(), start, dur
+	// Polling is bounded by what reading costs the node (CPU when the reader
+	// measures it), not by wall time, which a busy node inflates.
+	cpu, events := a.src.LastReadCPU(), a.changes != nil && a.src.Evented()
+	st := SourceStatus{Name: a.src.Name(), LastAttempt: start, Duration: dur, Up: err == nil}
 	if err != nil {
-		st.Up, st.Error = false, err.Error()
+		st.Error = err.Error()
 		a.log.Warn("datapath read failed", "source", st.Name, "err", err)
 	} else {
-		st.Up, st.Error, st.LastSuccess = true, "", start
+		st.LastSuccess = start
 	}
-	a.sources[st.Name] = st
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sched.readCost(dur, cpu, events)
+	a.sources.record(st)
 	return obs, err == nil
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/netdrift/netdrift/internal/api"
@@ -65,52 +64,21 @@ func fetch(name, path string, args []string, stderr io.Writer, v any) (*queryFla
 	return q, true
 }
 
-func RunStatus(args []string, stdout, stderr io.Writer) int {
-	var s api.Status
-	q, ok := fetch("status", "/v1/status", args, stderr, &s)
-	if !ok {
-		return ExitError
+func dash(s string) string {
+	if s == "" || s == ":" {
+		return "-"
 	}
-	if q.out == "json" {
-		printJSON(stdout, s)
-	} else {
-		printStatus(stdout, s)
-	}
-	return ExitOK
+	return s
 }
 
-func printStatus(w io.Writer, s api.Status) {
-	t := newTable("FIELD", "VALUE").limit(0, 79) // 19 ("recommended preStop") + 2 + 79 = 100
-	t.add("node", s.Node)
-	t.add("datapath", s.Datapath+"  ("+s.DatapathReason+")")
-	t.add("ready", strings.TrimSpace(yesNo(s.Ready)+" "+s.ReadyReason))
-	t.add("converged", yesNo(s.Converged))
-	watch := yesNo(s.Watch.Healthy) + "  " + s.Watch.Reason
-	t.add("watch healthy", watch)
-	if s.Watch.LeaseDelaySeconds != nil {
-		t.add("lease delay", fmt.Sprintf("%.3fs", *s.Watch.LeaseDelaySeconds))
+func age(s *float64) string {
+	if s == nil {
+		return "-"
 	}
-	t.add("pending changes", fmt.Sprintf("%d (oldest %.1fs)", s.PendingChanges, s.OldestPendingChangeSeconds))
-	t.add("stale findings", fmt.Sprint(s.Findings))
-	t.add("pending mismatches", fmt.Sprint(s.PendingMismatches))
-	if s.RSTProbe != nil {
-		t.add("rst probe", strings.TrimSpace(yesNo(s.RSTProbe.Up)+" "+s.RSTProbe.Mode+"  "+s.RSTProbe.Reason))
-	}
-	if s.RecommendedPreStopSeconds != nil {
-		t.add("recommended preStop", fmt.Sprintf("%.0fs", *s.RecommendedPreStopSeconds))
-	}
-	for _, src := range s.Sources {
-		v := fmt.Sprintf("%s  %.3fs", upDown(src.Up), src.DurationSeconds)
-		if src.Error != "" {
-			v += "  " + src.Error
-		}
-		t.add("source "+src.Name, v)
-	}
-	for _, n := range s.Notes {
-		t.add("note", n)
-	}
-	t.write(w)
+	return (time.Duration(*s * float64(time.Second))).Round(100 * time.Millisecond).String()
 }
+
+func secs(v float64) string { return fmt.Sprintf("%.3fs", v) }
 
 func yesNo(b bool) string {
 	if b {
@@ -124,44 +92,4 @@ func upDown(b bool) string {
 		return "up"
 	}
 	return "DOWN"
-}
-
-func RunDrift(args []string, stdout, stderr io.Writer) int {
-	var d api.Drift
-	q, ok := fetch("drift", "/v1/drift", args, stderr, &d)
-	if !ok {
-		return ExitError
-	}
-	if q.out == "json" {
-		printJSON(stdout, d)
-	} else {
-		printDrift(stdout, d)
-	}
-	if len(d.Findings) > 0 {
-		return ExitFindings
-	}
-	return ExitOK
-}
-
-func printDrift(w io.Writer, d api.Drift) {
-	fmt.Fprintf(w, "node %s  datapath %s  findings %d  pending %d\n", d.Node, d.Datapath, len(d.Findings), len(d.Pending))
-	writeFindings(w, "STALE", d.Findings)
-	writeFindings(w, "PENDING", d.Pending)
-	for _, x := range d.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", x)
-	}
-}
-
-func dash(s string) string {
-	if s == "" || s == ":" {
-		return "-"
-	}
-	return s
-}
-
-func age(s *float64) string {
-	if s == nil {
-		return "-"
-	}
-	return (time.Duration(*s * float64(time.Second))).Round(100 * time.Millisecond).String()
 }

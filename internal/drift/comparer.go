@@ -1,8 +1,6 @@
 package drift
 
 import (
-	"reflect"
-
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -26,23 +24,36 @@ func NewComparer() *Comparer {
 	return &Comparer{found: map[model.Frontend][]model.Keyed[model.Finding]{}}
 }
 
-// Update returns the findings for desired and observed. desiredChanged names
-// the frontends whose desired verdict may have changed since the last Update;
-// full compares every frontend again (the slow full audit, the safety net
-// for anything the incremental path missed); an observed state with the same
-// non-zero Version as the last one is taken as unchanged. desired may be the
-// same map as last time, updated in place: desiredChanged then names every
-// frontend that changed in it (a diff of the map against itself finds none).
-func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Frontend]bool, full bool,
-	obs model.Observed) []model.Finding {
+// Changes is what the caller knows of what changed since the last Update.
+type Changes struct {
+	// Desired names the frontends whose desired verdict may have changed.
+	// The desired map may be the same one as last time, updated in place:
+	// a diff of the map against itself finds nothing, so Desired must name
+	// every frontend that changed in it.
+	Desired map[model.Frontend]bool
+	// Full compares every frontend again (the slow full audit, the safety
+	// net for anything the incremental path missed).
+	Full bool
+	// ObservedInPlace says the reader may have changed the frontends of the
+	// last observation in place since the last Update (a datapath.Freezer
+	// reader shares them with its cache, and applied a change event). A
+	// diff against the last observation cannot see such a change, so unless
+	// the reader names what changed (Observed.Since and Changed), every
+	// frontend is compared again.
+	ObservedInPlace bool
+}
+
+// Update returns the findings for desired and observed. An observed state
+// with the same non-zero Version as the last one is taken as unchanged; one
+// that names its changes since the last one (Since, Changed) is compared at
+// those; any other is diffed against the last one, unless the last one was
+// changed in place (Changes.ObservedInPlace), which compares everything.
+func (c *Comparer) Update(desired model.Desired, obs model.Observed, ch Changes) []model.Finding {
 	obsSame := obs.Version != 0 && obs.Version == c.obsVersion && obs.Datapath == c.mode && c.observed != nil
 	touched := map[model.Frontend]bool{}
 	switch {
-	case obs.Datapath != c.mode || c.desired == nil || full,
-		!obsSame && !c.namesChanges(obs) && sameMap(c.observed, obs.Frontends):
-		// (The second: a reader changed the frontends in place without
-		// naming what changed since the last Update; a diff of the map
-		// against itself finds nothing, so compare everything.)
+	case obs.Datapath != c.mode || c.desired == nil || ch.Full,
+		!obsSame && !c.namesChanges(obs) && ch.ObservedInPlace:
 		for _, m := range []map[model.Frontend]model.Verdict{c.desired, c.observed, desired.Frontends, obs.Frontends} {
 			for fe := range m {
 				touched[fe] = true
@@ -55,7 +66,7 @@ func (c *Comparer) Update(desired model.Desired, desiredChanged map[model.Fronte
 			touched[fe] = true
 		}
 	}
-	for fe := range desiredChanged {
+	for fe := range ch.Desired {
 		touched[fe] = true
 	}
 	c.desired, c.observed, c.obsVersion, c.mode = desired.Frontends, obs.Frontends, obs.Version, obs.Datapath
@@ -75,16 +86,11 @@ func (c *Comparer) namesChanges(obs model.Observed) bool {
 	return obs.Changed != nil && obs.Since == c.obsVersion && c.obsVersion != 0
 }
 
-// sameMap reports whether a and b are one map (not equal contents).
-func sameMap(a, b map[model.Frontend]model.Verdict) bool {
-	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
 // diffKeys marks every frontend whose verdict differs between the last and
 // the new maps (a cheap pass: no finding is built for unchanged ones).
 func (c *Comparer) diffKeys(desired, observed map[model.Frontend]model.Verdict, touched map[model.Frontend]bool) {
-	model.MarkDiffering(touched, c.desired, desired, sameContent)
-	model.MarkDiffering(touched, c.observed, observed, sameContent)
+	model.MarkDiffering(touched, c.desired, desired, model.Verdict.Equal)
+	model.MarkDiffering(touched, c.observed, observed, model.Verdict.Equal)
 }
 
 // compareOne recomputes the findings of one frontend.
@@ -122,29 +128,4 @@ func (c *Comparer) flatten() []model.Finding {
 		return out
 	}
 	return []model.Finding{}
-}
-
-// sameContent reports whether two verdicts would yield the same findings:
-// same action, service, backends, endpoints and evidence.
-func sameContent(a, b model.Verdict) bool {
-	if a.Action != b.Action || a.Service != b.Service || a.Uncertain != b.Uncertain ||
-		len(a.Backends) != len(b.Backends) || len(a.Endpoints) != len(b.Endpoints) || len(a.Evidence) != len(b.Evidence) {
-		return false
-	}
-	for i := range a.Backends {
-		if a.Backends[i] != b.Backends[i] {
-			return false
-		}
-	}
-	for i := range a.Endpoints {
-		if a.Endpoints[i] != b.Endpoints[i] {
-			return false
-		}
-	}
-	for i := range a.Evidence {
-		if a.Evidence[i] != b.Evidence[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -58,10 +58,10 @@ func BenchmarkComparePerChange(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("incremental/%dk", n/1000), func(b *testing.B) {
 			c := NewComparer()
-			c.Update(d, nil, true, o)
+			c.Update(d, o, Changes{Full: true})
 			for b.Loop() {
-				c.Update(next, changed, false, o)
-				c.Update(d, changed, false, o) // and back: every iteration is one change
+				c.Update(next, o, Changes{Desired: changed})
+				c.Update(d, o, Changes{Desired: changed}) // and back: every iteration is one change
 			}
 		})
 	}

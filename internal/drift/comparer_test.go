@@ -71,7 +71,7 @@ func TestComparerEqualsCompare(t *testing.T) {
 		}
 		d := model.Desired{Frontends: desired}
 		o := model.Observed{Datapath: model.ModeNFTables, Frontends: observed, Version: version}
-		got := c.Update(d, changed, false, o)
+		got := c.Update(d, o, Changes{Desired: changed})
 		want := Compare(d, o)
 		if len(got) == 0 && len(want) == 0 {
 			continue
@@ -82,19 +82,35 @@ func TestComparerEqualsCompare(t *testing.T) {
 	}
 	d := model.Desired{Frontends: desired}
 	o := model.Observed{Datapath: model.ModeNFTables, Frontends: observed, Version: version}
-	c.Update(d, nil, false, o)
+	c.Update(d, o, Changes{})
 	if c.Compared != 0 {
 		t.Fatalf("an unchanged state compared %d frontends", c.Compared)
 	}
-	c.Update(d, nil, false, model.Observed{Datapath: model.ModeNFTables, Frontends: maps.Clone(observed)})
+	c.Update(d, model.Observed{Datapath: model.ModeNFTables, Frontends: maps.Clone(observed)}, Changes{})
 	if c.Compared != 0 {
 		t.Fatalf("an unversioned but identical observed state compared %d frontends (the diff pass must find no change)", c.Compared)
 	}
-	// The same map again, unversioned and naming nothing: it may have been
-	// changed in place, which a diff against itself cannot see.
-	same := model.Observed{Datapath: model.ModeNFTables, Frontends: c.observed}
-	if c.Update(d, nil, false, same); c.Compared < len(observed) {
-		t.Fatalf("the same map, unversioned, compared %d frontends, want every one (%d observed)", c.Compared, len(observed))
+	// A reader's cache, changed in place and naming nothing: a diff against
+	// the last observation cannot see the change, so every frontend is
+	// compared again, and the change is found.
+	shared := maps.Clone(observed)
+	c.Update(d, model.Observed{Datapath: model.ModeNFTables, Frontends: shared, Version: version + 1}, Changes{})
+	fe := model.SortedFrontends(shared)[0]
+	delete(shared, fe)
+	got := c.Update(d, model.Observed{Datapath: model.ModeNFTables, Frontends: shared, Version: version + 2}, Changes{ObservedInPlace: true})
+	if c.Compared < len(observed)-1 {
+		t.Fatalf("a shared map changed in place compared %d frontends, want every one (%d observed)", c.Compared, len(observed)-1)
+	}
+	if want := Compare(d, model.Observed{Datapath: model.ModeNFTables, Frontends: shared}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("shared map changed in place: incremental\n%v\nfull\n%v", got, want)
+	}
+	// The reader names what changed in place since the last version: only
+	// those are compared.
+	shared[fe] = observed[fe]
+	c.Update(d, model.Observed{Datapath: model.ModeNFTables, Frontends: shared, Version: version + 3,
+		Since: version + 2, Changed: map[model.Frontend]bool{fe: true}}, Changes{ObservedInPlace: true})
+	if c.Compared != 1 {
+		t.Fatalf("a shared map naming one change compared %d frontends, want 1", c.Compared)
 	}
 }
 
@@ -123,7 +139,7 @@ func TestComparerDesiredInPlace(t *testing.T) {
 		}
 		d := model.Desired{Frontends: desired}
 		o := model.Observed{Datapath: model.ModeNFTables, Frontends: observed} // unversioned: diffed
-		got, want := c.Update(d, changed, false, o), Compare(d, o)
+		got, want := c.Update(d, o, Changes{Desired: changed}), Compare(d, o)
 		if (len(got) > 0 || len(want) > 0) && !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: incremental\n%v\nfull\n%v", step, got, want)
 		}

@@ -4,7 +4,7 @@
 // pending promotion), per finding and per service
 // (netdrift_stale_backend_connections_total). A stale rule to a deleted pod
 // nobody uses and one that eats a tenth of the traffic are different
-// incidents. It reads the agent's state; it never writes to the datapath.
+// incidents. It reads the agent's findings; it never writes to the datapath.
 package hurt
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/metrics/servicecap"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -30,8 +31,9 @@ type Conns struct {
 	mu         sync.Mutex
 	idx        map[backendKey][]target // by (protocol, backend)
 	builtAt    time.Time
-	perFinding map[string]uint64
-	perService map[serviceKey]uint64
+	perFinding map[string]uint64         // of the current findings only: a cleared one is dropped
+	perService map[servicecap.Key]uint64 // by series: at most the cap's services and Other
+	services   *servicecap.Cap
 }
 
 type backendKey struct {
@@ -42,13 +44,12 @@ type backendKey struct {
 type target struct {
 	key      string // model.Finding.Key()
 	frontend model.Frontend
-	service  serviceKey
+	service  servicecap.Key
 }
 
-type serviceKey struct{ namespace, name string }
-
-// New counts against findings, re-read at most every refresh (default 500 ms).
-func New(findings Findings, now func() time.Time, refresh time.Duration) *Conns {
+// New counts against findings, re-read at most every refresh (default 500
+// ms), with at most maxSeries services' own series (servicecap).
+func New(findings Findings, now func() time.Time, refresh time.Duration, maxSeries int) *Conns {
 	if refresh <= 0 {
 		refresh = 500 * time.Millisecond
 	}
@@ -56,7 +57,7 @@ func New(findings Findings, now func() time.Time, refresh time.Duration) *Conns 
 		now = time.Now
 	}
 	return &Conns{findings: findings, now: now, every: refresh, perFinding: map[string]uint64{},
-		perService: map[serviceKey]uint64{}}
+		perService: map[servicecap.Key]uint64{}, services: servicecap.New(maxSeries)}
 }
 
 // Observe classifies one new flow: counted when its DNAT destination is a
@@ -77,7 +78,7 @@ func (c *Conns) Observe(f model.Flow) bool {
 			continue
 		}
 		c.perFinding[t.key]++
-		c.perService[t.service]++
+		c.perService[c.services.Label(t.service)]++
 		return true
 	}
 	return false
@@ -90,9 +91,12 @@ func (c *Conns) Refresh() {
 	c.mu.Unlock()
 }
 
+// rebuildLocked indexes the current stale_backend findings and drops the
+// counts of findings that cleared (the per-service counters keep them).
 func (c *Conns) rebuildLocked(now time.Time) {
 	c.builtAt = now
 	c.idx = map[backendKey][]target{}
+	current := map[string]bool{}
 	stale, pending := c.findings()
 	for _, ts := range [][]drift.Tracked{stale, pending} {
 		for _, t := range ts {
@@ -100,13 +104,21 @@ func (c *Conns) rebuildLocked(now time.Time) {
 				continue
 			}
 			bk := backendKey{t.Frontend.Protocol, netip.AddrPortFrom(t.Backend.Addr().Unmap(), t.Backend.Port())}
-			c.idx[bk] = append(c.idx[bk], target{key: t.Key(), frontend: *t.Frontend,
-				service: serviceKey{t.Service.Namespace, t.Service.Name}})
+			key := t.Key()
+			current[key] = true
+			c.idx[bk] = append(c.idx[bk], target{key: key, frontend: *t.Frontend,
+				service: servicecap.Key{Namespace: t.Service.Namespace, Service: t.Service.Name}})
+		}
+	}
+	for key := range c.perFinding {
+		if !current[key] {
+			delete(c.perFinding, key)
 		}
 	}
 }
 
-// Connections is the count of the finding with this key (model.Finding.Key).
+// Connections is the count of the current finding with this key
+// (model.Finding.Key); false when it has none or cleared.
 func (c *Conns) Connections(key string) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,7 +127,8 @@ func (c *Conns) Connections(key string) (uint64, bool) {
 }
 
 var connsDesc = prometheus.NewDesc("netdrift_stale_backend_connections_total",
-	"New connections (conntrack NEW) this node sent to the backend of a stale_backend finding, by service.",
+	"New connections (conntrack NEW) this node sent to the backend of a stale_backend finding, by service "+
+		"(capped; the rest under service=\"_other\").",
 	[]string{"namespace", "service"}, nil)
 
 // Describe implements prometheus.Collector.
@@ -126,6 +139,6 @@ func (c *Conns) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, n := range c.perService {
-		ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.CounterValue, float64(n), k.namespace, k.name)
+		ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.CounterValue, float64(n), k.Namespace, k.Service)
 	}
 }

@@ -1,12 +1,11 @@
 package metrics
 
 import (
-	"sort"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/metrics/servicecap"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -14,7 +13,7 @@ import (
 type Collector struct {
 	state      func() agent.State
 	version    string
-	maxSeries  int
+	services   *servicecap.Cap // the stale-backend series
 	buildInfo  *prometheus.Desc
 	nodeInfo   *prometheus.Desc
 	sourceUp   *prometheus.Desc
@@ -42,7 +41,7 @@ func NewCollector(state func() agent.State, version string, maxServiceSeries int
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &Collector{
-		state: state, version: version, maxSeries: maxServiceSeries,
+		state: state, version: version, services: servicecap.New(maxServiceSeries),
 		buildInfo:  d("netdrift_build_info", "Build information; always 1.", "version"),
 		nodeInfo:   d("netdrift_node_info", "The node and datapath mode this agent audits; always 1.", "node", "datapath"),
 		sourceUp:   d("netdrift_source_up", "1 if the source's last read succeeded.", "source"),
@@ -111,8 +110,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if !s.LastAudit.IsZero() {
 		g(c.lastAuditT, float64(s.LastAudit.UnixNano())/1e9)
 	}
-	for _, sv := range CapByService(s.Stale, model.StaleBackend, c.maxSeries) {
-		g(c.staleBE, float64(sv.Count), sv.Namespace, sv.Service)
+	for k, n := range servicecap.Sum(c.services, countByService(s.Stale, model.StaleBackend)) {
+		g(c.staleBE, float64(n), k.Namespace, k.Service)
 	}
 }
 
@@ -123,49 +122,13 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// ServiceCount is a per-service count after capping.
-type ServiceCount struct {
-	Namespace, Service string
-	Count              int
-}
-
-// Other is the label value the series beyond the cap are summed under.
-const Other = "_other"
-
-// CapByService counts findings of kind per service, keeps the max-1 largest
-// (ties by name) and sums the rest under namespace/service "_other", so the
-// series count never exceeds max.
-func CapByService(items []drift.Tracked, kind model.FindingKind, max int) []ServiceCount {
-	m := map[[2]string]int{}
+// countByService counts the findings of kind per service.
+func countByService(items []drift.Tracked, kind model.FindingKind) map[servicecap.Key]int {
+	m := map[servicecap.Key]int{}
 	for _, it := range items {
-		f := it.Finding
-		if f.Kind == kind {
-			m[[2]string{f.Service.Namespace, f.Service.Name}]++
+		if f := it.Finding; f.Kind == kind {
+			m[servicecap.Key{Namespace: f.Service.Namespace, Service: f.Service.Name}]++
 		}
 	}
-	return capCounts(m, max)
-}
-
-func capCounts(m map[[2]string]int, max int) []ServiceCount {
-	out := make([]ServiceCount, 0, len(m))
-	for k, v := range m {
-		out = append(out, ServiceCount{Namespace: k[0], Service: k[1], Count: v})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
-		}
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Service < out[j].Service
-	})
-	if max <= 0 || len(out) <= max {
-		return out
-	}
-	rest := ServiceCount{Namespace: Other, Service: Other}
-	for _, sc := range out[max-1:] {
-		rest.Count += sc.Count
-	}
-	return append(out[:max-1], rest)
+	return m
 }

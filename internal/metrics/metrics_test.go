@@ -125,8 +125,9 @@ func staleSeries(t *testing.T, st agent.State, max int) map[string]float64 {
 	return out
 }
 
-// TestStaleBackendsCap: more services than --max-service-series gives
-// exactly max series, the largest kept, the rest summed under "_other".
+// TestStaleBackendsCap: more services than --max-service-series gives max
+// services their own series (the first seen; by name within one scrape),
+// and sums the rest under "_other" (servicecap).
 func TestStaleBackendsCap(t *testing.T) {
 	st := agenttest.State()
 	st.Stale = agenttest.ManyStale(10) // services svc-000..svc-009 with 1,2,3,1,2,3,1,2,3,1 findings: 19
@@ -137,9 +138,9 @@ func TestStaleBackendsCap(t *testing.T) {
 		mustExist  []string
 		mustBeGone []string
 	}{
-		{max: 4, series: 4, other: 19 - 9, mustExist: []string{"ns/svc-002", "ns/svc-005", "ns/svc-008"},
-			mustBeGone: []string{"ns/svc-000", "ns/svc-001"}},
-		{max: 1, series: 1, other: 19},
+		{max: 4, series: 5, other: 19 - 7, mustExist: []string{"ns/svc-000", "ns/svc-001", "ns/svc-002", "ns/svc-003"},
+			mustBeGone: []string{"ns/svc-004", "ns/svc-008"}},
+		{max: 1, series: 2, other: 18, mustExist: []string{"ns/svc-000"}},
 		{max: 10, series: 10, other: 0, mustExist: []string{"ns/svc-000", "ns/svc-009"}},
 		{max: 100, series: 10, other: 0},
 	} {

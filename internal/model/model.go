@@ -6,6 +6,7 @@ package model
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -154,6 +155,26 @@ type Verdict struct {
 	Uncertain string
 	// Evidence: observed -> chain names and rule text; desired -> why.
 	Evidence []string
+}
+
+// ServiceEndpoint is an address's part in a service port as its
+// EndpointSlice says, whatever frontend of the service port it is seen by.
+type ServiceEndpoint struct {
+	Service     ServicePort
+	Addr        netip.AddrPort
+	Ready       bool
+	Terminating bool
+}
+
+// Equal reports whether v and w are the same verdict: same service port,
+// action, backends, endpoints, uncertainty and evidence (a nil and an empty
+// list are equal). It is the one equality of verdicts: whether a desired
+// state changed, whether a frontend must be compared again, whether a
+// reader's evaluation differs from the last.
+func (v Verdict) Equal(w Verdict) bool {
+	return v.Service == w.Service && v.Action == w.Action && v.Uncertain == w.Uncertain &&
+		slices.Equal(v.Backends, w.Backends) && slices.Equal(v.Endpoints, w.Endpoints) &&
+		slices.Equal(v.Evidence, w.Evidence)
 }
 
 // HasBackend reports whether b is one of the verdict's backends.

@@ -1,7 +1,7 @@
 // Package nodecheck holds netdrift's node-level staleness rules: routes,
 // links and conntrack flows left behind when pods, nodes or backends go away,
 // and endpoints that sit on vanished nodes. Everything here is pure: the
-// kernel is read by internal/datapath (NodeState) and the API by
+// kernel is read by internal/datapath/node (Read) and the API by
 // internal/watch; both translate into the small types below.
 package nodecheck
 

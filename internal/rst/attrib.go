@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sort"
 	"time"
+
+	"github.com/netdrift/netdrift/internal/metrics/servicecap"
 )
 
 // Target is what a watched address stands for, as the agent knows it: a pod
@@ -84,72 +86,15 @@ func attributeSide(ev Event, dir Direction, watched, client netip.AddrPort, tbl 
 	return r
 }
 
-// ServiceKey labels a series of netdrift_terminating_rsts_total.
-type ServiceKey struct{ Namespace, Service string }
+// ServiceKey labels a service's RST series: servicecap's key, so that the
+// series cap applies to it as it is.
+type ServiceKey = servicecap.Key
 
 // Labels used when a reset cannot be attributed or the series cap is hit.
 const (
 	LabelUnknown = "_unknown"
-	LabelOther   = "_other"
+	LabelOther   = servicecap.Other
 )
-
-// Tracker turns cumulative per-address counts into per-service totals. An
-// address's increase is attributed to the service the table names at the time
-// of the Observe call. Counts that go down (an address unwatched and watched
-// again) restart from zero.
-type Tracker struct {
-	last   map[netip.Addr]uint64
-	totals map[ServiceKey]uint64
-}
-
-// NewTracker returns an empty tracker.
-func NewTracker() *Tracker {
-	return &Tracker{last: map[netip.Addr]uint64{}, totals: map[ServiceKey]uint64{}}
-}
-
-// Observe adds the increase of every address since the previous call.
-func (t *Tracker) Observe(counts map[netip.Addr]Counts, tbl Table) {
-	seen := make(map[netip.Addr]bool, len(counts))
-	for a, c := range counts {
-		seen[a] = true
-		cur, prev := c.Total(), t.last[a]
-		t.last[a] = cur
-		delta := cur - prev
-		if cur < prev {
-			delta = cur
-		}
-		if delta == 0 {
-			continue
-		}
-		t.totals[serviceOf(a, tbl)] += delta
-	}
-	for a := range t.last {
-		if !seen[a] {
-			delete(t.last, a)
-		}
-	}
-}
-
-// Totals returns a copy of the per-service totals.
-func (t *Tracker) Totals() map[ServiceKey]uint64 {
-	out := make(map[ServiceKey]uint64, len(t.totals))
-	for k, v := range t.totals {
-		out[k] = v
-	}
-	return out
-}
-
-func serviceOf(a netip.Addr, tbl Table) ServiceKey {
-	tg, ok := tbl.Addrs[a.Unmap()]
-	if !ok || tg.Service == "" {
-		ns := tg.Namespace
-		if ns == "" {
-			ns = LabelUnknown
-		}
-		return ServiceKey{Namespace: ns, Service: LabelUnknown}
-	}
-	return ServiceKey{Namespace: tg.Namespace, Service: tg.Service}
-}
 
 func sortAddrs(a []netip.Addr) {
 	sort.Slice(a, func(i, j int) bool { return a[i].Less(a[j]) })

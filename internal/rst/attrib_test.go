@@ -100,20 +100,36 @@ func TestAttribute(t *testing.T) {
 	}
 }
 
-func TestTracker(t *testing.T) {
-	tbl := testTable(time.Time{})
+// TestLedgerTotalsFromCumulativeCounts: the ledger turns cumulative
+// per-key counts into per-service totals: an increase counts for the
+// service its address stands for, a count that goes down (the address
+// unwatched and watched again) restarts from zero, a key no longer read is
+// forgotten, an address of no known service counts for its namespace's
+// _unknown, an unknown address for _unknown/_unknown.
+func TestLedgerTotalsFromCumulativeCounts(t *testing.T) {
 	a, orphan, stranger := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("10.1.2.4"), netip.MustParseAddr("10.5.5.5")
-	tr := NewTracker()
-	c := func(by, to uint64) Counts { return Counts{SentBy: by, SentTo: to} }
-	tr.Observe(map[netip.Addr]Counts{a: c(3, 1), orphan: c(2, 0), stranger: c(1, 0)}, tbl)
-	tr.Observe(map[netip.Addr]Counts{a: c(5, 1)}, tbl)                  // +2; orphan and stranger gone
-	tr.Observe(map[netip.Addr]Counts{a: c(1, 0), orphan: c(4, 0)}, tbl) // a restarted: +1; orphan re-watched: +4
-	want := map[ServiceKey]uint64{
-		{"shop", "cart"}:             4 + 2 + 1,
-		{"shop", LabelUnknown}:       2 + 4,
-		{LabelUnknown, LabelUnknown}: 1,
+	entries := map[netip.Addr]watchEntry{
+		a:      {Target: Target{Namespace: "shop", Pod: "cart-7f9", Service: "cart"}},
+		orphan: {Target: Target{Namespace: "shop", Pod: "orphan-1"}},
 	}
-	if got := tr.Totals(); !reflect.DeepEqual(got, want) {
+	info := func(ip netip.Addr) (watchEntry, bool) { e, ok := entries[ip]; return e, ok }
+	key := func(ip netip.Addr, dir Direction) CounterKey {
+		return CounterKey{Addr: ip, Dir: dir, State: StateTerminating}
+	}
+	l := newLedger()
+	l.observe(map[CounterKey]uint64{key(a, SentBy): 3, key(a, SentTo): 1, key(orphan, SentBy): 2, key(stranger, SentBy): 1}, info)
+	l.observe(map[CounterKey]uint64{key(a, SentBy): 5, key(a, SentTo): 1}, info)      // +2; orphan and stranger gone
+	l.observe(map[CounterKey]uint64{key(a, SentBy): 1, key(orphan, SentBy): 4}, info) // a restarted: +1; orphan re-read: +4
+	got := map[ServiceKey]uint64{}
+	for k, c := range l.byState() {
+		got[k] = c.Terminating
+	}
+	want := map[ServiceKey]uint64{
+		{Namespace: "shop", Service: "cart"}:             4 + 2 + 1,
+		{Namespace: "shop", Service: LabelUnknown}:       2 + 4,
+		{Namespace: LabelUnknown, Service: LabelUnknown}: 1,
+	}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("totals %v, want %v", got, want)
 	}
 }

@@ -1,10 +1,9 @@
 package rst
 
 import (
-	"sort"
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netdrift/netdrift/internal/metrics/servicecap"
 )
 
 var (
@@ -33,29 +32,21 @@ var (
 		[]string{"cause"}, nil)
 )
 
-// DefaultMaxSeries caps netdrift_terminating_rsts_total's series.
-const DefaultMaxSeries = 500
-
-// Snapshotter is the source of the RST metrics (the Pipeline).
+// Snapshotter is what Metrics reads: the pipeline's Snapshot.
 type Snapshotter interface{ Snapshot() Snapshot }
 
 // Metrics is the prometheus.Collector of the RST pipeline: each scrape
-// reads the pipeline's Snapshot, the totals /v1/rsts serves. Services beyond
-// the cap (in the order they first appear) are summed under _other.
+// reads the pipeline's Snapshot, the totals /v1/rsts serves. Its service
+// series follow netdrift's one series cap (servicecap).
 type Metrics struct {
-	src       Snapshotter
-	mu        sync.Mutex
-	maxSeries int
-	admitted  map[ServiceKey]bool
+	src Snapshotter
+	cap *servicecap.Cap
 }
 
-// NewMetrics returns a collector over src with at most maxSeries service
-// series (DefaultMaxSeries when <= 0).
+// NewMetrics returns a collector over src with at most maxSeries services'
+// own series (servicecap.DefaultMax when <= 0).
 func NewMetrics(src Snapshotter, maxSeries int) *Metrics {
-	if maxSeries <= 0 {
-		maxSeries = DefaultMaxSeries
-	}
-	return &Metrics{src: src, maxSeries: maxSeries, admitted: map[ServiceKey]bool{}}
+	return &Metrics{src: src, cap: servicecap.New(maxSeries)}
 }
 
 // Describe implements prometheus.Collector.
@@ -102,18 +93,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 // stateSeries is series for the per-state counts.
 func (m *Metrics) stateSeries(by map[ServiceKey]StateCounts) map[ServiceKey]StateCounts {
-	keys := make(map[ServiceKey]uint64, len(by))
+	keys := make([]ServiceKey, 0, len(by))
 	for k := range by {
-		keys[k] = 0
+		keys = append(keys, k)
 	}
-	m.mu.Lock()
-	m.admitLocked(keys)
-	m.mu.Unlock()
+	label := m.cap.Labels(keys)
 	out := map[ServiceKey]StateCounts{}
 	for k, c := range by {
-		if !m.admitted[k] {
-			k = ServiceKey{Namespace: LabelOther, Service: LabelOther}
-		}
+		k = label(k)
 		o := out[k]
 		o.Ready += c.Ready
 		o.NotReady += c.NotReady
@@ -126,39 +113,7 @@ func (m *Metrics) stateSeries(by map[ServiceKey]StateCounts) map[ServiceKey]Stat
 	return out
 }
 
-// series admits new services up to the cap and sums the rest under _other.
+// series sums the totals by series.
 func (m *Metrics) series(totals map[ServiceKey]uint64) map[ServiceKey]uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.admitLocked(totals)
-	out := map[ServiceKey]uint64{}
-	for k, v := range totals {
-		if !m.admitted[k] {
-			k = ServiceKey{Namespace: LabelOther, Service: LabelOther}
-		}
-		out[k] += v
-	}
-	return out
-}
-
-// admitLocked admits new services, in name order, up to the cap.
-func (m *Metrics) admitLocked(totals map[ServiceKey]uint64) {
-	var fresh []ServiceKey
-	for k := range totals {
-		if !m.admitted[k] {
-			fresh = append(fresh, k)
-		}
-	}
-	sort.Slice(fresh, func(i, j int) bool {
-		if fresh[i].Namespace != fresh[j].Namespace {
-			return fresh[i].Namespace < fresh[j].Namespace
-		}
-		return fresh[i].Service < fresh[j].Service
-	})
-	for _, k := range fresh {
-		if len(m.admitted) >= m.maxSeries {
-			break
-		}
-		m.admitted[k] = true
-	}
+	return servicecap.Sum(m.cap, totals)
 }

@@ -209,7 +209,7 @@ func TestPipelineLateDeletion(t *testing.T) {
 	clk.Step(11 * time.Second)
 	s = p.Snapshot()
 	want := StateCounts{Ready: 7, Terminating: 10, ReadyRefusals: 5, TerminatingRefusals: 10}
-	if got := s.ByState[ServiceKey{"shop", "web"}]; got != want || s.Unsettled != 0 {
+	if got := s.ByState[ServiceKey{Namespace: "shop", Service: "web"}]; got != want || s.Unsettled != 0 {
 		t.Errorf("settled: %+v unsettled %d, want %+v", got, s.Unsettled, want)
 	}
 	if got := metricTotals(t, m); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 10}) {

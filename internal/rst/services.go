@@ -15,19 +15,39 @@ type Services interface {
 	EndpointsOf(addrs map[netip.Addr]string) map[netip.Addr]map[uint16]EndpointRef
 }
 
-// DesiredServices looks addresses up in the endpoints of the desired
-// frontends (the agent's view of the EndpointSlices).
+// EndpointIndex is an index of the desired endpoints by address (the
+// agent's EndpointsOf): a lookup per watched address.
+type EndpointIndex interface {
+	EndpointsOf(ips []netip.Addr) map[netip.Addr][]model.ServiceEndpoint
+}
+
+// IndexedServices looks watched addresses up in the index it returns (a
+// function: the agent is built after the pipeline its watch feeds).
+type IndexedServices func() EndpointIndex
+
+// EndpointsOf implements Services.
+func (f IndexedServices) EndpointsOf(addrs map[netip.Addr]string) map[netip.Addr]map[uint16]EndpointRef {
+	ips := make([]netip.Addr, 0, len(addrs))
+	for a := range addrs {
+		ips = append(ips, a)
+	}
+	return refsByPort(f().EndpointsOf(ips), addrs)
+}
+
+// DesiredServices looks addresses up in the endpoints of desired frontends
+// by a scan of every one (tests and tools that hold a desired state, not
+// the agent's index).
 type DesiredServices func() map[model.Frontend]model.Verdict
 
 // EndpointsOf implements Services.
 func (d DesiredServices) EndpointsOf(addrs map[netip.Addr]string) map[netip.Addr]map[uint16]EndpointRef {
-	return endpointsOf(d(), addrs)
+	return refsByPort(scanEndpoints(d(), addrs), addrs)
 }
 
 // ServicesOf maps addresses to the (first by name) service they back.
 func (d DesiredServices) ServicesOf(addrs map[netip.Addr]string) map[netip.Addr]string {
 	out := map[netip.Addr]string{}
-	for a, refs := range endpointsOf(d(), addrs) {
+	for a, refs := range d.EndpointsOf(addrs) {
 		if svc := primaryService(refs); svc != "" {
 			out[a] = svc
 		}
@@ -35,13 +55,36 @@ func (d DesiredServices) ServicesOf(addrs map[netip.Addr]string) map[netip.Addr]
 	return out
 }
 
-func endpointsOf(desired map[model.Frontend]model.Verdict, addrs map[netip.Addr]string) map[netip.Addr]map[uint16]EndpointRef {
-	out := map[netip.Addr]map[uint16]EndpointRef{}
+// scanEndpoints collects the endpoints at addrs of every desired frontend.
+func scanEndpoints(desired map[model.Frontend]model.Verdict, addrs map[netip.Addr]string) map[netip.Addr][]model.ServiceEndpoint {
+	out := map[netip.Addr][]model.ServiceEndpoint{}
 	for _, v := range desired {
 		for _, e := range v.Endpoints {
-			a := e.Addr.Addr().Unmap()
-			ns, ok := addrs[a]
-			if !ok || ns != v.Service.Namespace {
+			if a := e.Addr.Addr().Unmap(); hasKey(addrs, a) {
+				out[a] = append(out[a], model.ServiceEndpoint{Service: v.Service, Addr: e.Addr, Ready: e.Ready, Terminating: e.Terminating})
+			}
+		}
+	}
+	return out
+}
+
+func hasKey(m map[netip.Addr]string, a netip.Addr) bool {
+	_, ok := m[a]
+	return ok
+}
+
+// refsByPort keeps the endpoints of a service of each address's own
+// namespace, one per target port: the first service by name, ready when
+// any of them is ready and not terminating.
+func refsByPort(eps map[netip.Addr][]model.ServiceEndpoint, addrs map[netip.Addr]string) map[netip.Addr]map[uint16]EndpointRef {
+	out := map[netip.Addr]map[uint16]EndpointRef{}
+	for a, list := range eps {
+		ns, ok := addrs[a]
+		if !ok {
+			continue
+		}
+		for _, e := range list {
+			if e.Service.Namespace != ns {
 				continue
 			}
 			m := out[a]
@@ -51,8 +94,8 @@ func endpointsOf(desired map[model.Frontend]model.Verdict, addrs map[netip.Addr]
 			}
 			port := e.Addr.Port()
 			r, seen := m[port]
-			if !seen || v.Service.Name < r.Service {
-				r.Service = v.Service.Name
+			if !seen || e.Service.Name < r.Service {
+				r.Service = e.Service.Name
 			}
 			r.Ready = r.Ready || (e.Ready && !e.Terminating)
 			m[port] = r

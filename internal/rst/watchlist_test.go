@@ -105,3 +105,39 @@ func TestServicesOf(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// indexOf is an EndpointIndex over a fixed list (the agent's in the product).
+type indexOf map[netip.Addr][]model.ServiceEndpoint
+
+func (x indexOf) EndpointsOf(ips []netip.Addr) map[netip.Addr][]model.ServiceEndpoint {
+	out := map[netip.Addr][]model.ServiceEndpoint{}
+	for _, ip := range ips {
+		if eps, ok := x[ip]; ok {
+			out[ip] = eps
+		}
+	}
+	return out
+}
+
+// TestIndexedServices: looked up in an index, an address's endpoints are
+// those of services of its own namespace, one per target port (the first
+// service by name), ready when one of them is ready and not terminating.
+func TestIndexedServices(t *testing.T) {
+	svc := func(name string) model.ServicePort {
+		return model.ServicePort{Namespace: "shop", Name: name, Protocol: model.TCP}
+	}
+	idx := indexOf{
+		webIP4: {
+			{Service: svc("web"), Addr: netip.AddrPortFrom(webIP4, 8080), Ready: true, Terminating: true},
+			{Service: svc("api"), Addr: netip.AddrPortFrom(webIP4, 8080), Ready: false},
+			{Service: svc("web"), Addr: netip.AddrPortFrom(webIP4, 9090), Ready: true},
+		},
+		otherIP4: {{Service: svc("web"), Addr: netip.AddrPortFrom(otherIP4, 8080), Ready: true}},
+	}
+	got := IndexedServices(func() EndpointIndex { return idx }).EndpointsOf(
+		map[netip.Addr]string{webIP4: "shop", otherIP4: "blog", webIP6: "shop"})
+	want := map[netip.Addr]map[uint16]EndpointRef{webIP4: {8080: {Service: "api"}, 9090: {Service: "web", Ready: true}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

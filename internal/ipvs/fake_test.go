@@ -7,8 +7,9 @@ import (
 	mobyipvs "github.com/moby/ipvs"
 )
 
-// Fake is an in-memory Kernel for pure-logic tests: it returns the netlink
-// structs it holds, as moby/ipvs would decode them from the kernel.
+// Fake is an in-memory Kernel for the package's pure-logic tests: it
+// returns the netlink structs it holds, as moby/ipvs would decode them from
+// the kernel.
 type Fake struct {
 	Svcs  []*mobyipvs.Service
 	Dests map[*mobyipvs.Service][]*mobyipvs.Destination

@@ -32,7 +32,7 @@ func (s *slowSource) Findings(ctx context.Context, _ *watch.ClusterState, _ func
 
 // A slow node-level run does not hold up datapath reads (which time
 // kube-proxy's changes); its findings and status land when it finishes.
-func TestExtrasRunBesideDatapathReads(t *testing.T) {
+func TestNodeRunsBesideDatapathReads(t *testing.T) {
 	src := &slowSource{release: make(chan error), calls: make(chan struct{}, 4)}
 	h := newHarnessWith(t, nil, src)
 	h.start() // first audit: the node-level run starts and blocks
@@ -81,7 +81,7 @@ func sourceUp(st State, name string) bool {
 
 // A Node deletion runs the node-level sources at once instead of on the
 // slow cadence (endpoint_on_missing_node, stale_route).
-func TestNodeDeletionRunsExtrasNow(t *testing.T) {
+func TestNodeDeletionRunsNodeSourcesNow(t *testing.T) {
 	src := &slowSource{release: make(chan error, 4), calls: make(chan struct{}, 4)}
 	h := newHarnessWith(t, nil, src)
 	src.release <- nil

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/netdrift/netdrift/internal/api"
+)
+
+// RunExplain is `netdrift explain NAMESPACE/SERVICE`: the service's desired
+// and observed verdicts per frontend and its findings (/v1/services/...).
+func RunExplain(args []string, stdout, stderr io.Writer) int {
+	q, pos, ok := parseQuery("explain", args, stderr, 1)
+	if !ok {
+		return ExitError
+	}
+	ns, name, found := strings.Cut(pos[0], "/")
+	if !found || ns == "" || name == "" || strings.Contains(name, "/") {
+		fmt.Fprintln(stderr, "netdrift explain: want NAMESPACE/NAME")
+		return ExitError
+	}
+	var v api.ServiceView
+	if !q.get("/v1/services/"+url.PathEscape(ns)+"/"+url.PathEscape(name), &v, stderr, "explain") {
+		return ExitError
+	}
+	if q.out == "json" {
+		printJSON(stdout, v)
+	} else {
+		printExplain(stdout, v)
+	}
+	if !v.Exists && len(v.Frontends) == 0 {
+		return ExitError
+	}
+	return ExitOK
+}
+
+func printExplain(w io.Writer, v api.ServiceView) {
+	if !v.Exists && len(v.Frontends) == 0 {
+		fmt.Fprintf(w, "service %s: not known to the agent and nothing programmed for it\n", v.Service)
+		return
+	}
+	fmt.Fprintf(w, "service %s  exists %s\n\n", v.Service, yesNo(v.Exists))
+	t := newTable("FRONTEND", "KIND", "PORT", "DESIRED", "OBSERVED", "MATCH").limit(24, 13, 10, 22, 22, 5)
+	for _, f := range v.Frontends {
+		t.add(f.Frontend, f.FrontendKind, f.Port, verdictText(f.Desired), verdictText(f.Observed), yesNo(f.Match))
+	}
+	t.write(w)
+	if len(v.Endpoints) > 0 {
+		fmt.Fprintln(w)
+		e := newTable("ENDPOINT", "PORT", "NODE", "READY", "SERVING", "TERMINATING", "BACKEND", "WHY").limit(22, 10, 12, 5, 7, 11, 7, 30)
+		for _, ep := range v.Endpoints {
+			e.add(ep.Address, ep.Port, dash(ep.Node), yesNo(ep.Ready), yesNo(ep.Serving), yesNo(ep.Terminating), yesNo(ep.Included), ep.Reason)
+		}
+		e.write(w)
+	}
+	if len(v.Findings)+len(v.PendingMismatches) > 0 {
+		fmt.Fprintln(w)
+		writeFindings(w, "STALE", v.Findings)
+		writeFindings(w, "PENDING", v.PendingMismatches)
+	}
+	for _, p := range v.Pending {
+		fmt.Fprintf(w, "pending %s change, delivered %.1fs ago, not yet programmed\n", p.Change, p.AgeSeconds)
+	}
+	for _, l := range v.Lag {
+		fmt.Fprintf(w, "lag: %s change programmed %.3fs after delivery\n", l.Change, l.NodeLagSeconds)
+	}
+	if r := v.RSTs; r != nil {
+		fmt.Fprintf(w, "RSTs from terminating pods: %d (terminating %d, deleted %d)\n", r.Total, r.Terminating, r.Deleted)
+		if r.Ready+r.NotReady > 0 {
+			fmt.Fprintf(w, "RSTs from live pods: ready %d (refused on the service port: %d), not ready %d\n",
+				r.Ready, r.ReadyRefusals, r.NotReady)
+		}
+	}
+	for _, a := range v.Advice {
+		fmt.Fprintln(w, "advice:", a)
+	}
+}
+
+func verdictText(v *api.Verdict) string {
+	if v == nil {
+		return "(none)"
+	}
+	if v.Uncertain != "" {
+		return "uncertain"
+	}
+	if v.Action == "forward" {
+		return fmt.Sprintf("forward %d", len(v.Backends))
+	}
+	return v.Action
+}

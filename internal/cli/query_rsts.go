@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/netdrift/netdrift/internal/api"
+)
+
+// RunRSTs is `netdrift rsts`: the RST counts by service and state and the
+// sampled events (/v1/rsts).
+func RunRSTs(args []string, stdout, stderr io.Writer) int {
+	var r api.RSTReport
+	q, ok := fetch("rsts", "/v1/rsts", args, stderr, &r)
+	if !ok {
+		return ExitError
+	}
+	if q.out == "json" {
+		printJSON(stdout, r)
+		return ExitOK
+	}
+	fmt.Fprintf(stdout, "rst probe %s %s  watched %d\n", upDown(r.Probe.Up), r.Probe.Mode, len(r.Watched))
+	keys := make([]string, 0, len(r.Totals))
+	for k := range r.Totals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for k := range r.ByState {
+		if _, ok := r.Totals[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	// RSTS: terminating + deleted (netdrift_terminating_rsts_total).
+	t := newTable("SERVICE", "RSTS", "TERMINATING", "DELETED", "READY", "REFUSED READY", "NOT READY").limit(30, 8, 11, 7, 8, 13, 9)
+	for _, k := range keys {
+		b := r.ByState[k]
+		t.add(k, fmt.Sprint(r.Totals[k]), fmt.Sprint(b.Terminating), fmt.Sprint(b.Deleted), fmt.Sprint(b.Ready),
+			fmt.Sprint(b.ReadyRefusals), fmt.Sprint(b.NotReady))
+	}
+	t.write(stdout)
+	if r.Unsettled > 0 {
+		fmt.Fprintf(stdout, "unsettled: %d RSTs sent before any known deletion request, not yet counted as ready or terminating\n", r.Unsettled)
+	}
+	if r.RecommendedPreStopSeconds != nil {
+		fmt.Fprintf(stdout, "recommended preStop sleep: %.0fs\n", *r.RecommendedPreStopSeconds)
+	}
+	start := len(r.Events) - 20
+	if start < 0 {
+		start = 0
+	}
+	if len(r.Events) > 0 {
+		fmt.Fprintf(stdout, "events: rate-limited samples (%d not sampled); the totals count every RST\n",
+			r.EventSamples.DroppedRateLimited+r.EventSamples.DroppedRingFull+r.EventSamples.Evicted)
+		// 12+8+26+14+21+9 columns + 5 gaps of 2 = 100.
+		e := newTable("TIME", "POD", "RST", "SERVICE", "CLIENT", "AFTER DEL").limit(12, 26, 8, 14, 21, 9)
+		for _, ev := range r.Events[start:] {
+			e.add(ev.Time.Format("15:04:05.000"), ev.Namespace+"/"+ev.Pod, rstDirection(ev.Direction), dash(ev.Service), ev.Client, age(ev.SecondsSinceDeletion))
+		}
+		e.write(stdout)
+	}
+	return ExitOK
+}
+
+// rstDirection says what the watched pod did, short enough for the table.
+func rstDirection(d string) string {
+	switch d {
+	case "sent_by_watched":
+		return "sent"
+	case "sent_to_watched":
+		return "received"
+	}
+	return d
+}
