@@ -41,6 +41,7 @@ type agentFlags struct {
 	datapath         string
 	netns            string
 	bpffs            string
+	ciliumTopology   bool
 	staleAfter       time.Duration
 	fastPoll         time.Duration
 	eventPoll        time.Duration
@@ -70,6 +71,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "certificate for --secure-listen (default: self-signed)")
 	fs.StringVar(&f.tlsKey, "tls-key-file", "", "key for --secure-listen")
 	fs.StringVar(&f.datapath, "datapath", "auto", "auto, iptables, nftables, ipvs or cilium (Cilium's kube-proxy replacement)")
+	fs.BoolVar(&f.ciliumTopology, "cilium-service-topology", false, "cilium mode: cilium-agent runs with enable-service-topology (it honours topology hints; off by default in Cilium)")
 	fs.StringVar(&f.bpffs, "bpffs", "", "the bpf filesystem Cilium pins its service maps in (default: the first bpf mount, as Cilium's tools find it)")
 	fs.StringVar(&f.netns, "netns", "", "read the datapath in this named network namespace (tests, lab)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")

@@ -109,7 +109,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	}
 	opts := agent.Options{
 		Config: st.agent, Clock: clk, Log: log, Mode: mode, Reason: reason,
-		Datapath: src, Recorder: rec,
+		Datapath: src, Recorder: rec, Semantics: datapath.Semantics(mode, f.ciliumTopology),
 	}
 	if w.changes != nil {
 		opts.Changes = w.changes.Events()

@@ -91,6 +91,9 @@ type Options struct {
 	// Notes are degraded-mode explanations known at start (such as change
 	// events dated when read, not by the kernel); /v1/status shows them.
 	Notes []string
+	// Semantics, when set, adjusts each desired verdict (kube-proxy's
+	// semantics) to the datapath's own (datapath.Semantics: Cilium).
+	Semantics func(model.Verdict) model.Verdict
 }
 
 // New builds an agent.
@@ -108,7 +111,7 @@ func New(o Options) *Agent {
 		cfg: o.Config, clock: o.Clock, log: o.Log, cluster: o.Cluster, src: o.Datapath,
 		mode: o.Mode, reason: o.Reason, changes: o.Changes, notes: o.Notes, nodeSources: o.Extra, recorder: o.Recorder,
 		kick:     make(chan struct{}, 1),
-		tracker:  newChangeTracker(),
+		tracker:  newChangeTracker(o.Semantics),
 		comparer: drift.NewComparer(),
 		findings: drift.NewFindingTracker(o.Config.StaleAfter),
 		sources:  sourceHealth{},

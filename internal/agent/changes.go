@@ -33,14 +33,17 @@ type changeTracker struct {
 	deletions        podDeletions // this node's pods being deleted, to date removals
 	// full audits run, and the services whose desired state they corrected
 	fullAudits, fullCorrections uint64
+	// semantics adjusts kube-proxy's desired verdicts to the datapath's
+	// (Options.Semantics); nil keeps them
+	semantics func(model.Verdict) model.Verdict
 }
 
 type dirtyService struct{ t0, t1 time.Time }
 
-func newChangeTracker() changeTracker {
+func newChangeTracker(semantics func(model.Verdict) model.Verdict) changeTracker {
 	return changeTracker{dirty: map[string]dirtyService{}, changed: map[string]bool{},
 		desired: map[string]map[model.Frontend]model.Verdict{}, lag: drift.NewLagTracker(),
-		changedFrontends: map[model.Frontend]bool{}, hintsStale: true}
+		changedFrontends: map[model.Frontend]bool{}, hintsStale: true, semantics: semantics}
 }
 
 // markDirty records a delivery for a service: at is T1, trigger (may be
@@ -55,6 +58,20 @@ func (t *changeTracker) markDirty(svc string, at, trigger time.Time) {
 		d.t0 = trigger
 	}
 	t.dirty[svc] = d
+}
+
+// expected is one service's desired state: kube-proxy's semantics
+// (watch.ExpectedService), adjusted by the datapath's own where it differs
+// (t.semantics, nil for kube-proxy's modes).
+func (t *changeTracker) expected(c Cluster, node *corev1.Node, nodeName, svc string) map[model.Frontend]model.Verdict {
+	m := watch.ExpectedService(node, nodeName, c.Service(svc), c.SlicesFor(svc))
+	if t.semantics == nil {
+		return m
+	}
+	for fe, v := range m {
+		m[fe] = t.semantics(v)
+	}
+	return m
 }
 
 // recordDeletion remembers when a pod of this node was asked to go.
@@ -74,7 +91,7 @@ func (t *changeTracker) sync(c Cluster, node *corev1.Node, nodeName string) (fir
 
 func (t *changeTracker) initialize(c Cluster, node *corev1.Node, nodeName string) {
 	for _, k := range c.ServiceKeys() {
-		t.desired[k] = watch.ExpectedService(node, nodeName, c.Service(k), c.SlicesFor(k))
+		t.desired[k] = t.expected(c, node, nodeName, k)
 	}
 	t.dirty = map[string]dirtyService{}
 	t.merged.rebuild(t.desired)
@@ -85,7 +102,7 @@ func (t *changeTracker) initialize(c Cluster, node *corev1.Node, nodeName string
 func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) bool {
 	any := false
 	for svc, d := range t.dirty {
-		next := watch.ExpectedService(node, nodeName, c.Service(svc), c.SlicesFor(svc))
+		next := t.expected(c, node, nodeName, svc)
 		prev := t.set(svc, next)
 		kind, changed := drift.ClassifyChange(prev, next)
 		if !changed {
@@ -113,7 +130,7 @@ func (t *changeTracker) resync(c Cluster, node *corev1.Node, nodeName string) in
 		if _, dirty := t.dirty[k]; dirty {
 			continue // applied, and measured, at the next step
 		}
-		next := watch.ExpectedService(node, nodeName, c.Service(k), c.SlicesFor(k))
+		next := t.expected(c, node, nodeName, k)
 		if t.replaceIfDiffers(k, next) {
 			differ++
 		}

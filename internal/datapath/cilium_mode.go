@@ -59,3 +59,15 @@ func (ciliumReader) ApplyChange(context.Context, ChangeEvent) error { return nil
 func (ciliumReader) Evented() bool                                  { return false }
 
 var _ Reader = ciliumReader{}
+
+// Semantics returns how a mode's datapath departs from kube-proxy's
+// semantics, as a function over each desired verdict, or nil when it does
+// not (kube-proxy's own modes). serviceTopology is cilium-agent's
+// enable-service-topology.
+func Semantics(mode string, serviceTopology bool) func(model.Verdict) model.Verdict {
+	if mode != model.ModeCilium {
+		return nil
+	}
+	s := cilium.Semantics{ServiceTopology: serviceTopology}
+	return func(v model.Verdict) model.Verdict { return cilium.Adjust(v, s) }
+}
