@@ -27,7 +27,7 @@ lint:
 # tests (root, throwaway network namespaces), the VM (Debian 6.1 kernel) tests,
 # promtool rule tests, the lab scenarios (real control plane + kube-proxy) and
 # the live benchmark's correctness variant (test-bench-live-quick, ~2 min).
-test: deps image-deps build lint check-generate vm-kernel test-go test-deploy-rules helm-lint test-lab test-deploy-lab test-image test-bench-live-quick
+test: deps image-deps build lint check-generate vm-kernel test-go test-deploy-rules helm-lint test-lab test-lab-cilium test-deploy-lab test-image test-bench-live-quick
 
 # The product module under the race detector (includes the VM tests when the
 # kernel is cached: `make vm-kernel`).

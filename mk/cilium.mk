@@ -12,3 +12,11 @@ lab-cilium-bins:
 	mkdir -p $(CILIUM_BIN)
 	cd $(CILIUM_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -o $(CILIUM_BIN)/cilium-lb ./cmd/cilium-lb
 	cd $(CILIUM_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -o $(CILIUM_BIN)/cilium-dbg github.com/cilium/cilium/cilium-dbg
+
+.PHONY: test-lab-cilium
+
+# The cilium scenarios (lab/scenarios/cilium_test.go): a 3-node lab whose
+# nodes run Cilium's own load-balancer control plane instead of kube-proxy.
+test-lab-cilium: build lab-bins lab-cilium-bins
+	cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 20m -v \
+		-run 'TestParseCiliumBackends|TestCiliumScenarios' ./scenarios ./labenv
