@@ -38,9 +38,11 @@ func privateBPFFS(t *testing.T) string {
 
 // pinMap creates a map as cilium-agent does (from Go, no BTF) and pins it
 // by name under <bpffs>/tc/globals.
-func pinMap(t *testing.T, bpffs string, l mapLayout) *ebpf.Map {
+func pinMap(t *testing.T, bpffs string, l mapLayout) *ebpf.Map { return pinMapN(t, bpffs, l, 1024) }
+
+func pinMapN(t *testing.T, bpffs string, l mapLayout, entries uint32) *ebpf.Map {
 	t.Helper()
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: l.typ, KeySize: l.keySize, ValueSize: l.valueSize, MaxEntries: 1024})
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: l.typ, KeySize: l.keySize, ValueSize: l.valueSize, MaxEntries: entries})
 	if err != nil {
 		t.Fatalf("create %s: %v", l.name, err)
 	}
@@ -128,5 +130,36 @@ func TestReaderRefusesOtherLayouts(t *testing.T) {
 	_, err = r.Snapshot(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "key 12 B and value 16 B") || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("wrong layout: %v", err)
+	}
+}
+
+// The batch read and the one-at-a-time read (the fallback on kernels
+// without batch lookups) see the same entries.
+func TestDumpBatchMatchesIteration(t *testing.T) {
+	fs := privateBPFFS(t)
+	svc, bes := pinMapN(t, fs, services4Layout, 8192), pinMapN(t, fs, backends4Layout, 8192)
+	var svcs []svcEntry
+	backends := map[uint32]backendEntry{}
+	for i := 0; i < 2500; i++ { // 5,000 services entries: more than one batch
+		a := netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)})
+		backends[uint32(i+1)] = be(netip.AddrFrom4([4]byte{10, 244, byte(i >> 8), byte(i)}), 0)
+		svcs = append(svcs, frontend(a, 80, 0, 0, 0, []uint32{uint32(i + 1)}, nil)...)
+	}
+	putAll(t, svc, bes, svcs, backends)
+	collect := func(read func(m *ebpf.Map, fn func(k, v []byte) error) error) map[string]string {
+		out := map[string]string{}
+		if err := read(svc, func(k, v []byte) error { out[string(k)] = string(v); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	batch, iter := collect(dump), collect(dumpIter)
+	if len(batch) != len(svcs) || len(iter) != len(svcs) {
+		t.Fatalf("batch %d, iteration %d entries, want %d", len(batch), len(iter), len(svcs))
+	}
+	for k, v := range iter {
+		if batch[k] != v {
+			t.Fatalf("entry %x differs", k)
+		}
 	}
 }

@@ -81,10 +81,57 @@ func openPinned(bpffs string, l mapLayout) (*ebpf.Map, error) {
 	return m, nil
 }
 
-// dump calls fn for every key and value of a map. The iterator restarts
-// from the first key when an entry it stood on is deleted under it; a dump
-// taken while cilium-agent writes is as consistent as Cilium's own listing.
+// dump calls fn for every key and value of a map: in batches of up to
+// batchSize entries per system call (BPF_MAP_LOOKUP_BATCH, Linux 5.6+),
+// else one entry at a time. Either way a dump taken while cilium-agent
+// writes is as consistent as Cilium's own listing, which iterates.
 func dump(m *ebpf.Map, fn func(k, v []byte) error) error {
+	var err error
+	switch {
+	case m.KeySize() == 12 && m.ValueSize() == 12:
+		err = dumpBatch(m, func(k *[12]byte) []byte { return k[:] }, func(v *[12]byte) []byte { return v[:] }, fn)
+	case m.KeySize() == 24 && m.ValueSize() == 12:
+		err = dumpBatch(m, func(k *[24]byte) []byte { return k[:] }, func(v *[12]byte) []byte { return v[:] }, fn)
+	case m.KeySize() == 4 && m.ValueSize() == 12:
+		err = dumpBatch(m, func(k *[4]byte) []byte { return k[:] }, func(v *[12]byte) []byte { return v[:] }, fn)
+	case m.KeySize() == 4 && m.ValueSize() == 24:
+		err = dumpBatch(m, func(k *[4]byte) []byte { return k[:] }, func(v *[24]byte) []byte { return v[:] }, fn)
+	default:
+		return dumpIter(m, fn)
+	}
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return dumpIter(m, fn)
+	}
+	return err
+}
+
+// batchSize is how many entries one batch lookup asks for.
+const batchSize = 4096
+
+// dumpBatch reads a map with batch lookups into fixed-size key and value
+// arrays (the library sizes a batch by the slices' element counts).
+func dumpBatch[K, V any](m *ebpf.Map, kb func(*K) []byte, vb func(*V) []byte, fn func(k, v []byte) error) error {
+	keys, vals := make([]K, batchSize), make([]V, batchSize)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookup(&cursor, keys, vals, nil)
+		for i := 0; i < n; i++ {
+			if ferr := fn(kb(&keys[i]), vb(&vals[i])); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// dumpIter reads a map one entry at a time. The iterator restarts from
+// the first key when the entry it stood on is deleted under it.
+func dumpIter(m *ebpf.Map, fn func(k, v []byte) error) error {
 	k := make([]byte, m.KeySize())
 	v := make([]byte, m.ValueSize())
 	it := m.Iterate()
