@@ -126,7 +126,7 @@ func snapshotClusterIPs(t *testing.T, out []byte) map[string][]string {
 	var snap struct {
 		Frontends []struct {
 			Frontend string   `json:"frontend"`
-			Kind     string   `json:"kind"`
+			Kind     string   `json:"frontend_kind"`
 			Protocol string   `json:"protocol"`
 			Backends []string `json:"backends"`
 		} `json:"frontends"`
