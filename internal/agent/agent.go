@@ -67,6 +67,10 @@ type Agent struct {
 	state    State
 	mode     string // datapath mode (model.Mode*), as detected by the last read
 	reason   string // why that mode
+	view     viewTracker
+	read     readState  // what the datapath reads found, for the view
+	degraded []Fallback // fallbacks known at start or met by the loop (not the reader's)
+	readerFB Fallback   // the reader's fallback in force (Reader "" when none)
 	// frozenObs is the last copy of the reader's observation handed out
 	// (observedLocked)
 	frozenObs model.Observed
@@ -91,6 +95,9 @@ type Options struct {
 	// Notes are degraded-mode explanations known at start (such as change
 	// events dated when read, not by the kernel); /v1/status shows them.
 	Notes []string
+	// Fallbacks are the degraded paths known at start (no change events:
+	// polling only; events dated when read).
+	Fallbacks []Fallback
 }
 
 // New builds an agent.
@@ -112,6 +119,8 @@ func New(o Options) *Agent {
 		comparer: drift.NewComparer(),
 		findings: drift.NewFindingTracker(o.Config.StaleAfter),
 		sources:  sourceHealth{},
+		view:     newViewTracker(o.Clock.Now()),
+		degraded: append([]Fallback(nil), o.Fallbacks...),
 	}
 	if a.mode == "" {
 		a.mode = model.ModeNone
@@ -151,6 +160,8 @@ func (a *Agent) stateOf(frontends bool) State {
 		s.Observed = model.Observed{Datapath: o.Datapath, Version: o.Version, Warnings: o.Warnings} // shared, as State's copies share them
 	}
 	s.Watch = a.watchStatusLocked(s.Now)
+	a.judgeViewLocked(&s)
+	s.Fallbacks = a.fallbacksLocked()
 	// Changes are recorded as the watch delivers them, not at the next
 	// audit: show them at once (the next read may be a poll away).
 	s.PendingChanges = a.tracker.pendingChanges()
@@ -187,6 +198,8 @@ func (a *Agent) LagState() State {
 	if !a.state.LastAudit.IsZero() { // published at least once
 		s.Recent = a.recentLocked()
 	}
+	s.Watch = a.watchStatusLocked(s.Now)
+	a.judgeViewLocked(&s)
 	s.PendingChanges = a.tracker.pendingChanges()
 	return s
 }
@@ -267,6 +280,10 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 	if !ok {
 		a.log.Warn("nftables change events ended: polling only")
 		a.changes = nil // the next read's Evented check sees it
+		a.mu.Lock()
+		a.degraded = append(a.degraded, Fallback{Reader: FallbackChangeEvents, From: "events", To: "polling",
+			Reason: "the nftables change event subscription ended", Since: a.clock.Now()})
+		a.mu.Unlock()
 		return
 	}
 	if a.log.Enabled(ctx, slog.LevelDebug) {
