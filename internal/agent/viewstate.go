@@ -9,7 +9,7 @@ import (
 
 // FallbackChangeEvents is the Fallback.Reader of the nftables change
 // events (events replaced by polling, events dated when read).
-const FallbackChangeEvents = "nftables change events"
+const FallbackChangeEvents = "nftables-events"
 
 // judgeViewLocked judges the view for s (its Now and Watch set) and sets
 // s.View, and s.Ready and s.ReadyReason from it: the agent is ready only
