@@ -92,12 +92,12 @@ type Options struct {
 	// checks), run in the background on their own cadence.
 	Extra    []FindingSource
 	Recorder Recorder
-	// Notes are degraded-mode explanations known at start (such as change
-	// events dated when read, not by the kernel); /v1/status shows them.
-	Notes []string
 	// Fallbacks are the degraded paths known at start (no change events:
 	// polling only; events dated when read).
 	Fallbacks []Fallback
+	// Notes are degraded-mode explanations known at start (such as change
+	// events dated when read, not by the kernel); /v1/status shows them.
+	Notes []string
 }
 
 // New builds an agent.
