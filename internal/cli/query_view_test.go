@@ -16,12 +16,13 @@ import (
 )
 
 // TestQueryCommandsBlind: against an agent that cannot reach the API
-// server, drift, explain and lag answer "no view: ..." with the reason,
+// server, drift, explain, lag and rsts answer "no view: ..." with the reason,
 // since when and the last error, and exit 3, in table and JSON output
 // (the line then on stderr); status shows the view and exits 0.
 func TestQueryCommandsBlind(t *testing.T) {
 	st := agenttest.Blind()
-	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(), api.Providers{}))
+	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(),
+		api.Providers{RSTs: newFixedRSTs()}))
 	defer srv.Close()
 	want := "no view: " + st.View.Reason + "; since 2026-11-29T14:28:55Z; last error: " + agenttest.APIError + "\n"
 	for _, c := range []struct {
@@ -35,6 +36,8 @@ func TestQueryCommandsBlind(t *testing.T) {
 		{"", []string{"explain", "shop/web", "-o", "json"}, ExitNoView},
 		{"", []string{"lag"}, ExitNoView},
 		{"", []string{"lag", "-o", "json"}, ExitNoView},
+		{"", []string{"rsts"}, ExitNoView},
+		{"", []string{"rsts", "-o", "json"}, ExitNoView},
 		{"status-blind.txt.golden", []string{"status"}, ExitOK},
 	} {
 		var out, errb bytes.Buffer
