@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +92,34 @@ func TestFallbacksReachTheState(t *testing.T) {
 	if len(fb) != 3 || fb[0].Reader != model.ModeIPTables || fb[0].To != "iptables-save" || fb[1].To != "read time" ||
 		fb[2].From != "events" || fb[2].To != "polling" {
 		t.Fatalf("fallbacks %+v; want the reader's, the start one, polling", fb)
+	}
+}
+
+// TestViewChangesLoggedOnce: losing the view is logged once with its
+// reason and error, however many steps and queries see it; regaining it once.
+func TestViewChangesLoggedOnce(t *testing.T) {
+	h := newHarness(t)
+	var buf bytes.Buffer
+	h.a = New(Options{Config: h.a.cfg, Clock: h.clk, Cluster: h.c, Datapath: h.src, Mode: model.ModeIPTables, Recorder: h,
+		Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	h.start()
+	if !strings.Contains(buf.String(), "view current") {
+		t.Fatalf("the first current view is not logged:\n%s", buf.String())
+	}
+	buf.Reset()
+	h.src.set(model.Observed{}, errors.New("iptables-save: exit status 4"))
+	for i := 0; i < 3; i++ {
+		h.advance(11 * time.Second)
+		_ = h.a.State()
+	}
+	if n := strings.Count(buf.String(), "no current view"); n != 1 || !strings.Contains(buf.String(), "code=datapath_read_failed") ||
+		!strings.Contains(buf.String(), `last_err="iptables-save: exit status 4"`) {
+		t.Fatalf("%d lines about the lost view; want 1 with code and error:\n%s", n, buf.String())
+	}
+	h.kubeProxySyncs()
+	h.advance(11 * time.Second)
+	_ = h.a.State()
+	if n := strings.Count(buf.String(), "view current"); n != 1 {
+		t.Fatalf("%d lines about the view regained; want 1:\n%s", n, buf.String())
 	}
 }
