@@ -217,16 +217,19 @@ func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.L
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	var reconnect *informer.ReconnectTransport
+	// Every list and watch attempt is recorded below the reconnect
+	// transport, which retries refused dials without client-go seeing them:
+	// the failures reach the log and the view at once.
+	apiHealth := agent.NewAPIHealth(time.Now, log)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		reconnect = informer.NewReconnectTransport(rt, f.apiReconnect)
-		return reconnect
+		return informer.NewReconnectTransport(apiHealth.Transport(rt), f.apiReconnect)
 	})
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	w, err := wireAgent(ctx, f, st, client, reconnect, log)
+	st.agent.API = apiHealth.State
+	w, err := wireAgent(ctx, f, st, client, log)
 	if err != nil {
 		return err
 	}

@@ -32,11 +32,13 @@ type wired struct {
 	watcher *informer.Watcher
 	changes *datapath.ChangeWatcher
 	notes   []string // degraded modes known at start, for /v1/status
-	rst     *rst.Pipeline
-	hurt    *hurt.Conns
-	netns   string
-	handler http.Handler
-	log     *slog.Logger
+	// fallbacks known at start: no change events (polling), events dated when read
+	fallbacks []agent.Fallback
+	rst       *rst.Pipeline
+	hurt      *hurt.Conns
+	netns     string
+	handler   http.Handler
+	log       *slog.Logger
 }
 
 // datingNote says that change events are dated when read, and why.
@@ -59,10 +61,8 @@ func iptablesCommands(reason string, log *slog.Logger) (string, string) {
 	return reason + "; iptables commands: " + summary, ""
 }
 
-// wireAgent builds the agent; reconnect (may be nil) reports API server
-// reachability in the watch health reason.
-func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kubernetes.Interface, reconnect *informer.ReconnectTransport,
-	log *slog.Logger) (*wired, error) {
+// wireAgent builds the agent.
+func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kubernetes.Interface, log *slog.Logger) (*wired, error) {
 	w := &wired{log: log}
 	clk := clock.RealClock{}
 	mode, reason, err := datapath.ResolveWithCilium(ctx, f.datapath, f.netns, f.bpffs)
@@ -92,6 +92,8 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 		// nf_tables events cover kube-proxy's nftables mode and iptables-nft.
 		if cw, err := datapath.WatchChanges(ctx, f.netns); err != nil {
 			log.Warn("no nftables change events: polling only", "err", err)
+			w.fallbacks = append(w.fallbacks, agent.Fallback{Reader: agent.FallbackChangeEvents, From: "events", To: "polling",
+				Reason: err.Error(), Since: clk.Now()})
 		} else {
 			w.changes = cw
 			if kernel, _, _, derr := cw.Dating(); kernel {
@@ -99,14 +101,13 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 			} else {
 				note := datingNote(derr)
 				w.notes = append(w.notes, note)
+				w.fallbacks = append(w.fallbacks, agent.Fallback{Reader: agent.FallbackChangeEvents, From: "kernel time",
+					To: "read time", Reason: fmt.Sprint(derr), Since: clk.Now()})
 				log.Warn(note)
 			}
 		}
 	}
 	rec := metrics.NewRecorder()
-	if reconnect != nil {
-		st.agent.APIUnreachable = reconnect.Unreachable
-	}
 	opts := agent.Options{
 		Config: st.agent, Clock: clk, Log: log, Mode: mode, Reason: reason,
 		Datapath: src, Recorder: rec, Semantics: datapath.Semantics(mode, f.ciliumTopology),
@@ -114,7 +115,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	if w.changes != nil {
 		opts.Changes = w.changes.Events()
 	}
-	opts.Notes = w.notes
+	opts.Notes, opts.Fallbacks = w.notes, w.fallbacks
 	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: st.nodeCheck}, clk)
 	opts.Extra = []agent.FindingSource{nf}
 	w.rst = rstPipeline(f, st.rstMode, func() rst.EndpointIndex { return w.agent }, log)

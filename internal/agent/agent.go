@@ -67,6 +67,10 @@ type Agent struct {
 	state    State
 	mode     string // datapath mode (model.Mode*), as detected by the last read
 	reason   string // why that mode
+	view     viewTracker
+	read     readState  // what the datapath reads found, for the view
+	degraded []Fallback // fallbacks known at start or met by the loop (not the reader's)
+	readerFB Fallback   // the reader's fallback in force (Reader "" when none)
 	// frozenObs is the last copy of the reader's observation handed out
 	// (observedLocked)
 	frozenObs model.Observed
@@ -88,6 +92,9 @@ type Options struct {
 	// checks), run in the background on their own cadence.
 	Extra    []FindingSource
 	Recorder Recorder
+	// Fallbacks are the degraded paths known at start (no change events:
+	// polling only; events dated when read).
+	Fallbacks []Fallback
 	// Notes are degraded-mode explanations known at start (such as change
 	// events dated when read, not by the kernel); /v1/status shows them.
 	Notes []string
@@ -115,6 +122,8 @@ func New(o Options) *Agent {
 		comparer: drift.NewComparer(),
 		findings: drift.NewFindingTracker(o.Config.StaleAfter),
 		sources:  sourceHealth{},
+		view:     newViewTracker(o.Clock.Now()),
+		degraded: append([]Fallback(nil), o.Fallbacks...),
 	}
 	if a.mode == "" {
 		a.mode = model.ModeNone
@@ -154,6 +163,8 @@ func (a *Agent) stateOf(frontends bool) State {
 		s.Observed = model.Observed{Datapath: o.Datapath, Version: o.Version, Warnings: o.Warnings} // shared, as State's copies share them
 	}
 	s.Watch = a.watchStatusLocked(s.Now)
+	a.judgeViewLocked(&s)
+	s.Fallbacks = a.fallbacksLocked()
 	// Changes are recorded as the watch delivers them, not at the next
 	// audit: show them at once (the next read may be a poll away).
 	s.PendingChanges = a.tracker.pendingChanges()
@@ -190,6 +201,8 @@ func (a *Agent) LagState() State {
 	if !a.state.LastAudit.IsZero() { // published at least once
 		s.Recent = a.recentLocked()
 	}
+	s.Watch = a.watchStatusLocked(s.Now)
+	a.judgeViewLocked(&s)
 	s.PendingChanges = a.tracker.pendingChanges()
 	return s
 }
@@ -270,6 +283,10 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 	if !ok {
 		a.log.Warn("nftables change events ended: polling only")
 		a.changes = nil // the next read's Evented check sees it
+		a.mu.Lock()
+		a.degraded = append(a.degraded, Fallback{Reader: FallbackChangeEvents, From: "events", To: "polling",
+			Reason: "the nftables change event subscription ended", Since: a.clock.Now()})
+		a.mu.Unlock()
 		return
 	}
 	if a.log.Enabled(ctx, slog.LevelDebug) {

@@ -287,15 +287,16 @@ func TestLoopNoKubeProxyStateThenDetected(t *testing.T) {
 func TestLoopWatchRecoversOnAnyDelivery(t *testing.T) {
 	var downSince time.Time
 	h := newHarnessWith(t, func(c *Config) {
-		c.APIUnreachable = func() (time.Time, error, bool) {
-			return downSince, errors.New("dial tcp 10.0.0.1:6443: connect: connection refused"), !downSince.IsZero()
+		c.API = func() APIState {
+			return APIState{Failing: !downSince.IsZero(), FailingSince: downSince, Failures: 3,
+				LastError: "dial tcp 10.0.0.1:6443: connect: connection refused"}
 		}
 	})
 	h.start()
 	h.a.OnEvent(watch.Event{Kind: watch.KindLease, At: h.clk.Now(), LeaseRenew: h.clk.Now()})
 	downSince = h.clk.Now()
 	h.advance(30 * time.Second) // API server down: nothing delivered
-	if w := h.a.State().Watch; w.Healthy || !strings.Contains(w.HealthReason, "refuses connections since 30s ago") {
+	if w := h.a.State().Watch; w.Healthy || !strings.Contains(w.HealthReason, "fail since 30s ago (dial tcp") {
 		t.Fatalf("after 30 s without deliveries: healthy %v, reason %q; want unhealthy naming the refused dials", w.Healthy, w.HealthReason)
 	}
 	downSince = time.Time{}

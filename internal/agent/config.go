@@ -57,9 +57,10 @@ type Config struct {
 	FullAuditCostFactor int
 	// RecentSamples bounds the lag samples kept for /v1/lag.
 	RecentSamples int
-	// APIUnreachable, when set, reports since when the API server refuses
-	// connections (shown in the watch health reason).
-	APIUnreachable func() (since time.Time, err error, down bool)
+	// API, when set, reports how the list and watch requests to the API
+	// server fare (APIHealth.State): a failing API is no current view, and
+	// the watch health reason says since when.
+	API func() APIState
 }
 
 // DefaultConfig returns the documented defaults.

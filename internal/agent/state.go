@@ -31,6 +31,16 @@ type WatchStatus struct {
 	LastDelivery      time.Time // any watch delivery
 }
 
+// Fallback is a degraded path in force: a reader reading by a worse path
+// than its preferred one (iptables-nft read with iptables-save instead of
+// over netlink), change events replaced by polling, events dated when read.
+type Fallback struct {
+	Reader   string // what falls back: iptables, nftables change events
+	From, To string // the preferred path and the one in use
+	Reason   string
+	Since    time.Time
+}
+
 // State is an immutable snapshot of the agent, for the API and metrics.
 type State struct {
 	Node           string
@@ -41,6 +51,10 @@ type State struct {
 	Now            time.Time
 	LastAudit      time.Time
 	Watch          WatchStatus
+	// View says whether the answers rest on a current view of the cluster
+	// and of the datapath; Ready is View.Current.
+	View           View
+	Fallbacks      []Fallback // degraded paths in force, by reader
 	Sources        []SourceStatus
 	Stale          []drift.Tracked       // promoted findings
 	Pending        []drift.Tracked       // mismatches younger than stale-after (or unproven)

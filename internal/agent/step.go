@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -14,10 +15,13 @@ import (
 // datapath when it is due. Exported for tests driving a fake clock.
 func (a *Agent) Step(ctx context.Context) {
 	now := a.clock.Now()
-	if ok, why := a.cluster.Synced(); !ok {
-		a.mu.Lock()
-		a.state.Ready, a.state.ReadyReason = false, why
-		a.mu.Unlock()
+	a.mu.Lock()
+	// Judged on every step, not only when asked: a change of the view is
+	// dated and logged when the loop sees it.
+	vs := State{Now: now, Watch: a.watchStatusLocked(now)}
+	a.judgeViewLocked(&vs)
+	a.mu.Unlock()
+	if !vs.Watch.Synced {
 		return
 	}
 	a.applyChanges()
@@ -81,7 +85,8 @@ func (a *Agent) audit(ctx context.Context) {
 	if full && a.src != nil {
 		a.src.Resync()
 	}
-	obs, ok := a.readDatapath(ctx)
+	obs, readErr := a.readDatapath(ctx)
+	ok := readErr == "" && a.src != nil
 	if a.log.Enabled(ctx, slog.LevelDebug) {
 		a.log.Debug("datapath read", "observed_at", obsAt, "held_since", since, "took", a.clock.Since(obsAt),
 			"ok", ok, "frontends", len(obs.Frontends))
@@ -92,6 +97,7 @@ func (a *Agent) audit(ctx context.Context) {
 	now := a.clock.Now()
 	a.sched.readDone(now, full)
 	ok = a.noteModeLocked(obs, ok)
+	a.noteReadLocked(now, readErr)
 	var mismatches []model.Finding
 	if ok {
 		a.observeLagLocked(obs, obsAt, since, now)
@@ -147,9 +153,11 @@ func (a *Agent) resyncDesiredLocked() {
 	}
 }
 
-func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
+// readDatapath reads the datapath; the string is the read's error ("" when
+// it succeeded, or when there is no reader).
+func (a *Agent) readDatapath(ctx context.Context) (model.Observed, string) {
 	if a.src == nil {
-		return model.Observed{Datapath: model.ModeNone}, false
+		return model.Observed{Datapath: model.ModeNone}, ""
 	}
 	start := a.clock.Now()
 	obs, err := a.src.Snapshot(ctx)
@@ -164,9 +172,11 @@ func (a *Agent) readDatapath(ctx context.Context) (model.Observed, bool) {
 	} else {
 		st.LastSuccess = start
 	}
+	fr, isFR := a.src.(datapath.FallbackReporter)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sched.readCost(dur, cpu, events)
 	a.sources.record(st)
-	return obs, err == nil
+	a.noteFallbackLocked(fr, isFR)
+	return obs, st.Error
 }

@@ -32,9 +32,8 @@ func (h *watchHealth) record(ev watch.Event) {
 }
 
 // status judges the watch at now. synced/why are the caches' sync state;
-// unreachable (may be nil) says since when the API server refuses connections.
-func (h *watchHealth) status(now time.Time, synced bool, why string, limit time.Duration,
-	unreachable func() (time.Time, error, bool)) WatchStatus {
+// api says how the requests to the API server fare.
+func (h *watchHealth) status(now time.Time, synced bool, why string, limit time.Duration, api APIState) WatchStatus {
 	ws := h.lease
 	ws.LastDelivery = h.lastDelivery
 	ws.Synced, ws.SyncReason = synced, why
@@ -49,10 +48,9 @@ func (h *watchHealth) status(now time.Time, synced bool, why string, limit time.
 		ws.Healthy = false
 		ws.HealthReason = fmt.Sprintf("no Lease renewal delivered for %s (limit %s): the API server or the watch lags; mismatches are not promoted",
 			now.Sub(ws.LastLeaseDelivery).Round(time.Second), limit)
-		if unreachable != nil {
-			if since, err, down := unreachable(); down {
-				ws.HealthReason += fmt.Sprintf("; the API server refuses connections since %s ago (%v)", now.Sub(since).Round(time.Second), err)
-			}
+		if api.Failing {
+			ws.HealthReason += fmt.Sprintf("; requests to the API server fail since %s ago (%s)",
+				now.Sub(api.FailingSince).Round(time.Second), api.LastError)
 		}
 	default:
 		ws.Healthy, ws.HealthReason = true, "Lease renewals arrive"
@@ -70,5 +68,14 @@ func latest(a, b time.Time) time.Time {
 // watchStatusLocked is the watch health now.
 func (a *Agent) watchStatusLocked(now time.Time) WatchStatus {
 	synced, why := a.cluster.Synced()
-	return a.health.status(now, synced, why, a.cfg.WatchUnhealthyAfter, a.cfg.APIUnreachable)
+	return a.health.status(now, synced, why, a.cfg.WatchUnhealthyAfter, a.apiState())
+}
+
+// apiState is how the requests to the API server fare (never failing
+// without Config.API).
+func (a *Agent) apiState() APIState {
+	if a.cfg.API == nil {
+		return APIState{}
+	}
+	return a.cfg.API()
 }

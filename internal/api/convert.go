@@ -3,9 +3,24 @@ package api
 import (
 	"time"
 
+	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 )
+
+// ViewOf converts the agent's view.
+func ViewOf(v agent.View) *View {
+	return &View{Current: v.Current, Code: v.Code, Reason: v.Reason, Since: v.Since, LastError: v.LastError}
+}
+
+// FallbacksOf converts fallbacks; never nil.
+func FallbacksOf(fs []agent.Fallback) []Fallback {
+	out := make([]Fallback, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, Fallback{Reader: f.Reader, From: f.From, To: f.To, Reason: f.Reason, Since: f.Since})
+	}
+	return out
+}
 
 // FindingOf converts a finding to its JSON shape.
 func FindingOf(f model.Finding) Finding {

@@ -18,6 +18,7 @@ func TestDocsMatchGolden(t *testing.T) {
 	for _, f := range []string{
 		"testdata/healthz.golden", "testdata/readyz.golden", "testdata/readyz-starting.golden",
 		"testdata/status.json.golden", "testdata/status-starting.json.golden", "testdata/drift.json.golden",
+		"testdata/drift-blind.json.golden", "../cli/testdata/drift-blind.txt.golden",
 		"testdata/service-web.json.golden", "testdata/service-unknown.json.golden", "testdata/lag.json.golden",
 		"testdata/post-refused.golden",
 		"../cli/testdata/rsts.json.golden", "../cli/testdata/status.txt.golden",

@@ -86,9 +86,7 @@ func get(t *testing.T, h http.Handler, method, path string) (int, string, []byte
 // httptest and compares status, content type and body with golden files.
 func TestHandlerGolden(t *testing.T) {
 	ready := agenttest.State()
-	starting := agent.State{Node: "node-a", Datapath: "iptables", Now: agenttest.Now,
-		ReadyReason: "waiting for caches to sync: endpointslice, lease",
-		Watch:       agent.WatchStatus{SyncReason: "waiting for caches to sync: endpointslice, lease", HealthReason: "waiting for caches to sync: endpointslice, lease"}}
+	starting := agenttest.Blind()
 	full := api.NewHandler(func() agent.State { return ready }, registry(func() agent.State { return ready }, 100), providers())
 	bare := api.NewHandler(func() agent.State { return ready }, prometheus.NewRegistry(), api.Providers{})
 	notReady := api.NewHandler(func() agent.State { return starting }, prometheus.NewRegistry(), api.Providers{})
@@ -106,6 +104,7 @@ func TestHandlerGolden(t *testing.T) {
 		{"status.json.golden", full, "GET", "/v1/status", 200, "application/json"},
 		{"status-starting.json.golden", notReady, "GET", "/v1/status", 200, "application/json"},
 		{"drift.json.golden", full, "GET", "/v1/drift", 200, "application/json"},
+		{"drift-blind.json.golden", notReady, "GET", "/v1/drift", 200, "application/json"},
 		{"lag.json.golden", full, "GET", "/v1/lag", 200, "application/json"},
 		{"service-web.json.golden", full, "GET", "/v1/services/shop/web", 200, "application/json"},
 		{"service-cart.json.golden", full, "GET", "/v1/services/shop/cart", 200, "application/json"},

@@ -61,6 +61,10 @@ func trackedWithConnections(ts []drift.Tracked, now time.Time, hp HurtProvider) 
 
 // RSTReport is /v1/rsts.
 type RSTReport struct {
+	// View: the agent's (absent in trace-rsts, which has no cluster). The
+	// counts are the kernel's; their attribution to services needs a
+	// current watch of this node's pods.
+	View    *View    `json:"view,omitempty"`
 	Probe   Probe    `json:"probe"`
 	Watched []string `json:"watched"`
 	// Totals are the resets the kernel counted per namespace/service (the
@@ -143,5 +147,7 @@ func (h *Handler) rsts(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	s := h.summary()
-	writeJSON(w, RSTReportOf(h.providers.RSTs.Snapshot(), preStopOf(s)))
+	r := RSTReportOf(h.providers.RSTs.Snapshot(), preStopOf(s))
+	r.View = ViewOf(s.View)
+	writeJSON(w, r)
 }

@@ -70,8 +70,12 @@ func (h *Handler) summary() agent.State {
 func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
 	s := h.summary()
 	if !s.Ready {
+		msg := "not ready: " + s.ReadyReason
+		if s.View.LastError != "" {
+			msg += "; last error: " + s.View.LastError
+		}
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("not ready: " + s.ReadyReason + "\n"))
+		_, _ = w.Write([]byte(msg + "\n"))
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
@@ -85,10 +89,12 @@ func (h *Handler) status(w http.ResponseWriter, _ *http.Request) {
 func StatusOf(s agent.State, pr Providers) Status {
 	st := Status{
 		Node: s.Node, Datapath: s.Datapath, DatapathReason: s.DatapathReason,
-		Ready: s.Ready, ReadyReason: s.ReadyReason, Converged: s.Converged(),
+		Ready: s.Ready, ReadyReason: s.ReadyReason, View: ViewOf(s.View), Converged: s.Converged(),
 		Watch: Watch{Synced: s.Watch.Synced, Healthy: s.Watch.Healthy, Reason: s.Watch.HealthReason,
 			LastLeaseRenew: s.Watch.LastLeaseRenew, LastDelivery: s.Watch.LastDelivery},
 		Sources:                    []Source{},
+		Fallbacks:                  FallbacksOf(s.Fallbacks),
+		ReaderWarnings:             append([]string{}, s.Observed.Warnings...),
 		PendingChanges:             len(s.PendingChanges),
 		OldestPendingChangeSeconds: s.OldestPendingChange().Seconds(),
 		Findings:                   len(s.Stale),
@@ -125,7 +131,7 @@ func preStopOf(s agent.State) *float64 {
 
 func (h *Handler) drift(w http.ResponseWriter, _ *http.Request) {
 	s := h.summary()
-	writeJSON(w, Drift{Node: s.Node, Datapath: s.Datapath,
+	writeJSON(w, Drift{Node: s.Node, Datapath: s.Datapath, View: ViewOf(s.View),
 		Findings: trackedWithConnections(s.Stale, s.Now, h.providers.Hurt),
 		Pending:  trackedWithConnections(s.Pending, s.Now, h.providers.Hurt),
 		Warnings: s.Observed.Warnings})
@@ -149,7 +155,9 @@ func (h *Handler) lag(w http.ResponseWriter, r *http.Request) {
 		state = h.state
 	}
 	s := state()
-	writeJSON(w, LagOf(s.Node, samplesSince(s.Recent, since), s.PendingChanges, s.Now))
+	l := LagOf(s.Node, samplesSince(s.Recent, since), s.PendingChanges, s.Now)
+	l.View = ViewOf(s.View)
+	writeJSON(w, l)
 }
 
 // samplesSince is the samples with T1 at or after since (all when zero).

@@ -13,7 +13,7 @@ import (
 
 // ServiceViewOf builds the desired-vs-observed view of one service.
 func ServiceViewOf(s agent.State, key string, pr Providers) ServiceView {
-	v := ServiceView{Service: key, Frontends: []FrontendView{}, Endpoints: []Endpoint{}, Findings: []Finding{},
+	v := ServiceView{Service: key, View: ViewOf(s.View), Frontends: []FrontendView{}, Endpoints: []Endpoint{}, Findings: []Finding{},
 		PendingMismatches: []Finding{}, Pending: []PendingChange{}, Lag: []LagSample{}}
 	seen := map[model.Frontend]bool{}
 	eps := map[string]bool{}

@@ -34,10 +34,35 @@ type DiffReport struct {
 	Warnings []string  `json:"warnings,omitempty"`
 }
 
+// View says whether an answer rests on a current view of the cluster (the
+// caches synced, the watch healthy, the API server answering) and of the
+// datapath (the last read succeeded). While it does not, a finding count,
+// an unknown service or an empty lag is no statement about the node.
+type View struct {
+	Current bool `json:"current"`
+	// Code is why not current: starting, api_failing, caches_not_synced,
+	// watch_unhealthy, no_datapath or datapath_read_failed.
+	Code      string    `json:"code,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Since     time.Time `json:"since,omitzero"` // when it became (not) current
+	LastError string    `json:"last_error,omitempty"`
+}
+
+// Fallback is a degraded path in force: a reader reading by a worse path
+// than its preferred one, change events replaced by polling.
+type Fallback struct {
+	Reader string    `json:"reader"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+}
+
 // Drift is /v1/drift.
 type Drift struct {
 	Node     string    `json:"node"`
 	Datapath string    `json:"datapath"`
+	View     *View     `json:"view,omitempty"` // set by every agent that reports it
 	Findings []Finding `json:"findings"`
 	// Pending are mismatches younger than --stale-after or not yet proven
 	// against a current watch: they may be normal convergence.
@@ -50,22 +75,27 @@ type Drift struct {
 
 // Status is /v1/status.
 type Status struct {
-	Node                       string    `json:"node"`
-	Datapath                   string    `json:"datapath"`
-	DatapathReason             string    `json:"datapath_reason,omitempty"`
-	Ready                      bool      `json:"ready"`
-	ReadyReason                string    `json:"ready_reason,omitempty"`
-	Converged                  bool      `json:"converged"`
-	Watch                      Watch     `json:"watch"`
-	Sources                    []Source  `json:"sources"`
-	PendingChanges             int       `json:"pending_changes"`
-	OldestPendingChangeSeconds float64   `json:"oldest_pending_change_seconds"`
-	Findings                   int       `json:"findings"`
-	PendingMismatches          int       `json:"pending_mismatches"`
-	LastAudit                  time.Time `json:"last_audit,omitzero"`
-	RecommendedPreStopSeconds  *float64  `json:"recommended_prestop_seconds,omitempty"`
-	RSTProbe                   *Probe    `json:"rst_probe,omitempty"`
-	Notes                      []string  `json:"notes,omitempty"`
+	Node           string   `json:"node"`
+	Datapath       string   `json:"datapath"`
+	DatapathReason string   `json:"datapath_reason,omitempty"`
+	Ready          bool     `json:"ready"`
+	ReadyReason    string   `json:"ready_reason,omitempty"`
+	View           *View    `json:"view,omitempty"`
+	Converged      bool     `json:"converged"`
+	Watch          Watch    `json:"watch"`
+	Sources        []Source `json:"sources"`
+	// Fallbacks are the degraded paths in force; ReaderWarnings the
+	// datapath reader's warnings of its last read (as /v1/drift warnings).
+	Fallbacks                  []Fallback `json:"fallbacks"`
+	ReaderWarnings             []string   `json:"reader_warnings"`
+	PendingChanges             int        `json:"pending_changes"`
+	OldestPendingChangeSeconds float64    `json:"oldest_pending_change_seconds"`
+	Findings                   int        `json:"findings"`
+	PendingMismatches          int        `json:"pending_mismatches"`
+	LastAudit                  time.Time  `json:"last_audit,omitzero"`
+	RecommendedPreStopSeconds  *float64   `json:"recommended_prestop_seconds,omitempty"`
+	RSTProbe                   *Probe     `json:"rst_probe,omitempty"`
+	Notes                      []string   `json:"notes,omitempty"`
 }
 
 // Watch is the watch's health.
@@ -129,6 +159,7 @@ type Percentiles struct {
 // Lag is /v1/lag.
 type Lag struct {
 	Node           string                 `json:"node"`
+	View           *View                  `json:"view,omitempty"`
 	Samples        []LagSample            `json:"samples"`
 	Pending        []PendingChange        `json:"pending"`
 	NodeLag        map[string]Percentiles `json:"node_lag"`        // by change kind and "all"
@@ -169,6 +200,7 @@ type Endpoint struct {
 // ServiceView is /v1/services/NS/NAME.
 type ServiceView struct {
 	Service   string         `json:"service"`
+	View      *View          `json:"view,omitempty"`
 	Exists    bool           `json:"exists"`
 	Frontends []FrontendView `json:"frontends"`
 	Endpoints []Endpoint     `json:"endpoints"`

@@ -25,19 +25,26 @@ func RunExplain(args []string, stdout, stderr io.Writer) int {
 	if !q.get("/v1/services/"+url.PathEscape(ns)+"/"+url.PathEscape(name), &v, stderr, "explain") {
 		return ExitError
 	}
+	code := ExitOK
+	if !v.Exists && len(v.Frontends) == 0 {
+		code = ExitError
+	}
+	// Blind, "not known" is no answer: exit 3, not 2.
+	code = sayNoView(q, v.View, stdout, stderr, code)
 	if q.out == "json" {
 		printJSON(stdout, v)
 	} else {
 		printExplain(stdout, v)
 	}
-	if !v.Exists && len(v.Frontends) == 0 {
-		return ExitError
-	}
-	return ExitOK
+	return code
 }
 
 func printExplain(w io.Writer, v api.ServiceView) {
 	if !v.Exists && len(v.Frontends) == 0 {
+		if blind(v.View) {
+			fmt.Fprintf(w, "service %s: not in the agent's watch cache nor in the datapath it last read, neither of which is current\n", v.Service)
+			return
+		}
 		fmt.Fprintf(w, "service %s: not known to the agent and nothing programmed for it\n", v.Service)
 		return
 	}

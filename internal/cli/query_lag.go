@@ -16,9 +16,10 @@ func RunLag(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return ExitError
 	}
+	code := sayNoView(q, l.View, stdout, stderr, ExitOK)
 	if q.out == "json" {
 		printJSON(stdout, l)
-		return ExitOK
+		return code
 	}
 	fmt.Fprintf(stdout, "node %s  samples %d  pending %d\n", l.Node, len(l.Samples), len(l.Pending))
 	kinds := make([]string, 0, len(l.NodeLag))
@@ -55,5 +56,5 @@ func RunLag(args []string, stdout, stderr io.Writer) int {
 	for _, p := range l.Pending {
 		fmt.Fprintf(stdout, "pending: %s %s for %.1fs\n", p.Service, p.Change, p.AgeSeconds)
 	}
-	return ExitOK
+	return code
 }

@@ -16,9 +16,10 @@ func RunRSTs(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return ExitError
 	}
+	code := sayNoView(q, r.View, stdout, stderr, ExitOK)
 	if q.out == "json" {
 		printJSON(stdout, r)
-		return ExitOK
+		return code
 	}
 	fmt.Fprintf(stdout, "rst probe %s %s  watched %d\n", upDown(r.Probe.Up), r.Probe.Mode, len(r.Watched))
 	keys := make([]string, 0, len(r.Totals))
@@ -60,7 +61,7 @@ func RunRSTs(args []string, stdout, stderr io.Writer) int {
 		}
 		e.write(stdout)
 	}
-	return ExitOK
+	return code
 }
 
 // rstDirection says what the watched pod did, short enough for the table.

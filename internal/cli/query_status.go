@@ -29,6 +29,10 @@ func printStatus(w io.Writer, s api.Status) {
 	t.add("node", s.Node)
 	t.add("datapath", s.Datapath+"  ("+s.DatapathReason+")")
 	t.add("ready", strings.TrimSpace(yesNo(s.Ready)+" "+s.ReadyReason))
+	t.add("view", viewText(s.View))
+	if blind(s.View) && s.View.LastError != "" {
+		t.add("last error", s.View.LastError)
+	}
 	t.add("converged", yesNo(s.Converged))
 	watch := yesNo(s.Watch.Healthy) + "  " + s.Watch.Reason
 	t.add("watch healthy", watch)
@@ -51,6 +55,12 @@ func printStatus(w io.Writer, s api.Status) {
 		}
 		t.add("source "+src.Name, v)
 	}
+	for _, f := range s.Fallbacks {
+		t.add("fallback", f.Reader+"  "+fallbackText(f))
+	}
+	for _, x := range s.ReaderWarnings {
+		t.add("reader warning", x)
+	}
 	for _, n := range s.Notes {
 		t.add("note", n)
 	}
@@ -65,15 +75,17 @@ func RunDrift(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return ExitError
 	}
+	code := ExitOK
+	if len(d.Findings) > 0 {
+		code = ExitFindings
+	}
+	code = sayNoView(q, d.View, stdout, stderr, code)
 	if q.out == "json" {
 		printJSON(stdout, d)
 	} else {
 		printDrift(stdout, d)
 	}
-	if len(d.Findings) > 0 {
-		return ExitFindings
-	}
-	return ExitOK
+	return code
 }
 
 func printDrift(w io.Writer, d api.Drift) {

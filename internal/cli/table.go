@@ -11,11 +11,14 @@ import (
 	"text/tabwriter"
 )
 
-// Exit statuses: 0 ok / no findings, 1 findings, 2 error.
+// Exit statuses: 0 ok / no findings, 1 findings, 2 error, 3 no view (the
+// agent answered, but without a current view of the cluster or the
+// datapath: its answer says nothing about the node).
 const (
 	ExitOK       = 0
 	ExitFindings = 1
 	ExitError    = 2
+	ExitNoView   = 3
 )
 
 // table prints aligned columns; cells longer than max are shortened in the

@@ -39,6 +39,14 @@ func (r *Redetect) Name() string {
 	return model.ModeNone
 }
 
+// Fallback is the detected reader's (FallbackReporter), if it has one.
+func (r *Redetect) Fallback() (from, to, reason string, since time.Time) {
+	if fr, ok := r.current().(FallbackReporter); ok {
+		return fr.Fallback()
+	}
+	return "", "", "", time.Time{}
+}
+
 func (r *Redetect) current() Reader {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -91,6 +91,14 @@ type Freezer interface {
 	Frozen() (model.Observed, bool)
 }
 
+// FallbackReporter is a reader that may read by a worse path than its
+// preferred one (iptables-nft over netlink falling back to iptables-save):
+// the fallback in force, from "" when none. Optional: the agent shows it in
+// /v1/status and its metrics.
+type FallbackReporter interface {
+	Fallback() (from, to, reason string, since time.Time)
+}
+
 // Reader is what the agent drives. Every reader Open returns is one.
 type Reader interface {
 	Source

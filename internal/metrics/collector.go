@@ -33,6 +33,7 @@ type Collector struct {
 	fullFixes  *prometheus.Desc
 	rdAudits   *prometheus.Desc
 	rdDiffs    *prometheus.Desc
+	view       *viewMetrics
 }
 
 // NewCollector exports state(); maxServiceSeries caps per-service series.
@@ -54,13 +55,14 @@ func NewCollector(state func() agent.State, version string, maxServiceSeries int
 		healthy:    d("netdrift_watch_healthy", "1 when the watch is current (Lease renewals arrive), else 0."),
 		leaseAge:   d("netdrift_watch_last_lease_delivery_age_seconds", "Seconds since the watch last delivered this node's Lease."),
 		staleBE:    d("netdrift_stale_backends", "Stale backends per service (capped; the rest under service=\"_other\").", "namespace", "service"),
-		ready:      d("netdrift_ready", "1 when every cache has synced and the agent reports."),
+		ready:      d("netdrift_ready", "1 while the agent's view is current (netdrift_view_current): /readyz answers 200."),
 		frontends:  d("netdrift_frontends", "Frontends in the desired and observed state.", "state"),
 		lastAuditT: d("netdrift_last_audit_timestamp_seconds", "Unix time of the last datapath audit."),
 		fullAudits: d("netdrift_full_audits_total", "Full audits run (desired state derived again, datapath read whole, every frontend compared)."),
 		fullFixes:  d("netdrift_full_audit_corrections_total", "Services whose incrementally kept desired state a full audit corrected (a missed delivery or a bug)."),
 		rdAudits:   d("netdrift_reader_audits_total", "The datapath reader's audits of the state it patches from change messages (iptables-nft)."),
 		rdDiffs:    d("netdrift_reader_audit_differences_total", "Reader audits that found the patched state differed from the kernel's (a misapplied or missed change; corrected)."),
+		view:       newViewMetrics(),
 	}
 }
 
@@ -71,6 +73,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.fullAudits, c.fullFixes, c.rdAudits, c.rdDiffs} {
 		ch <- d
 	}
+	c.view.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -82,6 +85,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.buildInfo, 1, c.version)
 	g(c.nodeInfo, 1, s.Node, s.Datapath)
 	g(c.ready, b2f(s.Ready))
+	c.view.collect(ch, s)
 	for _, src := range s.Sources {
 		g(c.sourceUp, b2f(src.Up), src.Name)
 		g(c.sourceDur, src.Duration.Seconds(), src.Name)

@@ -38,6 +38,9 @@ func State() agent.State {
 	return agent.State{
 		Node: "node-a", Datapath: model.ModeIPTables, DatapathReason: "KUBE-SERVICES chain in the ip nat table (iptables, nft backend)",
 		Ready: true, Now: Now, LastAudit: at(-80 * time.Millisecond),
+		View: agent.View{Current: true, Since: at(-42 * time.Minute)},
+		Fallbacks: []agent.Fallback{{Reader: agent.FallbackChangeEvents, From: "kernel time", To: "read time",
+			Reason: DatingError, Since: at(-42 * time.Minute)}},
 		Watch: agent.WatchStatus{Synced: true, Healthy: true, HealthReason: "Lease renewals arrive", LeaseSeen: true,
 			LastLeaseRenew: at(-4 * time.Second), LastLeaseDelivery: at(-4*time.Second + 35*time.Millisecond),
 			LeaseDelay: 35 * time.Millisecond, LastDelivery: at(-1200 * time.Millisecond)},
@@ -60,6 +63,23 @@ func State() agent.State {
 			"source node degraded: " + nodeErr},
 	}
 }
+
+// Blind is a node whose agent cannot reach the API server: its caches have
+// not synced, and its view is not current since it started.
+func Blind() agent.State {
+	const why = "waiting for caches to sync: endpointslice, lease"
+	v := agent.View{Code: agent.ViewAPIFailing, Since: at(-65 * time.Second), LastError: APIError,
+		Reason: "list/watch requests to the API server fail (40 failed since 2026-11-29T14:28:55Z): the watch cache is not kept current"}
+	return agent.State{Node: "node-a", Datapath: model.ModeIPTables, Now: Now, ReadyReason: v.Reason, View: v,
+		Watch: agent.WatchStatus{SyncReason: why, HealthReason: why}}
+}
+
+// APIError is the error of a dial to an API server nothing listens at;
+// DatingError why change events are dated when read.
+const (
+	APIError    = "dial tcp 10.96.0.1:443: connect: connection refused"
+	DatingError = "no BPF socket filter: operation not permitted"
+)
 
 // Samples are converged changes: add, remove (one superseding another) and update.
 func Samples() []drift.LagSample {

@@ -44,6 +44,7 @@ type Mode struct {
 	nlOK    bool      // the backend is nft: the netlink reader applies
 	nlOff   string    // why the netlink reader is not used ("" = it is)
 	nlRetry time.Time // when to try netlink again after a fallback
+	nlSince time.Time // since when nlOff is set
 	inProc  bool      // the last read was in process (no CPU to report)
 	// fromNL: the last Snapshot returned the netlink reader's observation,
 	// whose frontends its next ApplyEvent changes in place (Frozen)
@@ -187,6 +188,9 @@ func (k *Mode) Snapshot(ctx context.Context) (model.Observed, error) {
 		obs, err := k.nl.Snapshot(ctx, k.hints)
 		switch {
 		case err != nil:
+			if k.nlOff == "" {
+				k.nlSince = time.Now()
+			}
 			k.nlOff, k.nlRetry = err.Error(), nlRetryAt(err, time.Now())
 		case len(obs.Frontends) == 0 && k.r.Config.Backend != BackendNFT:
 			// Nothing in nf_tables: maybe kube-proxy moved to the legacy
@@ -216,6 +220,21 @@ func (k *Mode) Snapshot(ctx context.Context) (model.Observed, error) {
 		k.nlOK = true
 	}
 	return obs, nil
+}
+
+// Fallback is the fallback in force (datapath.FallbackReporter), as the
+// last read's warnings state it; from "" when none.
+func (k *Mode) Fallback() (from, to, reason string, since time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case k.inProc:
+	case k.nlOff != "" && k.nlOK:
+		return "netlink", "iptables-save", k.nlOff, k.nlSince
+	case k.lg.off != "" && k.lg.ok:
+		return "in-process", "iptables-legacy-save", k.lg.off, k.lg.since
+	}
+	return "", "", "", time.Time{}
 }
 
 // nftBackend reports whether the configured or obvious backend is nft

@@ -21,7 +21,8 @@ type legacyState struct {
 	ok       bool          // the backend is legacy
 	off      string        // why the in-process read is not used ("" = it is)
 	retry    time.Time
-	hintsGen uint64 // counts SetHints
+	since    time.Time // since when off is set
+	hintsGen uint64    // counts SetHints
 	obs      model.Observed
 }
 
@@ -47,6 +48,9 @@ func (k *Mode) legacySnapshot(ctx context.Context) (model.Observed, bool) {
 	obs, fresh, kube, err := lg.lr.Snapshot(ctx, k.hints, lg.hintsGen)
 	switch {
 	case err != nil:
+		if lg.off == "" {
+			lg.since = time.Now()
+		}
 		lg.off, lg.retry = err.Error(), time.Now().Add(nlRetryAfter)
 		return model.Observed{}, false
 	case kube == 0 && k.r.Config.Backend != BackendLegacy:

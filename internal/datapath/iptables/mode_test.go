@@ -155,4 +155,7 @@ COMMIT
 	}) {
 		t.Fatalf("no fallback to iptables-save with a reason: warnings %q", fb.Warnings)
 	}
+	if from, to, why, since := src.Fallback(); from != "netlink" || to != "iptables-save" || !strings.Contains(why, `"u32"`) || since.IsZero() {
+		t.Fatalf("Fallback() = %q, %q, %q, %v; want netlink -> iptables-save with the reason and since when", from, to, why, since)
+	}
 }
