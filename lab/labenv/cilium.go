@@ -108,15 +108,17 @@ func (l *Lab) waitCilium(ctx context.Context, i int, timeout time.Duration) erro
 // CiliumLBList runs Cilium's own `cilium-dbg bpf lb list -o json` on node's
 // maps. cilium-dbg reads the first bpf mount it finds, so it runs in a
 // mount namespace of its own where every other bpf mount is detached.
-func (l *Lab) CiliumLBList(node string) ([]byte, error) {
+// Extra arguments go to `bpf lb list` (e.g. --frontends: each master
+// entry's "backend-id count[qcount] (rev-nat) [flags]").
+func (l *Lab) CiliumLBList(node string, args ...string) ([]byte, error) {
 	i, err := l.index(node)
 	if err != nil {
 		return nil, err
 	}
-	return l.ciliumLBList(i)
+	return l.ciliumLBList(i, args...)
 }
 
-func (l *Lab) ciliumLBList(i int) ([]byte, error) {
+func (l *Lab) ciliumLBList(i int, args ...string) ([]byte, error) {
 	others, err := bpfMountsExcept(l.nodeBPFFS(i))
 	if err != nil {
 		return nil, err
@@ -126,6 +128,9 @@ func (l *Lab) ciliumLBList(i int) ([]byte, error) {
 		script += "umount -l " + strconv.Quote(m) + " && "
 	}
 	script += "exec " + strconv.Quote(filepath.Join(l.opts.BinDir, "cilium-dbg")) + " bpf lb list -o json"
+	for _, a := range args {
+		script += " " + strconv.Quote(a)
+	}
 	out, err := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script).Output()
 	if err != nil {
 		return nil, fmt.Errorf("cilium-dbg bpf lb list on %s: %w", nodeName(i), err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,15 +59,21 @@ func testCiliumConverged(t *testing.T, e *env) {
 }
 
 // crossCheck compares the ClusterIP frontends and backends netdrift reads
-// from node's maps (`netdrift snapshot --bpffs`) with
-// those Cilium's own listing of the same maps gives.
+// from node's maps (`netdrift snapshot --bpffs`) with those Cilium's own
+// tool decodes from the same maps: cilium-dbg's listing gives every slot's
+// backend, its --frontends listing each frontend's count of selectable
+// slots (the rest are parked: terminating backends kept for draining).
 func crossCheck(t *testing.T, l *labenv.Lab, node string) {
 	t.Helper()
 	listing, err := l.CiliumLBList(node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cilium := ciliumClusterIPs(t, listing)
+	masters, err := l.CiliumLBList(node, "--frontends")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cilium := ciliumClusterIPs(t, listing, selectableCounts(t, masters))
 	bpffs, err := l.NodeBPFFS(node)
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +93,38 @@ func crossCheck(t *testing.T, l *labenv.Lab, node string) {
 	t.Logf("%s: %d ClusterIP frontends agree with cilium-dbg", node, len(ours))
 }
 
-// ciliumClusterIPs: "ip:port" -> sorted backends, from the listing's
-// ClusterIP frontends (external scope).
-func ciliumClusterIPs(t *testing.T, listing []byte) map[string][]string {
+// selectableCounts reads `cilium-dbg bpf lb list --frontends -o json`:
+// "ip:port" (TCP, external scope) -> count, from each master entry's value
+// "backend-id count[qcount] (rev-nat) [flags flags2]".
+func selectableCounts(t *testing.T, masters []byte) map[string]int {
+	t.Helper()
+	var m map[string][]string
+	if err := json.Unmarshal(masters, &m); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for k, v := range m {
+		fe, ok := strings.CutSuffix(k, "/TCP (0)")
+		if !ok || len(v) != 1 {
+			continue
+		}
+		f := strings.Fields(v[0])
+		if len(f) < 2 {
+			t.Fatalf("--frontends entry %q", v[0])
+		}
+		n, _, _ := strings.Cut(f[1], "[")
+		c, err := strconv.Atoi(n)
+		if err != nil {
+			t.Fatalf("--frontends entry %q: %v", v[0], err)
+		}
+		out[fe] = c
+	}
+	return out
+}
+
+// ciliumClusterIPs: "ip:port" -> sorted backends of the selectable slots
+// (1..count), from the listing's ClusterIP frontends (external scope).
+func ciliumClusterIPs(t *testing.T, listing []byte, counts map[string]int) map[string][]string {
 	t.Helper()
 	var m map[string][]string
 	if err := json.Unmarshal(listing, &m); err != nil {
@@ -109,8 +145,12 @@ func ciliumClusterIPs(t *testing.T, listing []byte) map[string][]string {
 	}
 	for k, v := range m {
 		fe, slot, ok := strings.Cut(k, "/TCP (")
-		if !ok || slot == "0)" || !clusterIP[fe] || len(v) != 1 {
+		if !ok || !clusterIP[fe] || len(v) != 1 {
 			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(slot, ")"))
+		if err != nil || n == 0 || n > counts[fe] {
+			continue // the master entry, or a parked slot
 		}
 		out[fe] = append(out[fe], strings.TrimSuffix(strings.Fields(v[0])[0], "/TCP"))
 	}
