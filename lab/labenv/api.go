@@ -328,6 +328,10 @@ type ServiceSpec struct {
 	TargetPort int // default DefaultPodPort
 	// Type is ClusterIP (default) or NodePort.
 	Type corev1.ServiceType
+	// ExternalTrafficPolicy (NodePort only) and InternalTrafficPolicy:
+	// "" is the API's default (Cluster).
+	ExternalTrafficPolicy corev1.ServiceExternalTrafficPolicy
+	InternalTrafficPolicy *corev1.ServiceInternalTrafficPolicy
 }
 
 // CreateService creates a TCP Service and returns it (ClusterIP allocated).
@@ -343,7 +347,8 @@ func (l *Lab) CreateService(ctx context.Context, s ServiceSpec) (*corev1.Service
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name},
-		Spec: corev1.ServiceSpec{Selector: s.Selector, Type: s.Type, Ports: []corev1.ServicePort{{
+		Spec: corev1.ServiceSpec{Selector: s.Selector, Type: s.Type, ExternalTrafficPolicy: s.ExternalTrafficPolicy,
+			InternalTrafficPolicy: s.InternalTrafficPolicy, Ports: []corev1.ServicePort{{
 			Name: "http", Protocol: corev1.ProtocolTCP, Port: int32(s.Port), TargetPort: intstr.FromInt32(int32(s.TargetPort))}}},
 	}
 	return l.cs.CoreV1().Services(s.Namespace).Create(ctx, svc, metav1.CreateOptions{})

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/netdrift/netdrift/lab/labenv"
 )
 
@@ -21,6 +23,8 @@ import (
 var ciliumScenarios = []scenario{
 	{"converged", testCiliumConverged},
 	{"graceful", testCiliumGraceful},
+	{"fallback", testCiliumTerminatingFallback},
+	{"local", testCiliumLocal},
 	{"frozen", testCiliumFrozen},
 	{"restart", testCiliumRestart},
 }
@@ -192,12 +196,16 @@ func snapshotClusterIPs(t *testing.T, out []byte) map[string][]string {
 func testCiliumGraceful(t *testing.T, e *env) {
 	l := e.lab
 	ctx := context.Background()
-	_, pods := service(t, l, "cgrace", []string{"node-2", "node-3"}, 20*time.Second)
+	cip, pods := service(t, l, "cgrace", []string{"node-2", "node-3"}, 20*time.Second)
 	agents := agentsOf(t, l)
 	waitConverged(t, agents, "default/cgrace", 60*time.Second)
 	if err := l.DeletePod(ctx, "default", pods[0].Name, nil); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, 15*time.Second, 250*time.Millisecond, "node-1: Cilium parks the terminating backend", func() (bool, string) {
+		n := parkedCount(t, l, "node-1", cip)
+		return n == 1, fmt.Sprintf("%d parked slots", n)
+	})
 	deadline := time.Now().Add(12 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, a := range agents {
@@ -298,4 +306,97 @@ func serviceFindings(d Drift, svc string) []Finding {
 		}
 	}
 	return out
+}
+
+// parkedCount returns the qcount (parked slots) of ip:80/TCP on node from
+// `cilium-dbg bpf lb list --frontends -o json` ("id count[qcount] ...").
+func parkedCount(t *testing.T, l *labenv.Lab, node, ip string) int {
+	t.Helper()
+	masters, err := l.CiliumLBList(node, "--frontends")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string][]string
+	if err := json.Unmarshal(masters, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range m[ip+":80/TCP (0)"] {
+		if f := strings.Fields(v); len(f) > 1 {
+			if _, q, ok := strings.Cut(f[1], "["); ok {
+				n, _ := strconv.Atoi(strings.TrimSuffix(q, "]"))
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// testCiliumTerminatingFallback: the only pod of a Service terminates
+// (preStop): with no active backend left, Cilium selects the terminating
+// one, as kube-proxy's serving-terminating fallback does: no finding.
+func testCiliumTerminatingFallback(t *testing.T, e *env) {
+	l := e.lab
+	ctx := context.Background()
+	cip, pods := service(t, l, "cfall", []string{"node-2"}, 20*time.Second)
+	agents := agentsOf(t, l)
+	waitConverged(t, agents, "default/cfall", 60*time.Second)
+	if err := l.DeletePod(ctx, "default", pods[0].Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the EndpointSlice marks it terminating; Cilium writes it
+	for _, n := range l.Nodes() {
+		got, err := l.ProgrammedBackends(n.Name, cip, 80)
+		if err != nil || len(got) != 1 || got[0] != pods[0].backend() {
+			t.Fatalf("%s: Cilium programs %v (%v), want the terminating backend %s selectable", n.Name, got, err, pods[0].backend())
+		}
+	}
+	noFindingsFor(t, agents, "default/cfall", 8*time.Second)
+	crossCheck(t, l, "node-1")
+}
+
+// testCiliumLocal: internal and external traffic policy Local, the pods on
+// node-2 only. node-1 and node-3 have no local endpoint (kube-proxy drops;
+// Cilium has no selectable slot), node-2 selects its own pod: no finding
+// anywhere.
+func testCiliumLocal(t *testing.T, e *env) {
+	l := e.lab
+	ctx := context.Background()
+	local := corev1.ServiceInternalTrafficPolicyLocal
+	sel := map[string]string{"app": "clocal"}
+	svc, err := l.CreateService(ctx, labenv.ServiceSpec{Name: "clocal", Selector: sel, Type: corev1.ServiceTypeNodePort,
+		ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, InternalTrafficPolicy: &local})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteAll(l, "clocal") })
+	pod := createPod(t, l, "clocal-a1", "node-2", sel, 0)
+	eventually(t, 60*time.Second, 250*time.Millisecond, "node-2 programs its local pod", func() (bool, string) {
+		got, err := l.ProgrammedBackends("node-2", svc.Spec.ClusterIP, 80)
+		return err == nil && equal(got, []string{pod.backend()}), fmt.Sprintf("got %v (%v)", got, err)
+	})
+	for _, n := range []string{"node-1", "node-3"} {
+		if got, err := l.ProgrammedBackends(n, svc.Spec.ClusterIP, 80); err != nil || len(got) != 0 {
+			t.Errorf("%s: Cilium programs %v (%v) for an internal-Local service with no local pod", n, got, err)
+		}
+	}
+	agents := agentsOf(t, l)
+	waitConverged(t, agents, "default/clocal", 60*time.Second)
+	noFindingsFor(t, agents, "default/clocal", 5*time.Second)
+	crossCheck(t, l, "node-2")
+}
+
+// noFindingsFor asserts that no agent reports any finding for svc during d.
+func noFindingsFor(t *testing.T, agents []*Agent, svc string, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+		for _, a := range agents {
+			var dr Drift
+			if err := a.Get(context.Background(), "/v1/drift", &dr); err != nil {
+				t.Fatal(err)
+			}
+			if fs := serviceFindings(dr, svc); len(fs) > 0 {
+				t.Fatalf("%s: findings for %s: %+v", a.Node, svc, fs)
+			}
+		}
+	}
 }
