@@ -225,7 +225,12 @@ func matches(p *PendingChange, obs model.Observed) bool {
 	return true
 }
 
-// SameVerdict reports whether two verdicts program the same behaviour.
+// SameVerdict reports whether two verdicts program the same behaviour: the
+// same action and, for Forward, the same backends. It is not equality
+// (model.Verdict.Equal): evidence, endpoints and uncertainty may differ.
+// SameVerdict knows no datapath mode; sameVerdictIn, which the lag tracker
+// uses, also counts Reject and Drop as the same in the modes where they are
+// (sameAction).
 func SameVerdict(a, b model.Verdict) bool { return sameVerdictIn(a, b, "") }
 
 func sameVerdictIn(a, b model.Verdict, mode string) bool {

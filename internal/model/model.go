@@ -276,10 +276,10 @@ func ParseProtocol(s string) (Protocol, error) {
 }
 
 // MarkDiffering marks in into every frontend present in only one of old and
-// cur, or whose verdicts same says differ.
-func MarkDiffering(into map[Frontend]bool, old, cur map[Frontend]Verdict, same func(a, b Verdict) bool) {
+// cur, or whose verdicts are not Equal.
+func MarkDiffering(into map[Frontend]bool, old, cur map[Frontend]Verdict) {
 	for fe, v := range cur {
-		if o, ok := old[fe]; !ok || !same(o, v) {
+		if o, ok := old[fe]; !ok || !o.Equal(v) {
 			into[fe] = true
 		}
 	}

@@ -1,7 +1,6 @@
 package iptables
 
 import (
-	"reflect"
 	"slices"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -500,7 +499,7 @@ func (v *ipView) update(natChains, filterChains []string) (ipDelta, bool) {
 		}
 		for _, n := range g.fronts {
 			i := slices.IndexFunc(old[g], func(o ipFront) bool { return o.f == n.f })
-			if i < 0 || !reflect.DeepEqual(old[g][i].v, n.v) {
+			if i < 0 || !old[g][i].v.Equal(n.v) {
 				d.set = append(d.set, n)
 			}
 		}
