@@ -116,7 +116,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	}
 	opts.Notes = w.notes
 	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: st.nodeCheck}, clk)
-	opts.Extra = []agent.FindingSource{nf}
+	opts.NodeSources = []agent.FindingSource{nf}
 	w.rst = rstPipeline(f, st.rstMode, func() rst.EndpointIndex { return w.agent }, log)
 	w.watcher = informer.NewWatcher(client, f.nodeName, clk, func(ev watch.Event) {
 		w.agent.OnEvent(ev)

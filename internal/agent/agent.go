@@ -37,7 +37,7 @@ type Agent struct {
 	cluster     Cluster
 	src         datapath.Reader // nil when no kube-proxy state is present
 	notes       []string        // Options.Notes
-	nodeSources []FindingSource // Options.Extra: run in the background (nodeRuns)
+	nodeSources []FindingSource // Options.NodeSources: run in the background (nodeRuns)
 	recorder    Recorder
 	kick        chan struct{}
 	// changes belongs to the loop's goroutine (Run and what it calls); nil:
@@ -84,10 +84,10 @@ type Options struct {
 	// Changes are the nf_tables change events of the node (nil: none); the
 	// loop applies each to the reader and dates the next read by it.
 	Changes <-chan datapath.ChangeEvent
-	// Extra are the node sources (routes, links, conntrack, cluster-scope
-	// checks), run in the background on their own cadence.
-	Extra    []FindingSource
-	Recorder Recorder
+	// NodeSources are the node sources (routes, links, conntrack,
+	// cluster-scope checks), run in the background on their own cadence.
+	NodeSources []FindingSource
+	Recorder    Recorder
 	// Notes are degraded-mode explanations known at start (such as change
 	// events dated when read, not by the kernel); /v1/status shows them.
 	Notes []string
@@ -106,7 +106,7 @@ func New(o Options) *Agent {
 	}
 	a := &Agent{
 		cfg: o.Config, clock: o.Clock, log: o.Log, cluster: o.Cluster, src: o.Datapath,
-		mode: o.Mode, reason: o.Reason, changes: o.Changes, notes: o.Notes, nodeSources: o.Extra, recorder: o.Recorder,
+		mode: o.Mode, reason: o.Reason, changes: o.Changes, notes: o.Notes, nodeSources: o.NodeSources, recorder: o.Recorder,
 		kick:     make(chan struct{}, 1),
 		tracker:  newChangeTracker(),
 		comparer: drift.NewComparer(),

@@ -76,7 +76,7 @@ func newHarnessWith(t *testing.T, tweak func(*Config), nodeSources ...FindingSou
 		tweak(&cfg)
 	}
 	h.a = New(Options{Config: cfg, Clock: h.clk, Cluster: h.c, Datapath: h.src, Mode: model.ModeIPTables, Recorder: h,
-		Extra: nodeSources})
+		NodeSources: nodeSources})
 	return h
 }
 

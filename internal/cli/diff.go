@@ -11,8 +11,8 @@ import (
 
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/capture"
-	"github.com/netdrift/netdrift/internal/datapath/cilium"
 	"github.com/netdrift/netdrift/internal/clusterfile"
+	"github.com/netdrift/netdrift/internal/datapath/cilium"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"

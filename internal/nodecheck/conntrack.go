@@ -118,7 +118,7 @@ func carriesTraffic(f model.Flow) bool {
 	}
 	switch f.TCPState {
 	case "SYN_RECV", "ESTABLISHED", "FIN_WAIT", "CLOSE_WAIT", "LAST_ACK", "":
-		return true // "": a reader that gives no state; counted, as before
+		return true // "": a reader that gives no TCP state; counted, as a flow that may carry traffic
 	}
 	return false
 }
