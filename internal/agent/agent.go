@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -91,6 +92,12 @@ type Options struct {
 	// Notes are degraded-mode explanations known at start (such as change
 	// events dated when read, not by the kernel); /v1/status shows them.
 	Notes []string
+	// PodDeletions is the node's registry of pod deletion requests: the
+	// agent records the watch's pod deliveries into it (before any other
+	// reader of the same delivery runs) and dates removals by it; others,
+	// such as the RST pipeline, only read it. nil: the agent's own,
+	// deletions.DefaultKeep.
+	PodDeletions *deletions.Registry
 }
 
 // New builds an agent.
@@ -104,11 +111,14 @@ func New(o Options) *Agent {
 	if o.Recorder == nil {
 		o.Recorder = nopRecorder{}
 	}
+	if o.PodDeletions == nil {
+		o.PodDeletions = deletions.New(0)
+	}
 	a := &Agent{
 		cfg: o.Config, clock: o.Clock, log: o.Log, cluster: o.Cluster, src: o.Datapath,
 		mode: o.Mode, reason: o.Reason, changes: o.Changes, notes: o.Notes, nodeSources: o.NodeSources, recorder: o.Recorder,
 		kick:     make(chan struct{}, 1),
-		tracker:  newChangeTracker(),
+		tracker:  newChangeTracker(o.PodDeletions),
 		comparer: drift.NewComparer(),
 		findings: drift.NewFindingTracker(o.Config.StaleAfter),
 		sources:  sourceHealth{},

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -30,15 +31,15 @@ type changeTracker struct {
 	changedFrontends map[model.Frontend]bool
 	initialized      bool
 	lag              *drift.LagTracker
-	deletions        podDeletions // this node's pods being deleted, to date removals
+	deletions        *deletions.Registry // this node's pods being deleted, to date removals (the agent records it)
 	// full audits run, and the services whose desired state they corrected
 	fullAudits, fullCorrections uint64
 }
 
 type dirtyService struct{ t0, t1 time.Time }
 
-func newChangeTracker() changeTracker {
-	return changeTracker{dirty: map[string]dirtyService{}, changed: map[string]bool{},
+func newChangeTracker(dels *deletions.Registry) changeTracker {
+	return changeTracker{deletions: dels, dirty: map[string]dirtyService{}, changed: map[string]bool{},
 		desired: map[string]map[model.Frontend]model.Verdict{}, lag: drift.NewLagTracker(),
 		changedFrontends: map[model.Frontend]bool{}, hintsStale: true}
 }
@@ -58,7 +59,9 @@ func (t *changeTracker) markDirty(svc string, at, trigger time.Time) {
 }
 
 // recordDeletion remembers when a pod of this node was asked to go.
-func (t *changeTracker) recordDeletion(ev watch.Event) { t.deletions.record(ev) }
+func (t *changeTracker) recordDeletion(ev watch.Event) {
+	t.deletions.Record(ev.Name, ev.PodIPs, ev.DeletionRequested, ev.At)
+}
 
 // sync brings the desired state up to date with the watch cache. The first
 // call takes the initial list as the starting point, not as changes (first
@@ -223,10 +226,10 @@ func (t *changeTracker) pendingChanges() []drift.PendingChange {
 // changes it shows programmed, removals dated by their pods' deletion
 // requests where the watch gave no trigger time. now expires old deletions.
 func (t *changeTracker) observe(obs model.Observed, at, since, now time.Time) []drift.LagSample {
-	t.deletions.expire(now)
+	t.deletions.Expire(now)
 	samples := t.lag.ObserveSince(obs, at, since)
 	for i, s := range samples {
-		samples[i] = t.deletions.dateRemoval(s)
+		samples[i] = dateRemoval(t.deletions, s)
 	}
 	return samples
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/testutil/wait"
 	"github.com/prometheus/client_golang/prometheus"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -17,7 +18,8 @@ func newTestPipeline(t *testing.T, svcs Services) (*Pipeline, *fakeProbe, *clock
 	clk := clocktesting.NewFakeClock(t0)
 	mono := fakeMono(clk)
 	fp := newFakeProbe(mono)
-	p := NewPipeline(PipelineConfig{Probe: fp, Services: svcs, Window: time.Minute, Clock: clk, Mono: mono, Settle: 10 * time.Second})
+	p := NewPipeline(PipelineConfig{Probe: fp, Services: svcs, Window: time.Minute, Clock: clk, Mono: mono, Settle: 10 * time.Second,
+		Deletions: deletions.New(0)})
 	t.Cleanup(func() { p.Close() })
 	return p, fp, clk
 }
@@ -66,11 +68,11 @@ func snapshotTotals(s Snapshot) map[string]uint64 {
 func TestPipelineOneCount(t *testing.T) {
 	p, fp, clk := newTestPipeline(t, fakeServices{webIP4: "web"})
 	m := NewMetrics(p, 10)
-	p.OnPod(webPod(t0, time.Time{}, false))
+	p.OnPod(webPod(testDeletions(p), t0, time.Time{}, false))
 	if !fp.isWatched(webIP4) || !fp.isWatched(webIP6) {
 		t.Fatal("a live pod is not watched")
 	}
-	p.OnPod(webPod(t0, t0, false))
+	p.OnPod(webPod(testDeletions(p), t0, t0, false))
 	fp.reset(webIP4, 5)
 	fp.reset(webIP6, 2) // not an endpoint of a known service
 	want := map[string]uint64{"shop/web": 5, "shop/_unknown": 2}
@@ -82,7 +84,7 @@ func TestPipelineOneCount(t *testing.T) {
 	}
 
 	clk.Step(10 * time.Second)
-	p.OnPod(webPod(clk.Now(), t0, true))
+	p.OnPod(webPod(testDeletions(p), clk.Now(), t0, true))
 	fp.reset(webIP4, 3) // after the pod is gone, within the window: counted
 	clk.Step(time.Minute)
 	wait.For(t, 5*time.Second, "the address unwatched at the window's end", func() bool { return !fp.isWatched(webIP4) })
@@ -105,7 +107,7 @@ func TestPipelineOneCount(t *testing.T) {
 // pod's resets are its own.
 func TestPipelineAddressReused(t *testing.T) {
 	p, fp, _ := newTestPipeline(t, fakeServices{webIP4: "web"})
-	p.OnPod(webPod(t0, t0, true))
+	p.OnPod(webPod(testDeletions(p), t0, t0, true))
 	fp.reset(webIP4, 4)
 	p.OnPod(PodChange{Name: "blog/b-1", IPs: []netip.Addr{webIP4}, At: t0.Add(time.Second)})
 	fp.reset(webIP4, 9)
@@ -122,7 +124,7 @@ func TestPipelineAddressReused(t *testing.T) {
 func TestPipelineWatchFails(t *testing.T) {
 	p, fp, _ := newTestPipeline(t, nil)
 	fp.full = true
-	p.OnPod(webPod(t0, time.Time{}, false))
+	p.OnPod(webPod(testDeletions(p), t0, time.Time{}, false))
 	if s := p.Snapshot(); len(s.Watched) != 0 {
 		t.Errorf("watched %v though the probe refused", s.Watched)
 	}
@@ -135,13 +137,13 @@ func TestPipelineSamples(t *testing.T) {
 	fp := newFakeProbe(fakeMono(clk))
 	fp.stats = Stats{EventsRateLimited: 40, EventsLost: 1}
 	p := NewPipeline(PipelineConfig{Probe: fp, Services: fakeServices{webIP4: "web"}, Window: time.Minute, Clock: clk,
-		Mono: fakeMono(clk), MaxSamples: 2})
+		Mono: fakeMono(clk), MaxSamples: 2, Deletions: deletions.New(0)})
 	defer p.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	p.OnPod(webPod(t0, t0, false))
+	p.OnPod(webPod(testDeletions(p), t0, t0, false))
 	for i := range 3 {
 		fp.events <- Event{Time: t0.Add(time.Duration(i+1) * time.Second), Direction: SentBy, Reason: "NO_SOCKET",
 			Sender: netip.AddrPortFrom(webIP4, 8080), Peer: netip.MustParseAddrPort("10.244.2.7:40312")}
@@ -167,8 +169,8 @@ func TestPipelineSamples(t *testing.T) {
 
 // TestOpenProbeDisabled: --no-rst-probe gives a probe that says so.
 func TestOpenProbeDisabled(t *testing.T) {
-	p := NewPipeline(PipelineConfig{Probe: OpenProbe("", "disabled by --no-rst-probe", nil)})
-	p.OnPod(webPod(t0, t0, false))
+	p := NewPipeline(PipelineConfig{Probe: OpenProbe("", "disabled by --no-rst-probe", nil), Deletions: deletions.New(0)})
+	p.OnPod(webPod(testDeletions(p), t0, t0, false))
 	s := p.Snapshot()
 	if s.Status.Up || s.Status.Reason != "disabled by --no-rst-probe" || len(s.Watched) != 0 {
 		t.Errorf("snapshot %+v", s)
@@ -186,7 +188,7 @@ func TestOpenProbeDisabled(t *testing.T) {
 func TestPipelineLateDeletion(t *testing.T) {
 	p, fp, clk := newTestPipeline(t, fakeServices{webIP4: "web"})
 	m := NewMetrics(p, 10)
-	p.OnPod(webPod(t0, time.Time{}, false))
+	p.OnPod(webPod(testDeletions(p), t0, time.Time{}, false))
 	p.Snapshot() // resolves the endpoint ports
 	clk.Step(time.Second)
 	fp.resetPort(webIP4, 8080, 5) // refused while Ready
@@ -200,7 +202,7 @@ func TestPipelineLateDeletion(t *testing.T) {
 		t.Fatalf("before the delivery: totals %v unsettled %d, want none and 14", s.Totals, s.Unsettled)
 	}
 	clk.Step(time.Second)
-	p.OnPod(webPod(clk.Now(), requested, false))
+	p.OnPod(webPod(testDeletions(p), clk.Now(), requested, false))
 	fp.resetPort(webIP4, 8080, 3) // the kernel knows now
 	s = p.Snapshot()
 	if got := snapshotTotals(s); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 10}) || s.Unsettled != 7 {
