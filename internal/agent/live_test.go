@@ -104,7 +104,7 @@ func (k *kubeProxy) program(eps ...string) {
 // service port: service-ips map, service and endpoint chains, numgen vmap.
 // The table is re-created in the same transaction (nft -f is atomic).
 func kubeProxyNFT(vip string, eps []string) []byte {
-	sp := model.ServicePort{Namespace: testNS, Name: testSvc, Port: "http", Protocol: model.TCP}
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: testNS, Name: testSvc}, Port: "http", Protocol: model.TCP}
 	base := nftables.ChainBase(sp)
 	svc := "service-" + nftables.ChainHash(base) + "-" + base
 	var b strings.Builder
@@ -153,7 +153,7 @@ func kubeProxyNFT(vip string, eps []string) []byte {
 // kubeProxyRules renders kube-proxy's iptables-mode nat rules for one
 // ClusterIP service port, with its chain names, comments and probabilities.
 func kubeProxyRules(vip string, eps []string) []byte {
-	sp := model.ServicePort{Namespace: testNS, Name: testSvc, Port: "http", Protocol: model.TCP}
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: testNS, Name: testSvc}, Port: "http", Protocol: model.TCP}
 	name := iptables.KubeProxyPortName(sp)
 	svc := "KUBE-SVC-" + iptables.ChainHash(sp)
 	var b strings.Builder

@@ -12,7 +12,7 @@ func mfe(i byte) model.Frontend {
 }
 
 func mverdict(svc string) model.Verdict {
-	return model.Verdict{Service: model.ServicePort{Namespace: "ns", Name: svc, Protocol: model.TCP}, Action: model.Reject}
+	return model.Verdict{Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns", Name: svc}, Protocol: model.TCP}, Action: model.Reject}
 }
 
 // TestMergedDesired: per-service replacement keeps the merged map equal to

@@ -15,7 +15,7 @@ import (
 // drop or forward to one to three of four backends, so that random states
 // over a few frontends share most verdicts and updates touch a few of them.
 func randomVerdict(r *rand.Rand, fe int) model.Verdict {
-	sp := model.ServicePort{Namespace: "ns", Name: fmt.Sprintf("svc%d", fe), Protocol: model.TCP}
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns", Name: fmt.Sprintf("svc%d", fe)}, Protocol: model.TCP}
 	switch r.Intn(5) {
 	case 0:
 		return model.Verdict{Service: sp, Action: model.Reject}

@@ -22,7 +22,7 @@ func TestCountsNewFlowsToStaleBackends(t *testing.T) {
 	fe := model.NewFrontend(netip.MustParseAddr("10.96.0.5"), 80, model.TCP, model.ClusterIP)
 	stale := netip.MustParseAddrPort("10.244.1.13:8080")
 	f := drift.Tracked{Finding: model.Finding{Kind: model.StaleBackend, Frontend: &fe, Backend: stale,
-		Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}}}
+		Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http", Protocol: model.TCP}}}
 	found := true
 	now := time.Unix(0, 0)
 	c := New(func() ([]drift.Tracked, []drift.Tracked) {
@@ -68,7 +68,7 @@ func TestCountsConcurrently(t *testing.T) {
 	fe := model.NewFrontend(netip.MustParseAddr("10.96.0.10"), 53, model.UDP, model.ClusterIP)
 	f := drift.Tracked{Finding: model.Finding{Kind: model.StaleBackend, Frontend: &fe,
 		Backend: netip.MustParseAddrPort("10.244.3.3:53"),
-		Service: model.ServicePort{Namespace: "kube-system", Name: "kube-dns", Port: "dns", Protocol: model.UDP}}}
+		Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "kube-system", Name: "kube-dns"}, Port: "dns", Protocol: model.UDP}}}
 	c := New(func() ([]drift.Tracked, []drift.Tracked) { return []drift.Tracked{f}, nil }, nil, time.Nanosecond, 10)
 	flow := func(backend string) model.Flow {
 		return model.Flow{Protocol: model.UDP,

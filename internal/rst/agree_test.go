@@ -40,7 +40,7 @@ func TestFloodTotalsAgree(t *testing.T) {
 	}
 	desired := map[model.Frontend]model.Verdict{
 		model.NewFrontend(netip.MustParseAddr("10.96.0.5"), 80, model.TCP, model.ClusterIP): {
-			Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}, Action: model.Forward,
+			Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http", Protocol: model.TCP}, Action: model.Forward,
 			Endpoints: []model.Endpoint{{Addr: netip.AddrPortFrom(fp.Pod4(), 9), Ready: true, Serving: true}}},
 	}
 	// The settle delay is measured on a clock the test moves forward once

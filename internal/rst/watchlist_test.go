@@ -107,9 +107,9 @@ func TestServicesOf(t *testing.T) {
 	ep := func(a netip.Addr) model.Endpoint { return model.Endpoint{Addr: netip.AddrPortFrom(a, 8080)} }
 	desired := map[model.Frontend]model.Verdict{
 		model.NewFrontend(netip.MustParseAddr("10.96.0.5"), 80, model.TCP, model.ClusterIP): {
-			Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http"}, Endpoints: []model.Endpoint{ep(webIP4), ep(otherIP4)}},
+			Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http"}, Endpoints: []model.Endpoint{ep(webIP4), ep(otherIP4)}},
 		model.NewFrontend(netip.MustParseAddr("fd00::96:5"), 80, model.TCP, model.ClusterIP): {
-			Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http"}, Endpoints: []model.Endpoint{ep(webIP6)}},
+			Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http"}, Endpoints: []model.Endpoint{ep(webIP6)}},
 	}
 	got := DesiredServices(func() map[model.Frontend]model.Verdict { return desired }).ServicesOf(
 		map[netip.Addr]string{webIP4: "shop", webIP6: "shop", otherIP4: "blog"})
@@ -137,7 +137,7 @@ func (x indexOf) EndpointsOf(ips []netip.Addr) map[netip.Addr][]model.ServiceEnd
 // service by name), ready when one of them is ready and not terminating.
 func TestIndexedServices(t *testing.T) {
 	svc := func(name string) model.ServicePort {
-		return model.ServicePort{Namespace: "shop", Name: name, Protocol: model.TCP}
+		return model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: name}, Protocol: model.TCP}
 	}
 	idx := indexOf{
 		webIP4: {

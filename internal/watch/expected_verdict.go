@@ -31,7 +31,7 @@ func newPortVerdicts(svc *corev1.Service, sp *corev1.ServicePort, fam model.IPFa
 	proto := protocolOf(sp.Protocol)
 	pe := collectEndpoints(svc, fam, sp.Name, proto, slices, nodeName)
 	p := &portVerdicts{
-		sp:            model.ServicePort{Namespace: svc.Namespace, Name: svc.Name, Port: sp.Name, Protocol: proto},
+		sp:            model.ServicePort{ServiceName: model.ServiceName{Namespace: svc.Namespace, Name: svc.Name}, Port: sp.Name, Protocol: proto},
 		eps:           pe.eps,
 		usable:        hasUsable(pe.eps),
 		internalLocal: internalPolicyLocal(svc),

@@ -155,7 +155,7 @@ func appendEndpointInfos(out []model.EndpointInfo, s *discoveryv1.EndpointSlice)
 			continue
 		}
 		ei := model.EndpointInfo{
-			Service: model.ServicePort{Namespace: s.Namespace, Name: svc},
+			Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: s.Namespace, Name: svc}},
 			Slice:   s.Name,
 			Addr:    a.Unmap(),
 			Ready:   e.Conditions.Ready == nil || *e.Conditions.Ready,

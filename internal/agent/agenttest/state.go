@@ -21,9 +21,9 @@ func at(d time.Duration) time.Time { return Now.Add(d) }
 func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
 
 var (
-	web  = model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}
-	cart = model.ServicePort{Namespace: "shop", Name: "cart", Port: "grpc", Protocol: model.TCP}
-	dns  = model.ServicePort{Namespace: "kube-system", Name: "kube-dns", Port: "dns", Protocol: model.UDP}
+	web  = model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http", Protocol: model.TCP}
+	cart = model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "cart"}, Port: "grpc", Protocol: model.TCP}
+	dns  = model.ServicePort{ServiceName: model.ServiceName{Namespace: "kube-system", Name: "kube-dns"}, Port: "dns", Protocol: model.UDP}
 
 	webVIP  = model.NewFrontend(netip.MustParseAddr("10.96.0.10"), 80, model.TCP, model.ClusterIP)
 	webNP   = model.NewNodePort(30080, model.TCP, model.IPv4)
@@ -150,7 +150,7 @@ func observed() map[model.Frontend]model.Verdict {
 func ManyStale(services int) []drift.Tracked {
 	var out []drift.Tracked
 	for i := 0; i < services; i++ {
-		sp := model.ServicePort{Namespace: "ns", Name: svcName(i), Port: "http", Protocol: model.TCP}
+		sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns", Name: svcName(i)}, Port: "http", Protocol: model.TCP}
 		for j := 0; j <= i%3; j++ {
 			out = append(out, drift.Tracked{Proven: true, Stale: true, Finding: model.Finding{
 				Kind: model.StaleBackend, Service: sp,

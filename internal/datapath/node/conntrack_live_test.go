@@ -107,8 +107,8 @@ func serviceNode(t *testing.T) (a, client, be1 string) {
 var (
 	dnsFrontend = model.NewFrontend(netip.MustParseAddr("10.96.0.10"), 53, model.UDP, model.ClusterIP)
 	webFrontend = model.NewFrontend(netip.MustParseAddr("10.96.0.10"), 80, model.TCP, model.ClusterIP)
-	dnsService  = model.ServicePort{Namespace: "kube-system", Name: "kube-dns", Port: "dns", Protocol: model.UDP}
-	webService  = model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}
+	dnsService  = model.ServicePort{ServiceName: model.ServiceName{Namespace: "kube-system", Name: "kube-dns"}, Port: "dns", Protocol: model.UDP}
+	webService  = model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http", Protocol: model.TCP}
 )
 
 // desiredWith is the desired state when backend ip is the service's only endpoint.
