@@ -92,7 +92,7 @@ func filterTracked(ts []drift.Tracked, key string) []drift.Tracked {
 // and the readiness advice when Ready endpoints refused clients.
 func serviceRSTs(snap rst.Snapshot, key string, preStop *float64) (*ServiceRSTs, []string) {
 	ns, name, _ := strings.Cut(key, "/")
-	sk := rst.ServiceKey{Namespace: ns, Service: name}
+	sk := model.ServiceName{Namespace: ns, Name: name}
 	n, by := snap.Totals[sk], snap.ByState[sk]
 	if n == 0 && by.Total() == 0 {
 		return nil, nil

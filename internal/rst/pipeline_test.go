@@ -11,6 +11,8 @@ import (
 	"github.com/netdrift/netdrift/internal/testutil/wait"
 	"github.com/prometheus/client_golang/prometheus"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 func newTestPipeline(t *testing.T, svcs Services) (*Pipeline, *fakeProbe, *clocktesting.FakeClock) {
@@ -57,7 +59,7 @@ func metricTotals(t *testing.T, m prometheus.Collector) map[string]uint64 {
 func snapshotTotals(s Snapshot) map[string]uint64 {
 	out := map[string]uint64{}
 	for k, v := range s.Totals {
-		out[k.Namespace+"/"+k.Service] = v
+		out[k.String()] = v
 	}
 	return out
 }
@@ -211,7 +213,7 @@ func TestPipelineLateDeletion(t *testing.T) {
 	clk.Step(11 * time.Second)
 	s = p.Snapshot()
 	want := StateCounts{Ready: 7, Terminating: 10, ReadyRefusals: 5, TerminatingRefusals: 10}
-	if got := s.ByState[ServiceKey{Namespace: "shop", Service: "web"}]; got != want || s.Unsettled != 0 {
+	if got := s.ByState[model.ServiceName{Namespace: "shop", Name: "web"}]; got != want || s.Unsettled != 0 {
 		t.Errorf("settled: %+v unsettled %d, want %+v", got, s.Unsettled, want)
 	}
 	if got := metricTotals(t, m); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 10}) {
