@@ -99,7 +99,7 @@ func (h *harness) setSlice(s *discoveryv1.EndpointSlice, trigger time.Time) {
 	h.c.mu.Lock()
 	h.c.slices["shop/"+s.Labels[discoveryv1.LabelServiceName]] = []*discoveryv1.EndpointSlice{s}
 	h.c.mu.Unlock()
-	h.a.OnEvent(watch.Event{Kind: watch.KindEndpointSlice, Service: "shop/" + s.Labels[discoveryv1.LabelServiceName],
+	h.a.OnEvent(watch.Event{Kind: watch.KindEndpointSlice, Service: model.ServiceName{Namespace: "shop", Name: s.Labels[discoveryv1.LabelServiceName]},
 		At: h.clk.Now(), TriggerTime: trigger})
 }
 

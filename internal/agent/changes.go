@@ -21,9 +21,9 @@ import (
 // and get it handed over, as kube-proxy's change trackers hand out pending
 // changes.
 type changeTracker struct {
-	dirty      map[string]dirtyService // delivered, not yet applied
-	changed    map[string]bool         // services changed since the last audit
-	desired    map[string]map[model.Frontend]model.Verdict
+	dirty      map[model.ServiceName]dirtyService // delivered, not yet applied
+	changed    map[model.ServiceName]bool         // services changed since the last audit
+	desired    map[model.ServiceName]map[model.Frontend]model.Verdict
 	merged     mergedDesired // the node's whole desired state, kept up to date per service
 	endpoints  endpointIndex // its endpoints on this node, by address
 	hintsStale bool          // the frontends or their service ports changed: hand new hints
@@ -39,15 +39,15 @@ type changeTracker struct {
 type dirtyService struct{ t0, t1 time.Time }
 
 func newChangeTracker(dels *deletions.Registry) changeTracker {
-	return changeTracker{deletions: dels, dirty: map[string]dirtyService{}, changed: map[string]bool{},
-		desired: map[string]map[model.Frontend]model.Verdict{}, lag: drift.NewLagTracker(),
+	return changeTracker{deletions: dels, dirty: map[model.ServiceName]dirtyService{}, changed: map[model.ServiceName]bool{},
+		desired: map[model.ServiceName]map[model.Frontend]model.Verdict{}, lag: drift.NewLagTracker(),
 		changedFrontends: map[model.Frontend]bool{}, hintsStale: true}
 }
 
 // markDirty records a delivery for a service: at is T1, trigger (may be
 // zero) the control plane's T0.
-func (t *changeTracker) markDirty(svc string, at, trigger time.Time) {
-	if svc == "" {
+func (t *changeTracker) markDirty(svc model.ServiceName, at, trigger time.Time) {
+	if svc.IsZero() {
 		return
 	}
 	d := t.dirty[svc]
@@ -79,7 +79,7 @@ func (t *changeTracker) initialize(c Cluster, node *corev1.Node, nodeName string
 	for _, k := range c.ServiceKeys() {
 		t.desired[k] = watch.ExpectedService(node, nodeName, c.Service(k), c.SlicesFor(k))
 	}
-	t.dirty = map[string]dirtyService{}
+	t.dirty = map[model.ServiceName]dirtyService{}
 	t.merged.rebuild(t.desired)
 	t.endpoints.rebuild(nodeName, t.desired)
 	t.initialized, t.hintsStale = true, true
@@ -95,9 +95,9 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 			continue
 		}
 		t.changed[svc], any = true, true
-		t.lag.Record(drift.Change{Service: svc, Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
+		t.lag.Record(drift.Change{Service: svc.String(), Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
 	}
-	t.dirty = map[string]dirtyService{}
+	t.dirty = map[model.ServiceName]dirtyService{}
 	return any
 }
 
@@ -110,7 +110,7 @@ func (t *changeTracker) resync(c Cluster, node *corev1.Node, nodeName string) in
 	if !t.initialized {
 		return 0
 	}
-	seen, differ := map[string]bool{}, 0
+	seen, differ := map[model.ServiceName]bool{}, 0
 	for _, k := range c.ServiceKeys() {
 		seen[k] = true
 		if _, dirty := t.dirty[k]; dirty {
@@ -136,7 +136,7 @@ func (t *changeTracker) fullAuditCounts() (audits, corrections uint64) {
 	return t.fullAudits, t.fullCorrections
 }
 
-func (t *changeTracker) replaceIfDiffers(svc string, next map[model.Frontend]model.Verdict) bool {
+func (t *changeTracker) replaceIfDiffers(svc model.ServiceName, next map[model.Frontend]model.Verdict) bool {
 	if sameDesired(t.desired[svc], next) {
 		return false
 	}
@@ -146,7 +146,7 @@ func (t *changeTracker) replaceIfDiffers(svc string, next map[model.Frontend]mod
 
 // set replaces a service's desired state (nil: gone), noting its frontends
 // and keeping the merged state; it returns the previous one.
-func (t *changeTracker) set(svc string, next map[model.Frontend]model.Verdict) (prev map[model.Frontend]model.Verdict) {
+func (t *changeTracker) set(svc model.ServiceName, next map[model.Frontend]model.Verdict) (prev map[model.Frontend]model.Verdict) {
 	prev = t.desired[svc]
 	if len(next) == 0 {
 		delete(t.desired, svc)
@@ -244,9 +244,9 @@ func (t *changeTracker) takeChangedFrontends() map[model.Frontend]bool {
 
 // takeChangedServices hands over the services changed since the last
 // audit (the findings' proof of a change) and forgets them.
-func (t *changeTracker) takeChangedServices() map[string]bool {
+func (t *changeTracker) takeChangedServices() map[model.ServiceName]bool {
 	c := t.changed
-	t.changed = map[string]bool{}
+	t.changed = map[model.ServiceName]bool{}
 	return c
 }
 

@@ -162,7 +162,7 @@ func TestFindingTracker(t *testing.T) {
 	t.Run("pending_then_stale_after_stale_after", func(t *testing.T) {
 		ft := NewFindingTracker(5 * time.Second)
 		p := healthy
-		p.Changed = map[string]bool{"shop/cart": true}
+		p.Changed = map[model.ServiceName]bool{{Namespace: "shop", Name: "cart"}: true}
 		ft.Update([]model.Finding{f}, at(0), p)
 		ft.Update([]model.Finding{f}, at(4999), healthy)
 		if len(ft.Stale()) != 0 || len(ft.Pending()) != 1 {
@@ -192,7 +192,7 @@ func TestFindingTracker(t *testing.T) {
 	})
 	t.Run("unhealthy_watch_blocks_promotion", func(t *testing.T) {
 		ft := NewFindingTracker(time.Second)
-		p := Proof{WatchHealthy: false, LastDelivery: at(10), Changed: map[string]bool{"shop/cart": true}}
+		p := Proof{WatchHealthy: false, LastDelivery: at(10), Changed: map[model.ServiceName]bool{{Namespace: "shop", Name: "cart"}: true}}
 		ft.Update([]model.Finding{f}, at(0), p)
 		ft.Update([]model.Finding{f}, at(30000), Proof{WatchHealthy: false, LastDelivery: at(10)})
 		if len(ft.Stale()) != 0 {
