@@ -95,7 +95,7 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 			continue
 		}
 		t.changed[svc], any = true, true
-		t.lag.Record(drift.Change{Service: svc.String(), Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
+		t.lag.Record(drift.Change{Service: svc, Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
 	}
 	t.dirty = map[model.ServiceName]dirtyService{}
 	return any

@@ -320,7 +320,7 @@ func (r *liveRig) checkLag(t *testing.T, s drift.LagSample, kind drift.ChangeKin
 	}
 	lag := s.NodeLag()
 	t.Logf("%s: injected %v, measured T2-T1 %v (the rule writer ran %v)", kind, delay, lag, took)
-	if s.Kind != kind || s.Service != testNS+"/"+testSvc {
+	if s.Kind != kind || s.Service != (model.ServiceName{Namespace: testNS, Name: testSvc}) {
 		t.Errorf("sample %+v: want a %s change of %s/%s", s, kind, testNS, testSvc)
 	}
 	if lag < delay-tolerance || lag > delay+took+tolerance {

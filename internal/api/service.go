@@ -47,12 +47,12 @@ func ServiceViewOf(s agent.State, key string, pr Providers) ServiceView {
 	v.Findings = append(v.Findings, trackedWithConnections(filterTracked(s.Stale, key), s.Now, pr.Hurt)...)
 	v.PendingMismatches = append(v.PendingMismatches, trackedWithConnections(filterTracked(s.Pending, key), s.Now, pr.Hurt)...)
 	for _, p := range s.PendingChanges {
-		if p.Service == key {
+		if p.Service.String() == key {
 			v.Pending = append(v.Pending, PendingOf([]drift.PendingChange{p}, s.Now)...)
 		}
 	}
 	for _, l := range s.Recent {
-		if l.Service == key {
+		if l.Service.String() == key {
 			v.Lag = append(v.Lag, LagSampleOf(l))
 		}
 	}

@@ -152,7 +152,7 @@ func TestQueryTablesFitLongNames(t *testing.T) {
 		st.Stale[i].Detail = strings.Repeat("a very long detail ", 20)
 	}
 	for i := range st.Recent {
-		st.Recent[i].Service = long
+		st.Recent[i].Service = model.ServiceName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("s", 63)}
 	}
 	st.Notes = append(st.Notes, strings.Repeat("a long note ", 20))
 	st.Sources[1].Error = strings.Repeat("a long error ", 20)

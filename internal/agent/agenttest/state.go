@@ -49,7 +49,7 @@ func State() agent.State {
 		},
 		Stale:          []drift.Tracked{staleWeb()},
 		Pending:        []drift.Tracked{pendingCart()},
-		PendingChanges: []drift.PendingChange{{Service: "shop/cart", Kind: drift.ChangeAdd, T0: at(-2 * time.Second), T1: at(-1200 * time.Millisecond)}},
+		PendingChanges: []drift.PendingChange{{Service: model.ServiceName{Namespace: "shop", Name: "cart"}, Kind: drift.ChangeAdd, T0: at(-2 * time.Second), T1: at(-1200 * time.Millisecond)}},
 		Recent:         Samples(),
 		Desired:        model.Desired{Node: "node-a", Frontends: desired()},
 		Observed: model.Observed{Datapath: model.ModeIPTables, Frontends: observed(),
@@ -64,13 +64,13 @@ func State() agent.State {
 // Samples are converged changes: add, remove (one superseding another) and update.
 func Samples() []drift.LagSample {
 	return []drift.LagSample{
-		{Service: "shop/web", Kind: drift.ChangeAdd, T0: at(-5 * time.Minute), T1: at(-5*time.Minute + 180*time.Millisecond),
+		{Service: model.ServiceName{Namespace: "shop", Name: "web"}, Kind: drift.ChangeAdd, T0: at(-5 * time.Minute), T1: at(-5*time.Minute + 180*time.Millisecond),
 			T2: at(-5*time.Minute + 420*time.Millisecond), T0Source: drift.T0Trigger},
-		{Service: "shop/web", Kind: drift.ChangeRemove, T0: at(-3 * time.Minute), T1: at(-3*time.Minute + 150*time.Millisecond),
+		{Service: model.ServiceName{Namespace: "shop", Name: "web"}, Kind: drift.ChangeRemove, T0: at(-3 * time.Minute), T1: at(-3*time.Minute + 150*time.Millisecond),
 			T2: at(-3*time.Minute + 1350*time.Millisecond), Superseded: 1, T0Source: drift.T0Trigger},
-		{Service: "kube-system/kube-dns", Kind: drift.ChangeUpdate, T1: at(-2 * time.Minute),
+		{Service: model.ServiceName{Namespace: "kube-system", Name: "kube-dns"}, Kind: drift.ChangeUpdate, T1: at(-2 * time.Minute),
 			T2: at(-2*time.Minute + 90*time.Millisecond)},
-		{Service: "shop/cart", Kind: drift.ChangeRemove, T0: at(-90 * time.Second), T1: at(-90*time.Second + 200*time.Millisecond),
+		{Service: model.ServiceName{Namespace: "shop", Name: "cart"}, Kind: drift.ChangeRemove, T0: at(-90 * time.Second), T1: at(-90*time.Second + 200*time.Millisecond),
 			T2: at(-90*time.Second + 700*time.Millisecond), T0Source: drift.T0PodDeletion},
 	}
 }
