@@ -169,7 +169,7 @@ type Verdict struct {
 	Action   Action
 	Backends []netip.AddrPort // sorted, unique; only for Forward
 	// Endpoints (desired only): every endpoint known for the service port,
-	// included or not, with the reason. Used to explain stale backends.
+	// included or not, with the reason; they explain stale backends.
 	Endpoints []Endpoint
 	// Uncertain, when set, says why netdrift cannot tell what kube-proxy
 	// would program; such a frontend is never reported stale.

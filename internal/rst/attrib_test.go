@@ -105,7 +105,7 @@ func TestAttribute(t *testing.T) {
 // TestLedgerTotalsFromCumulativeCounts: the ledger turns cumulative
 // per-key counts into per-service totals: an increase counts for the
 // service its address stands for, a count that goes down (the address
-// unwatched and watched again) restarts from zero, a key no longer read is
+// unwatched and watched again) restarts from zero, a key not read any more is
 // forgotten, an address of no known service counts for its namespace's
 // _unknown, an unknown address for _unknown/_unknown.
 func TestLedgerTotalsFromCumulativeCounts(t *testing.T) {

@@ -80,7 +80,7 @@ func (l *ledger) observe(cs map[CounterKey]uint64, info func(netip.Addr) (watchE
 // settle classifies the pending live resets that can be: mono maps an agent
 // clock time to the kernel's clock, now is the kernel clock, after the
 // settle delay; force settles every pending reset of these addresses (they
-// are no longer watched).
+// are not watched any more).
 func (l *ledger) settle(now uint64, after time.Duration, mono func(time.Time) uint64,
 	info func(netip.Addr) (watchEntry, bool), force map[netip.Addr]watchEntry) {
 	for k, n := range l.pending {

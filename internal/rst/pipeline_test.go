@@ -90,7 +90,7 @@ func TestPipelineOneCount(t *testing.T) {
 	fp.reset(webIP4, 3) // after the pod is gone, within the window: counted
 	clk.Step(time.Minute)
 	wait.For(t, 5*time.Second, "the address unwatched at the window's end", func() bool { return !fp.isWatched(webIP4) })
-	fp.reset(webIP4, 100) // no longer watched
+	fp.reset(webIP4, 100) // not watched any more
 	want["shop/web"] = 8
 	s := p.Snapshot()
 	if got := snapshotTotals(s); !reflect.DeepEqual(got, want) {

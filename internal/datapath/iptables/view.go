@@ -415,7 +415,7 @@ func (v *ipView) frontends(m map[model.Frontend]model.Verdict) {
 
 // ipDelta is what an update changed in one family.
 type ipDelta struct {
-	gone     []model.Frontend // no longer observed
+	gone     []model.Frontend // observed before, not now
 	set      []ipFront        // new or re-resolved verdicts
 	warnings bool             // the warnings were assembled again
 }
