@@ -42,7 +42,7 @@ func (s Spec) List() []Service {
 	out := make([]Service, s.Services)
 	for i := range out {
 		v := Service{
-			Port:      model.ServicePort{Namespace: fmt.Sprintf("ns%02d", i%50), Name: fmt.Sprintf("svc-%05d", i), Port: "http", Protocol: model.TCP},
+			Port:      model.ServicePort{ServiceName: model.ServiceName{Namespace: fmt.Sprintf("ns%02d", i%50), Name: fmt.Sprintf("svc-%05d", i)}, Port: "http", Protocol: model.TCP},
 			ClusterIP: netip.AddrFrom4([4]byte{10, 96, byte((i + 1) >> 8), byte(i + 1)}),
 		}
 		if s.NodePortEvery > 0 && i%s.NodePortEvery == 0 {

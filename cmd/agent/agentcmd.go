@@ -79,7 +79,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxProcs, "max-procs", 1, "run Go code on at most this many CPUs at once (GOMAXPROCS; $GOMAXPROCS wins over the default); 0: the Go runtime's default (the CPU limit of the container, else the node's CPUs)")
 	fs.DurationVar(&f.fullAudit, "full-audit-interval", 5*time.Minute, "full audit (derive the desired state again, read the datapath whole, compare every frontend) at most this often, and never more than 0.5% of a core")
 	fs.DurationVar(&f.eventPoll, "event-poll", time.Second, "re-read interval while changes are pending and nf_tables change events flow (each commit triggers a read)")
-	fs.DurationVar(&f.auditInterval, "audit-interval", 10*time.Second, "full audit interval when nothing is pending")
+	fs.DurationVar(&f.auditInterval, "audit-interval", 10*time.Second, "interval of the audits (a datapath read compared with the desired state) when nothing is pending")
 	fs.DurationVar(&f.watchUnhealthy, "watch-unhealthy-after", 25*time.Second, "no Lease renewal delivered for this long = watch unhealthy")
 	fs.DurationVar(&f.apiReconnect, "api-reconnect-interval", 2*time.Second,
 		"while the API server refuses connections, redial list/watch requests this often (±50 % jitter; 0 = client-go's backoff, up to 60 s)")

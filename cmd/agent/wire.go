@@ -17,6 +17,7 @@ import (
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/datapath/node"
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/hurt"
 	"github.com/netdrift/netdrift/internal/metrics"
@@ -117,13 +118,15 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	}
 	opts.Notes, opts.Fallbacks = w.notes, w.fallbacks
 	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: st.nodeCheck}, clk)
-	opts.Extra = []agent.FindingSource{nf}
-	w.rst = rstPipeline(f, st.rstMode, func() rst.EndpointIndex { return w.agent }, log)
+	opts.NodeSources = []agent.FindingSource{nf}
+	// One registry of pod deletions: the agent records each delivery into
+	// it (OnEvent, before OnPod reads it), the RST pipeline only reads it.
+	opts.PodDeletions = deletions.New(0)
+	w.rst = rstPipeline(f, st.rstMode, func() rst.EndpointIndex { return w.agent }, opts.PodDeletions, log)
 	w.watcher = informer.NewWatcher(client, f.nodeName, clk, func(ev watch.Event) {
 		w.agent.OnEvent(ev)
 		if ev.Kind == watch.KindPod {
-			w.rst.OnPod(rst.PodChange{Name: ev.Name, IPs: ev.PodIPs, DeletionRequested: ev.DeletionRequested,
-				Deleted: ev.Deleted, HostNetwork: ev.PodHostNetwork, At: ev.At})
+			w.rst.OnPod(rst.PodChange{Name: ev.Name, IPs: ev.PodIPs, Deleted: ev.Deleted, HostNetwork: ev.PodHostNetwork, At: ev.At})
 		}
 	})
 	opts.Cluster = w.watcher
@@ -165,11 +168,11 @@ func (w *wired) close() {
 // rstPipeline loads the RST probe in mode (unless --no-rst-probe) under the
 // agent's RST pipeline, which attributes resets to services by the agent's
 // index of the desired endpoints on this node.
-func rstPipeline(f agentFlags, mode rst.Mode, index func() rst.EndpointIndex, log *slog.Logger) *rst.Pipeline {
+func rstPipeline(f agentFlags, mode rst.Mode, index func() rst.EndpointIndex, dels rst.Deletions, log *slog.Logger) *rst.Pipeline {
 	var disabled string
 	if f.noRST {
 		disabled = "disabled by --no-rst-probe"
 	}
 	return rst.NewPipeline(rst.PipelineConfig{Probe: rst.OpenProbe(mode, disabled, log), Window: f.rstWindow, Log: log,
-		Services: rst.IndexedServices(index)})
+		Services: rst.IndexedServices(index), Deletions: dels})
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -37,7 +38,7 @@ type Agent struct {
 	cluster     Cluster
 	src         datapath.Reader // nil when no kube-proxy state is present
 	notes       []string        // Options.Notes
-	nodeSources []FindingSource // Options.Extra: run in the background (nodeRuns)
+	nodeSources []FindingSource // Options.NodeSources: run in the background (nodeRuns)
 	recorder    Recorder
 	kick        chan struct{}
 	// changes belongs to the loop's goroutine (Run and what it calls); nil:
@@ -88,16 +89,22 @@ type Options struct {
 	// Changes are the nf_tables change events of the node (nil: none); the
 	// loop applies each to the reader and dates the next read by it.
 	Changes <-chan datapath.ChangeEvent
-	// Extra are the node sources (routes, links, conntrack, cluster-scope
-	// checks), run in the background on their own cadence.
-	Extra    []FindingSource
-	Recorder Recorder
+	// NodeSources are the node sources (routes, links, conntrack,
+	// cluster-scope checks), run in the background on their own cadence.
+	NodeSources []FindingSource
+	Recorder    Recorder
 	// Fallbacks are the degraded paths known at start (no change events:
 	// polling only; events dated when read).
 	Fallbacks []Fallback
 	// Notes are degraded-mode explanations known at start (such as change
 	// events dated when read, not by the kernel); /v1/status shows them.
 	Notes []string
+	// PodDeletions is the node's registry of pod deletion requests: the
+	// agent records the watch's pod deliveries into it (before any other
+	// reader of the same delivery runs) and dates removals by it; others,
+	// such as the RST pipeline, only read it. nil: the agent's own,
+	// deletions.DefaultKeep.
+	PodDeletions *deletions.Registry
 	// Semantics, when set, adjusts each desired verdict (kube-proxy's
 	// semantics) to the datapath's own (datapath.Semantics: Cilium).
 	Semantics func(model.Verdict) model.Verdict
@@ -114,11 +121,14 @@ func New(o Options) *Agent {
 	if o.Recorder == nil {
 		o.Recorder = nopRecorder{}
 	}
+	if o.PodDeletions == nil {
+		o.PodDeletions = deletions.New(0)
+	}
 	a := &Agent{
 		cfg: o.Config, clock: o.Clock, log: o.Log, cluster: o.Cluster, src: o.Datapath,
-		mode: o.Mode, reason: o.Reason, changes: o.Changes, notes: o.Notes, nodeSources: o.Extra, recorder: o.Recorder,
+		mode: o.Mode, reason: o.Reason, changes: o.Changes, notes: o.Notes, nodeSources: o.NodeSources, recorder: o.Recorder,
 		kick:     make(chan struct{}, 1),
-		tracker:  newChangeTracker(o.Semantics),
+		tracker:  newChangeTracker(o.PodDeletions, o.Semantics),
 		comparer: drift.NewComparer(),
 		findings: drift.NewFindingTracker(o.Config.StaleAfter),
 		sources:  sourceHealth{},

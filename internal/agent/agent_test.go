@@ -76,7 +76,7 @@ func newHarnessWith(t *testing.T, tweak func(*Config), nodeSources ...FindingSou
 		tweak(&cfg)
 	}
 	h.a = New(Options{Config: cfg, Clock: h.clk, Cluster: h.c, Datapath: h.src, Mode: model.ModeIPTables, Recorder: h,
-		Extra: nodeSources})
+		NodeSources: nodeSources})
 	return h
 }
 
@@ -99,7 +99,7 @@ func (h *harness) setSlice(s *discoveryv1.EndpointSlice, trigger time.Time) {
 	h.c.mu.Lock()
 	h.c.slices["shop/"+s.Labels[discoveryv1.LabelServiceName]] = []*discoveryv1.EndpointSlice{s}
 	h.c.mu.Unlock()
-	h.a.OnEvent(watch.Event{Kind: watch.KindEndpointSlice, Service: "shop/" + s.Labels[discoveryv1.LabelServiceName],
+	h.a.OnEvent(watch.Event{Kind: watch.KindEndpointSlice, Service: model.ServiceName{Namespace: "shop", Name: s.Labels[discoveryv1.LabelServiceName]},
 		At: h.clk.Now(), TriggerTime: trigger})
 }
 

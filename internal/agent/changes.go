@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/watch"
@@ -20,9 +21,9 @@ import (
 // and get it handed over, as kube-proxy's change trackers hand out pending
 // changes.
 type changeTracker struct {
-	dirty      map[string]dirtyService // delivered, not yet applied
-	changed    map[string]bool         // services changed since the last audit
-	desired    map[string]map[model.Frontend]model.Verdict
+	dirty      map[model.ServiceName]dirtyService // delivered, not yet applied
+	changed    map[model.ServiceName]bool         // services changed since the last audit
+	desired    map[model.ServiceName]map[model.Frontend]model.Verdict
 	merged     mergedDesired // the node's whole desired state, kept up to date per service
 	endpoints  endpointIndex // its endpoints on this node, by address
 	hintsStale bool          // the frontends or their service ports changed: hand new hints
@@ -30,7 +31,7 @@ type changeTracker struct {
 	changedFrontends map[model.Frontend]bool
 	initialized      bool
 	lag              *drift.LagTracker
-	deletions        podDeletions // this node's pods being deleted, to date removals
+	deletions        *deletions.Registry // this node's pods being deleted, to date removals (the agent records it)
 	// full audits run, and the services whose desired state they corrected
 	fullAudits, fullCorrections uint64
 	// semantics adjusts kube-proxy's desired verdicts to the datapath's
@@ -40,16 +41,16 @@ type changeTracker struct {
 
 type dirtyService struct{ t0, t1 time.Time }
 
-func newChangeTracker(semantics func(model.Verdict) model.Verdict) changeTracker {
-	return changeTracker{dirty: map[string]dirtyService{}, changed: map[string]bool{},
-		desired: map[string]map[model.Frontend]model.Verdict{}, lag: drift.NewLagTracker(),
+func newChangeTracker(dels *deletions.Registry, semantics func(model.Verdict) model.Verdict) changeTracker {
+	return changeTracker{deletions: dels, dirty: map[model.ServiceName]dirtyService{}, changed: map[model.ServiceName]bool{},
+		desired: map[model.ServiceName]map[model.Frontend]model.Verdict{}, lag: drift.NewLagTracker(),
 		changedFrontends: map[model.Frontend]bool{}, hintsStale: true, semantics: semantics}
 }
 
 // markDirty records a delivery for a service: at is T1, trigger (may be
 // zero) the control plane's T0.
-func (t *changeTracker) markDirty(svc string, at, trigger time.Time) {
-	if svc == "" {
+func (t *changeTracker) markDirty(svc model.ServiceName, at, trigger time.Time) {
+	if svc.IsZero() {
 		return
 	}
 	d := t.dirty[svc]
@@ -63,7 +64,7 @@ func (t *changeTracker) markDirty(svc string, at, trigger time.Time) {
 // expected is one service's desired state: kube-proxy's semantics
 // (watch.ExpectedService), adjusted by the datapath's own where it differs
 // (t.semantics, nil for kube-proxy's modes).
-func (t *changeTracker) expected(c Cluster, node *corev1.Node, nodeName, svc string) map[model.Frontend]model.Verdict {
+func (t *changeTracker) expected(c Cluster, node *corev1.Node, nodeName string, svc model.ServiceName) map[model.Frontend]model.Verdict {
 	m := watch.ExpectedService(node, nodeName, c.Service(svc), c.SlicesFor(svc))
 	if t.semantics == nil {
 		return m
@@ -75,7 +76,9 @@ func (t *changeTracker) expected(c Cluster, node *corev1.Node, nodeName, svc str
 }
 
 // recordDeletion remembers when a pod of this node was asked to go.
-func (t *changeTracker) recordDeletion(ev watch.Event) { t.deletions.record(ev) }
+func (t *changeTracker) recordDeletion(ev watch.Event) {
+	t.deletions.Record(ev.Name, ev.PodIPs, ev.DeletionRequested, ev.At)
+}
 
 // sync brings the desired state up to date with the watch cache. The first
 // call takes the initial list as the starting point, not as changes (first
@@ -93,7 +96,7 @@ func (t *changeTracker) initialize(c Cluster, node *corev1.Node, nodeName string
 	for _, k := range c.ServiceKeys() {
 		t.desired[k] = t.expected(c, node, nodeName, k)
 	}
-	t.dirty = map[string]dirtyService{}
+	t.dirty = map[model.ServiceName]dirtyService{}
 	t.merged.rebuild(t.desired)
 	t.endpoints.rebuild(nodeName, t.desired)
 	t.initialized, t.hintsStale = true, true
@@ -111,7 +114,7 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 		t.changed[svc], any = true, true
 		t.lag.Record(drift.Change{Service: svc, Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
 	}
-	t.dirty = map[string]dirtyService{}
+	t.dirty = map[model.ServiceName]dirtyService{}
 	return any
 }
 
@@ -124,7 +127,7 @@ func (t *changeTracker) resync(c Cluster, node *corev1.Node, nodeName string) in
 	if !t.initialized {
 		return 0
 	}
-	seen, differ := map[string]bool{}, 0
+	seen, differ := map[model.ServiceName]bool{}, 0
 	for _, k := range c.ServiceKeys() {
 		seen[k] = true
 		if _, dirty := t.dirty[k]; dirty {
@@ -150,7 +153,7 @@ func (t *changeTracker) fullAuditCounts() (audits, corrections uint64) {
 	return t.fullAudits, t.fullCorrections
 }
 
-func (t *changeTracker) replaceIfDiffers(svc string, next map[model.Frontend]model.Verdict) bool {
+func (t *changeTracker) replaceIfDiffers(svc model.ServiceName, next map[model.Frontend]model.Verdict) bool {
 	if sameDesired(t.desired[svc], next) {
 		return false
 	}
@@ -160,7 +163,7 @@ func (t *changeTracker) replaceIfDiffers(svc string, next map[model.Frontend]mod
 
 // set replaces a service's desired state (nil: gone), noting its frontends
 // and keeping the merged state; it returns the previous one.
-func (t *changeTracker) set(svc string, next map[model.Frontend]model.Verdict) (prev map[model.Frontend]model.Verdict) {
+func (t *changeTracker) set(svc model.ServiceName, next map[model.Frontend]model.Verdict) (prev map[model.Frontend]model.Verdict) {
 	prev = t.desired[svc]
 	if len(next) == 0 {
 		delete(t.desired, svc)
@@ -240,10 +243,10 @@ func (t *changeTracker) pendingChanges() []drift.PendingChange {
 // changes it shows programmed, removals dated by their pods' deletion
 // requests where the watch gave no trigger time. now expires old deletions.
 func (t *changeTracker) observe(obs model.Observed, at, since, now time.Time) []drift.LagSample {
-	t.deletions.expire(now)
+	t.deletions.Expire(now)
 	samples := t.lag.ObserveSince(obs, at, since)
 	for i, s := range samples {
-		samples[i] = t.deletions.dateRemoval(s)
+		samples[i] = dateRemoval(t.deletions, s)
 	}
 	return samples
 }
@@ -258,9 +261,9 @@ func (t *changeTracker) takeChangedFrontends() map[model.Frontend]bool {
 
 // takeChangedServices hands over the services changed since the last
 // audit (the findings' proof of a change) and forgets them.
-func (t *changeTracker) takeChangedServices() map[string]bool {
+func (t *changeTracker) takeChangedServices() map[model.ServiceName]bool {
 	c := t.changed
-	t.changed = map[string]bool{}
+	t.changed = map[model.ServiceName]bool{}
 	return c
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/watch"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 // Config holds every setting of the audit loop (no package globals).
@@ -84,10 +86,10 @@ func DefaultConfig() Config {
 // Cluster is the agent's view of the API (the Watcher, or a fake in tests).
 type Cluster interface {
 	Synced() (bool, string)
-	Service(key string) *corev1.Service
-	SlicesFor(service string) []*discoveryv1.EndpointSlice
+	Service(key model.ServiceName) *corev1.Service
+	SlicesFor(service model.ServiceName) []*discoveryv1.EndpointSlice
 	Node(name string) *corev1.Node
-	ServiceKeys() []string
+	ServiceKeys() []model.ServiceName
 	State() *watch.ClusterState
 }
 

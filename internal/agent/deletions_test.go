@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/watch"
 )
@@ -75,21 +76,17 @@ func TestDeletionMemoryExpiresAndTracksIPReuse(t *testing.T) {
 	// The same pod deleted again (grace 0) does not move its first request.
 	h.a.OnEvent(watch.Event{Kind: watch.KindPod, Name: "shop/old", At: first.Add(time.Second), PodIPs: []netip.Addr{ip},
 		DeletionRequested: first.Add(time.Second)})
-	h.a.mu.Lock()
-	if _, got, _ := h.a.tracker.deletions.requested(ip); !got.Equal(first) {
+	if _, got, _ := h.a.tracker.deletions.Requested(ip); !got.Equal(first) {
 		t.Errorf("after a second delete: %v, want the first request %v", got, first)
 	}
-	h.a.mu.Unlock()
 	// The IP is reused by a new pod that is deleted in turn.
 	later := first.Add(time.Minute)
 	h.a.OnEvent(watch.Event{Kind: watch.KindPod, Name: "shop/new", At: later, PodIPs: []netip.Addr{ip}, DeletionRequested: later})
-	h.a.mu.Lock()
-	if pod, at, _ := h.a.tracker.deletions.requested(ip); pod != "shop/new" || !at.Equal(later) {
+	if pod, at, _ := h.a.tracker.deletions.Requested(ip); pod != "shop/new" || !at.Equal(later) {
 		t.Errorf("after reuse: %s at %v, want shop/new at %v", pod, at, later)
 	}
-	h.a.tracker.deletions.expire(later.Add(deletionMemory + time.Second))
-	if n := h.a.tracker.deletions.len(); n != 0 {
-		t.Errorf("%d deletions kept after %s", n, deletionMemory)
+	h.a.tracker.deletions.Expire(later.Add(deletions.DefaultKeep + time.Second))
+	if n := h.a.tracker.deletions.Len(); n != 0 {
+		t.Errorf("%d deletions kept after %s", n, deletions.DefaultKeep)
 	}
-	h.a.mu.Unlock()
 }

@@ -58,7 +58,7 @@ func (x *endpointIndex) replace(prev, next map[model.Frontend]model.Verdict) {
 }
 
 // rebuild starts over from every service's desired state, for node.
-func (x *endpointIndex) rebuild(node string, bySvc map[string]map[model.Frontend]model.Verdict) {
+func (x *endpointIndex) rebuild(node string, bySvc map[model.ServiceName]map[model.Frontend]model.Verdict) {
 	x.node, x.byAddr = node, nil
 	for _, fs := range bySvc {
 		x.replace(nil, fs)

@@ -37,16 +37,16 @@ func (c *fakeCluster) Synced() (bool, string) {
 	return true, ""
 }
 
-func (c *fakeCluster) Service(k string) *corev1.Service {
+func (c *fakeCluster) Service(k model.ServiceName) *corev1.Service {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.services[k]
+	return c.services[k.String()]
 }
 
-func (c *fakeCluster) SlicesFor(k string) []*discoveryv1.EndpointSlice {
+func (c *fakeCluster) SlicesFor(k model.ServiceName) []*discoveryv1.EndpointSlice {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.slices[k]
+	return c.slices[k.String()]
 }
 
 func (c *fakeCluster) Node(n string) *corev1.Node {
@@ -55,12 +55,13 @@ func (c *fakeCluster) Node(n string) *corev1.Node {
 	return c.nodes[n]
 }
 
-func (c *fakeCluster) ServiceKeys() []string {
+func (c *fakeCluster) ServiceKeys() []model.ServiceName {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []string
+	var out []model.ServiceName
 	for k := range c.services {
-		out = append(out, k)
+		sn, _ := model.ParseServiceName(k)
+		out = append(out, sn)
 	}
 	return out
 }

@@ -104,7 +104,7 @@ func (k *kubeProxy) program(eps ...string) {
 // service port: service-ips map, service and endpoint chains, numgen vmap.
 // The table is re-created in the same transaction (nft -f is atomic).
 func kubeProxyNFT(vip string, eps []string) []byte {
-	sp := model.ServicePort{Namespace: testNS, Name: testSvc, Port: "http", Protocol: model.TCP}
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: testNS, Name: testSvc}, Port: "http", Protocol: model.TCP}
 	base := nftables.ChainBase(sp)
 	svc := "service-" + nftables.ChainHash(base) + "-" + base
 	var b strings.Builder
@@ -153,7 +153,7 @@ func kubeProxyNFT(vip string, eps []string) []byte {
 // kubeProxyRules renders kube-proxy's iptables-mode nat rules for one
 // ClusterIP service port, with its chain names, comments and probabilities.
 func kubeProxyRules(vip string, eps []string) []byte {
-	sp := model.ServicePort{Namespace: testNS, Name: testSvc, Port: "http", Protocol: model.TCP}
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: testNS, Name: testSvc}, Port: "http", Protocol: model.TCP}
 	name := iptables.KubeProxyPortName(sp)
 	svc := "KUBE-SVC-" + iptables.ChainHash(sp)
 	var b strings.Builder
@@ -320,7 +320,7 @@ func (r *liveRig) checkLag(t *testing.T, s drift.LagSample, kind drift.ChangeKin
 	}
 	lag := s.NodeLag()
 	t.Logf("%s: injected %v, measured T2-T1 %v (the rule writer ran %v)", kind, delay, lag, took)
-	if s.Kind != kind || s.Service != testNS+"/"+testSvc {
+	if s.Kind != kind || s.Service != (model.ServiceName{Namespace: testNS, Name: testSvc}) {
 		t.Errorf("sample %+v: want a %s change of %s/%s", s, kind, testNS, testSvc)
 	}
 	if lag < delay-tolerance || lag > delay+took+tolerance {

@@ -14,14 +14,14 @@ import (
 // most once per version.
 type mergedDesired struct {
 	live    map[model.Frontend]model.Verdict
-	owner   map[model.Frontend]string // the service that set each frontend
-	version uint64                    // bumped on every change of live
+	owner   map[model.Frontend]model.ServiceName // the service that set each frontend
+	version uint64                               // bumped on every change of live
 	frozen  map[model.Frontend]model.Verdict
 	frozenV uint64
 }
 
 // rebuild starts over from every service's desired state.
-func (m *mergedDesired) rebuild(bySvc map[string]map[model.Frontend]model.Verdict) {
+func (m *mergedDesired) rebuild(bySvc map[model.ServiceName]map[model.Frontend]model.Verdict) {
 	m.live = nil
 	m.init()
 	for svc, fs := range bySvc {
@@ -34,7 +34,7 @@ func (m *mergedDesired) rebuild(bySvc map[string]map[model.Frontend]model.Verdic
 // two services (a conflict the API server allows for external IPs) keeps the
 // last writer; the other service's claim returns with its next change or the
 // next rebuild.
-func (m *mergedDesired) replace(svc string, prev, next map[model.Frontend]model.Verdict) {
+func (m *mergedDesired) replace(svc model.ServiceName, prev, next map[model.Frontend]model.Verdict) {
 	m.init()
 	for fe := range prev {
 		if _, ok := next[fe]; !ok && m.owner[fe] == svc {
@@ -67,6 +67,6 @@ func (m *mergedDesired) snapshot(node string) model.Desired {
 
 func (m *mergedDesired) init() {
 	if m.live == nil {
-		m.live, m.owner = map[model.Frontend]model.Verdict{}, map[model.Frontend]string{}
+		m.live, m.owner = map[model.Frontend]model.Verdict{}, map[model.Frontend]model.ServiceName{}
 	}
 }

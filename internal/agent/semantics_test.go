@@ -5,6 +5,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/model"
 )
 
@@ -12,19 +13,20 @@ import (
 // (Options.Semantics) on the initial list, on every change and in the full
 // audit: a full audit with the same semantics corrects nothing.
 func TestTrackerAppliesSemantics(t *testing.T) {
+	cart := model.ServiceName{Namespace: "shop", Name: "cart"}
 	c := newFakeCluster()
-	c.services["shop/cart"] = service("cart", "10.96.0.5")
-	c.slices["shop/cart"] = []*discoveryv1.EndpointSlice{slice("cart", "10.244.1.2")}
+	c.services[cart.String()] = service("cart", "10.96.0.5")
+	c.slices[cart.String()] = []*discoveryv1.EndpointSlice{slice("cart", "10.244.1.2")}
 	mark := func(v model.Verdict) model.Verdict {
 		v.Evidence = append(append([]string(nil), v.Evidence...), "adjusted")
 		return v
 	}
-	tr := newChangeTracker(mark)
+	tr := newChangeTracker(deletions.New(0), mark)
 	tr.sync(c, nil, node)
 	check := func(when string) {
 		t.Helper()
 		n := 0
-		for _, v := range tr.desired["shop/cart"] {
+		for _, v := range tr.desired[cart] {
 			n++
 			if len(v.Evidence) == 0 || v.Evidence[len(v.Evidence)-1] != "adjusted" {
 				t.Errorf("%s: verdict not adjusted: %v", when, v.Evidence)
@@ -35,8 +37,8 @@ func TestTrackerAppliesSemantics(t *testing.T) {
 		}
 	}
 	check("initial list")
-	c.slices["shop/cart"] = []*discoveryv1.EndpointSlice{slice("cart", "10.244.1.2", "10.244.1.3")}
-	tr.markDirty("shop/cart", start, start)
+	c.slices[cart.String()] = []*discoveryv1.EndpointSlice{slice("cart", "10.244.1.2", "10.244.1.3")}
+	tr.markDirty(cart, start, start)
 	if _, changed := tr.sync(c, nil, node); !changed {
 		t.Fatal("a new endpoint changed nothing")
 	}
@@ -45,7 +47,7 @@ func TestTrackerAppliesSemantics(t *testing.T) {
 		t.Errorf("full audit corrected %d services", got)
 	}
 	check("full audit")
-	if plain := newChangeTracker(nil); plain.semantics != nil {
+	if plain := newChangeTracker(deletions.New(0), nil); plain.semantics != nil {
 		t.Error("nil semantics must keep kube-proxy's verdicts")
 	}
 }

@@ -188,7 +188,7 @@ func TestWatchHealthFakeAPI(t *testing.T) {
 	api.setGate(true)
 	last := clk.Now()
 	wait.For(t, 10*time.Second, "withheld events delivered", func() bool {
-		return a.State().Watch.LastLeaseRenew.Equal(last) && len(w.SlicesFor(testNS + "/" + testSvc)[0].Endpoints) == 2
+		return a.State().Watch.LastLeaseRenew.Equal(last) && len(w.SlicesFor(model.ServiceName{Namespace: testNS, Name: testSvc})[0].Endpoints) == 2
 	})
 	s = step(100 * time.Millisecond)
 	if !s.Watch.Healthy || len(s.Stale)+len(s.Pending)+len(s.PendingChanges) != 0 || backends(s, "10.96.0.10:80") != 2 {
@@ -202,7 +202,7 @@ func TestWatchHealthFakeAPI(t *testing.T) {
 	kp.freeze()
 	api.updateSlice(testSlice(clk.Now(), "10.244.1.10"))
 	wait.For(t, 10*time.Second, "slice update delivered", func() bool {
-		return len(w.SlicesFor(testNS + "/" + testSvc)[0].Endpoints) == 1
+		return len(w.SlicesFor(model.ServiceName{Namespace: testNS, Name: testSvc})[0].Endpoints) == 1
 	})
 	for i := 0; i < 3; i++ {
 		clk.Step(500 * time.Millisecond)

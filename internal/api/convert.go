@@ -70,7 +70,7 @@ func TrackedOf(ts []drift.Tracked, now time.Time) []Finding {
 
 // LagSampleOf converts a lag sample.
 func LagSampleOf(s drift.LagSample) LagSample {
-	out := LagSample{Service: s.Service, Change: string(s.Kind), T0: s.T0, T0Source: s.T0Source, T1: s.T1, T2: s.T2,
+	out := LagSample{Service: s.Service.String(), Change: string(s.Kind), T0: s.T0, T0Source: s.T0Source, T1: s.T1, T2: s.T2,
 		NodeLagSeconds: s.NodeLag().Seconds(), Superseded: s.Superseded}
 	if l, ok := s.NetworkLatency(); ok {
 		v := l.Seconds()
@@ -83,7 +83,7 @@ func LagSampleOf(s drift.LagSample) LagSample {
 func PendingOf(ps []drift.PendingChange, now time.Time) []PendingChange {
 	out := make([]PendingChange, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, PendingChange{Service: p.Service, Change: string(p.Kind), T0: p.T0, T1: p.T1,
+		out = append(out, PendingChange{Service: p.Service.String(), Change: string(p.Kind), T0: p.T0, T1: p.T1,
 			AgeSeconds: now.Sub(p.T1).Seconds()})
 	}
 	return out

@@ -16,6 +16,7 @@ import (
 	"github.com/netdrift/netdrift/internal/agent/agenttest"
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/metrics"
+	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/rst"
 	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
@@ -33,8 +34,8 @@ func (f fixedRSTs) Snapshot() rst.Snapshot {
 	return rst.Snapshot{
 		Status:  f.Status(),
 		Watched: []netip.Addr{netip.MustParseAddr("10.244.1.13")},
-		Totals:  map[rst.ServiceKey]uint64{{Namespace: "shop", Service: "web"}: 3},
-		ByState: map[rst.ServiceKey]rst.StateCounts{{Namespace: "shop", Service: "web"}: {Ready: 701, Terminating: 2, Deleted: 1,
+		Totals:  map[model.ServiceName]uint64{{Namespace: "shop", Name: "web"}: 3},
+		ByState: map[model.ServiceName]rst.StateCounts{{Namespace: "shop", Name: "web"}: {Ready: 701, Terminating: 2, Deleted: 1,
 			ReadyRefusals: 700}},
 		Unsettled: 1,
 		Samples: []rst.Record{{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched",

@@ -129,10 +129,10 @@ func RSTReportOf(s rst.Snapshot, preStop *float64) RSTReport {
 		r.Watched = append(r.Watched, a.String())
 	}
 	for k, v := range s.Totals {
-		r.Totals[k.Namespace+"/"+k.Service] = v
+		r.Totals[k.String()] = v
 	}
 	for k, v := range s.ByState {
-		r.ByState[k.Namespace+"/"+k.Service] = v
+		r.ByState[k.String()] = v
 	}
 	for _, e := range s.Samples {
 		r.Events = append(r.Events, RSTEvent{Time: e.Time, Direction: e.Direction, Reason: e.Reason, Watched: e.Watched,

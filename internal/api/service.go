@@ -47,12 +47,12 @@ func ServiceViewOf(s agent.State, key string, pr Providers) ServiceView {
 	v.Findings = append(v.Findings, trackedWithConnections(filterTracked(s.Stale, key), s.Now, pr.Hurt)...)
 	v.PendingMismatches = append(v.PendingMismatches, trackedWithConnections(filterTracked(s.Pending, key), s.Now, pr.Hurt)...)
 	for _, p := range s.PendingChanges {
-		if p.Service == key {
+		if p.Service.String() == key {
 			v.Pending = append(v.Pending, PendingOf([]drift.PendingChange{p}, s.Now)...)
 		}
 	}
 	for _, l := range s.Recent {
-		if l.Service == key {
+		if l.Service.String() == key {
 			v.Lag = append(v.Lag, LagSampleOf(l))
 		}
 	}
@@ -92,7 +92,7 @@ func filterTracked(ts []drift.Tracked, key string) []drift.Tracked {
 // and the readiness advice when Ready endpoints refused clients.
 func serviceRSTs(snap rst.Snapshot, key string, preStop *float64) (*ServiceRSTs, []string) {
 	ns, name, _ := strings.Cut(key, "/")
-	sk := rst.ServiceKey{Namespace: ns, Service: name}
+	sk := model.ServiceName{Namespace: ns, Name: name}
 	n, by := snap.Totals[sk], snap.ByState[sk]
 	if n == 0 && by.Total() == 0 {
 		return nil, nil

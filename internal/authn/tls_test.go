@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// serveTLS serves cfg on loopback and returns the certificate a client is shown.
+// peerCert serves cfg on loopback and returns the certificate a client is shown.
 func peerCert(t *testing.T, cfg *tls.Config) *x509.Certificate {
 	t.Helper()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)

@@ -14,6 +14,7 @@ import (
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/agent/agenttest"
 	"github.com/netdrift/netdrift/internal/api"
+	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/rst"
 	"github.com/netdrift/netdrift/internal/testutil/golden"
 )
@@ -37,9 +38,9 @@ func newFixedRSTs() fixedRSTs {
 	return fixedRSTs{status: rst.Status{Up: true, Mode: rst.ModeTracepoint}, snap: rst.Snapshot{
 		Status:  st,
 		Watched: []netip.Addr{netip.MustParseAddr("10.244.1.13"), netip.MustParseAddr("10.244.2.12")},
-		Totals:  map[rst.ServiceKey]uint64{{Namespace: "shop", Service: "web"}: 3, {Namespace: "shop", Service: "cart"}: 1},
-		ByState: map[rst.ServiceKey]rst.StateCounts{{Namespace: "shop", Service: "web"}: {Ready: 701, Terminating: 2, Deleted: 1,
-			ReadyRefusals: 700}, {Namespace: "shop", Service: "cart"}: {Terminating: 1}},
+		Totals:  map[model.ServiceName]uint64{{Namespace: "shop", Name: "web"}: 3, {Namespace: "shop", Name: "cart"}: 1},
+		ByState: map[model.ServiceName]rst.StateCounts{{Namespace: "shop", Name: "web"}: {Ready: 701, Terminating: 2, Deleted: 1,
+			ReadyRefusals: 700}, {Namespace: "shop", Name: "cart"}: {Terminating: 1}},
 		Unsettled: 2,
 		Samples: []rst.Record{
 			{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched", Reason: "NO_SOCKET",
@@ -151,13 +152,13 @@ func TestQueryTablesFitLongNames(t *testing.T) {
 		st.Stale[i].Detail = strings.Repeat("a very long detail ", 20)
 	}
 	for i := range st.Recent {
-		st.Recent[i].Service = long
+		st.Recent[i].Service = model.ServiceName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("s", 63)}
 	}
 	st.Notes = append(st.Notes, strings.Repeat("a long note ", 20))
 	st.Sources[1].Error = strings.Repeat("a long error ", 20)
 	st.DatapathReason = strings.Repeat("a long reason ", 10)
 	rep := newFixedRSTs()
-	rep.snap.Totals[rst.ServiceKey{Namespace: strings.Repeat("n", 63), Service: strings.Repeat("s", 63)}] = 7
+	rep.snap.Totals[model.ServiceName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("s", 63)}] = 7
 	rep.snap.Samples[0].Namespace, rep.snap.Samples[0].Pod, rep.snap.Samples[0].Service = strings.Repeat("n", 63), strings.Repeat("p", 63), long
 	rep.status = rst.Status{Reason: strings.Repeat("kernel lacks the tracepoint ", 5)}
 	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(), api.Providers{RSTs: rep}))

@@ -23,14 +23,14 @@ import (
 // The scan reads an item only as encoding/json would: a member it does not
 // know, a repeated one, an escape in a string, a null, a number that is
 // not a plain integer sends that item to the decoder instead; a malformed
-// List ends the scan and loadFast decodes the file as before. So a refusal
+// List ends the scan and loadFast decodes the whole file with the decoder. So a refusal
 // never changes a result (FuzzLoadScanMatchesStd). What it reads it reads
 // strictly and what it hands over is decoded by a validating decoder: it
 // accepts no file encoding/json rejects.
 //
-// At 10k endpoints (the lab's 5.3 MB cluster file) the fast decoding's
-// reflection over the slices and Services was most of the offline diff's
-// cluster load (BENCHMARKS.md, "Offline diff").
+// The fast decoding's reflection over the slices and Services is most of
+// the offline diff's cluster load without the scan (see BENCHMARKS.md,
+// Offline diff).
 
 // loadScan is loadFast for one JSON List; false: not read, decode it as
 // before.
@@ -258,7 +258,7 @@ func scanStr(c *jsonscan.Cursor, dst *string) bool {
 	return ok
 }
 
-// strPtr reads a string into a new *string.
+// scanStrPtr reads a string into a new *T.
 func scanStrPtr[T ~string](c *jsonscan.Cursor, dst **T) bool {
 	s, ok := c.Str()
 	v := T(s)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/datapath/nftables"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nsutil"
@@ -51,7 +52,7 @@ type detectFindings struct {
 func (d ModeDetector) Detect(ctx context.Context, netns string) (string, string, error) {
 	var f detectFindings
 	var err error
-	if f.ipvs, err = d.probeIPVS(netns); err != nil {
+	if f.ipvs, err = d.probeIPVS(ctx, netns); err != nil {
 		return "", "", err
 	}
 	if f.nft, f.nftServices, err = nftables.ProbeTables(netns); err != nil {
@@ -83,7 +84,7 @@ func decideMode(f detectFindings) (string, string) {
 		return model.ModeIPTables, f.iptables
 	}
 	return model.ModeNone, "no kube-proxy state: no ip/ip6 kube-proxy nftables table, no KUBE-SERVICES chain in the " +
-		"iptables nat table (legacy or nft backend), no kube-ipvs0 link or IPVS virtual servers; " +
+		"iptables nat table (legacy or nft backend), no IPVS virtual servers or IPVS-mode rules; " +
 		"kube-proxy is not running or was replaced (e.g. by Cilium's kube-proxy replacement)"
 }
 
@@ -132,15 +133,32 @@ func (d ModeDetector) legacyKubeServices(ctx context.Context, netns string) (boo
 	return false, fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 }
 
-// probeIPVS reports a kube-ipvs0 link or IPVS virtual servers.
-func (d ModeDetector) probeIPVS(netns string) (string, error) {
+// probeIPVS reports IPVS virtual servers, or IPVS-mode rules in nat
+// KUBE-SERVICES beside a kube-ipvs0 link. The link alone is no evidence: a
+// node whose kube-proxy moved from IPVS to iptables or nftables mode keeps
+// it, so its rules decide (iptables.RuleModes, as the offline parse does).
+func (d ModeDetector) probeIPVS(ctx context.Context, netns string) (string, error) {
+	n, err := d.countIPVS(netns)
+	if err != nil || n > 0 {
+		return fmt.Sprintf("%d IPVS virtual servers", n), err
+	}
 	ok, err := linkExistsInNetns(netns, "kube-ipvs0")
-	if err != nil {
+	if err != nil || !ok {
 		return "", err
 	}
-	if ok {
-		return "link kube-ipvs0 exists (kube-proxy IPVS mode)", nil
+	iptablesMode, ipvsMode, err := iptables.RuleModes(ctx, netns)
+	if err != nil {
+		return "", fmt.Errorf("link kube-ipvs0 exists; reading nat KUBE-SERVICES to tell whether kube-proxy runs in IPVS mode: %w", err)
 	}
+	if ipvsMode && !iptablesMode {
+		return "link kube-ipvs0 and IPVS-mode rules in nat KUBE-SERVICES (kube-proxy IPVS mode)", nil
+	}
+	return "", nil
+}
+
+// countIPVS counts IPVS virtual servers; 0 when the ip_vs module is not
+// loaded (asking would load it).
+func (d ModeDetector) countIPVS(netns string) (int, error) {
 	counter := d.IPVS
 	if counter == nil {
 		dir := d.SysModuleDir
@@ -148,16 +166,13 @@ func (d ModeDetector) probeIPVS(netns string) (string, error) {
 			dir = "/sys/module"
 		}
 		if _, err := os.Stat(filepath.Join(dir, "ip_vs")); err != nil {
-			return "", nil // IPVS not loaded: no virtual servers can exist
+			return 0, nil // IPVS not loaded: no virtual servers can exist
 		}
 		counter = netlinkIPVS{}
 	}
 	n, err := counter.CountServices(nsutil.Path(netns))
 	if err != nil {
-		return "", fmt.Errorf("ipvs: %w", err)
+		return 0, fmt.Errorf("ipvs: %w", err)
 	}
-	if n > 0 {
-		return fmt.Sprintf("%d IPVS virtual servers", n), nil
-	}
-	return "", nil
+	return n, nil
 }

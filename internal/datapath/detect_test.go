@@ -21,7 +21,7 @@ func TestDecideMode(t *testing.T) {
 		has  string
 	}{
 		{"nothing", detectFindings{}, model.ModeNone, "Cilium"},
-		{"ipvs beats iptables", detectFindings{ipvs: "link kube-ipvs0 exists", iptables: "KUBE-SERVICES"}, model.ModeIPVS, "kube-ipvs0"},
+		{"ipvs beats iptables", detectFindings{ipvs: "link kube-ipvs0 and IPVS-mode rules", iptables: "KUBE-SERVICES"}, model.ModeIPVS, "kube-ipvs0"},
 		{"nft with services beats iptables", detectFindings{nft: "nftables table ip kube-proxy", nftServices: 3, iptables: "KUBE-SERVICES"}, model.ModeNFTables, "also found"},
 		{"empty nft table loses to iptables", detectFindings{nft: "nftables table ip kube-proxy", iptables: "KUBE-SERVICES x"}, model.ModeIPTables, "KUBE-SERVICES x"},
 		{"iptables only", detectFindings{iptables: "KUBE-SERVICES y"}, model.ModeIPTables, "KUBE-SERVICES y"},
@@ -48,16 +48,11 @@ func TestDetectModeNamespaces(t *testing.T) {
 	netnstest.RequireRoot(t, "creates network namespaces and loads rules in them")
 	restore := func(bin string) func(t *testing.T, ns string) {
 		return func(t *testing.T, ns string) {
-			cmd := exec.Command("ip", "netns", "exec", ns, bin)
-			f, err := os.Open("testdata/detect-kube-services.iptables")
+			text, err := os.ReadFile("testdata/detect-kube-services.iptables")
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
-			cmd.Stdin = f
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%s: %v: %s", bin, err, out)
-			}
+			restoreText(t, ns, bin, string(text))
 		}
 	}
 	for _, tc := range []struct {
@@ -77,11 +72,23 @@ func TestDetectModeNamespaces(t *testing.T) {
 		}, ModeDetector{}, model.ModeNFTables, "ip kube-proxy and ip6 kube-proxy"},
 		{"iptables nft backend", restore("iptables-nft-restore"), ModeDetector{}, model.ModeIPTables, "nft backend"},
 		{"iptables legacy backend", restore("iptables-legacy-restore"), ModeDetector{}, model.ModeIPTables, "legacy backend"},
-		{"ipvs link", func(t *testing.T, ns string) {
-			// kube-proxy makes a dummy link; this kernel may lack the dummy
-			// driver, and detection looks only at the name, so a veth will do.
-			netnstest.Run(t, ns, "ip", "link", "add", "kube-ipvs0", "type", "veth", "peer", "name", "ipvs-peer")
-		}, ModeDetector{}, model.ModeIPVS, "kube-ipvs0"},
+		{"leftover ipvs link alone", ipvsLink, ModeDetector{}, model.ModeNone, "no kube-proxy state"},
+		{"leftover ipvs link and iptables-mode rules", func(t *testing.T, ns string) {
+			ipvsLink(t, ns)
+			restore("iptables-nft-restore")(t, ns)
+		}, ModeDetector{}, model.ModeIPTables, "nft backend"},
+		{"leftover ipvs link and legacy iptables-mode rules", func(t *testing.T, ns string) {
+			ipvsLink(t, ns)
+			restore("iptables-legacy-restore")(t, ns)
+		}, ModeDetector{}, model.ModeIPTables, "legacy backend"},
+		{"leftover ipvs link and nftables", func(t *testing.T, ns string) {
+			ipvsLink(t, ns)
+			netnstest.Run(t, ns, "nft", "-f", "nftables/testdata/handwritten.v4.nft")
+		}, ModeDetector{}, model.ModeNFTables, "ip kube-proxy"},
+		{"ipvs link and IPVS-mode rules", func(t *testing.T, ns string) {
+			ipvsLink(t, ns)
+			restoreText(t, ns, "iptables-nft-restore", ipvsModeRules)
+		}, ModeDetector{}, model.ModeIPVS, "IPVS-mode rules"},
 		{"ipvs virtual servers", func(*testing.T, string) {}, ModeDetector{IPVS: fakeIPVS{n: 2}}, model.ModeIPVS, "2 IPVS virtual servers"},
 		{"nftables and leftover iptables", func(t *testing.T, ns string) {
 			netnstest.Run(t, ns, "nft", "-f", "nftables/testdata/handwritten.v4.nft")
@@ -102,10 +109,44 @@ func TestDetectModeNamespaces(t *testing.T) {
 	}
 }
 
+// ipvsModeRules is nat KUBE-SERVICES as kube-proxy's IPVS mode writes it,
+// reduced to a rule that needs no ipset: the jump to KUBE-NODE-PORT.
+const ipvsModeRules = `*nat
+:PREROUTING ACCEPT [0:0]
+:KUBE-SERVICES - [0:0]
+:KUBE-NODE-PORT - [0:0]
+-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT
+COMMIT
+`
+
+// restoreText loads iptables-restore input into ns with bin.
+func restoreText(t *testing.T, ns, bin, text string) {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, bin)
+	cmd.Stdin = strings.NewReader(text)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", bin, err, out)
+	}
+}
+
+// ipvsLink adds the link kube-proxy's IPVS mode makes, kube-ipvs0: a dummy
+// link, or a veth pair where the kernel lacks the dummy driver (detection
+// looks only at the name).
+func ipvsLink(t *testing.T, ns string) {
+	t.Helper()
+	if exec.Command("ip", "-n", ns, "link", "add", "kube-ipvs0", "type", "dummy").Run() == nil {
+		return
+	}
+	netnstest.Run(t, ns, "ip", "link", "add", "kube-ipvs0", "type", "veth", "peer", "name", "ipvs-peer")
+}
+
 // TestDetectModeOnlyReads checks detection creates no legacy nat table in a
-// namespace that had none (asking iptables-legacy would create one).
+// namespace that had none (asking iptables-legacy would create one), nor
+// any nftables state, even when a kube-ipvs0 link makes it read the rules.
 func TestDetectModeOnlyReads(t *testing.T) {
 	ns := newTestNetns(t)
+	ipvsLink(t, ns)
 	if _, _, err := DetectMode(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}

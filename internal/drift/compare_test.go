@@ -8,7 +8,7 @@ import (
 )
 
 var (
-	sp  = model.ServicePort{Namespace: "shop", Name: "cart", Port: "grpc", Protocol: model.TCP}
+	sp  = model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "cart"}, Port: "grpc", Protocol: model.TCP}
 	fe  = model.NewFrontend(netip.MustParseAddr("10.97.0.10"), 80, model.TCP, model.ClusterIP)
 	np  = model.NewNodePort(30080, model.TCP, model.IPv4)
 	be1 = netip.MustParseAddrPort("10.1.0.1:8080")

@@ -89,8 +89,8 @@ func (c *Comparer) namesChanges(obs model.Observed) bool {
 // diffKeys marks every frontend whose verdict differs between the last and
 // the new maps (a cheap pass: no finding is built for unchanged ones).
 func (c *Comparer) diffKeys(desired, observed map[model.Frontend]model.Verdict, touched map[model.Frontend]bool) {
-	model.MarkDiffering(touched, c.desired, desired, model.Verdict.Equal)
-	model.MarkDiffering(touched, c.observed, observed, model.Verdict.Equal)
+	model.MarkDiffering(touched, c.desired, desired)
+	model.MarkDiffering(touched, c.observed, observed)
 }
 
 // compareOne recomputes the findings of one frontend.

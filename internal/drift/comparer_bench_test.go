@@ -19,7 +19,7 @@ func benchState(n int) (model.Desired, model.Observed) {
 		for j := 0; j < 10; j++ {
 			bs = append(bs, netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 244, byte(i >> 4), byte(i<<4 | j)}), 8080))
 		}
-		v := model.Verdict{Service: model.ServicePort{Namespace: "ns", Name: fmt.Sprintf("svc-%d", i), Protocol: model.TCP},
+		v := model.Verdict{Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns", Name: fmt.Sprintf("svc-%d", i)}, Protocol: model.TCP},
 			Action: model.Forward, Backends: model.SortBackends(bs)}
 		d.Frontends[fe], o.Frontends[fe] = v, v
 	}

@@ -11,10 +11,11 @@ import (
 	"github.com/netdrift/netdrift/internal/model"
 )
 
-// randomState builds a desired and an observed state over a few frontends
-// that share most verdicts, so that updates touch a few of them.
+// randomVerdict is a random verdict of frontend fe's service port: reject,
+// drop or forward to one to three of four backends, so that random states
+// over a few frontends share most verdicts and updates touch a few of them.
 func randomVerdict(r *rand.Rand, fe int) model.Verdict {
-	sp := model.ServicePort{Namespace: "ns", Name: fmt.Sprintf("svc%d", fe), Protocol: model.TCP}
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns", Name: fmt.Sprintf("svc%d", fe)}, Protocol: model.TCP}
 	switch r.Intn(5) {
 	case 0:
 		return model.Verdict{Service: sp, Action: model.Reject}

@@ -16,7 +16,7 @@ type Proof struct {
 	// Changed are the services whose desired state changed since the previous
 	// audit: a mismatch that appears with such a change was revealed by the
 	// watch itself, so the view was current when it was first seen.
-	Changed map[string]bool
+	Changed map[model.ServiceName]bool
 }
 
 // Tracked is a mismatch with its history.
@@ -51,7 +51,7 @@ func (t *FindingTracker) Update(current []model.Finding, now time.Time, p Proof)
 		if !ok {
 			tr = &Tracked{Finding: f}
 			tr.FirstSeen = now
-			tr.Proven = p.Changed[f.Service.Service()]
+			tr.Proven = p.Changed[f.Service.ServiceName]
 		} else {
 			first := tr.FirstSeen
 			tr.Finding = f

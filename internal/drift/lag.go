@@ -20,7 +20,7 @@ const (
 
 // Change is one desired-state change of a service, as delivered by the watch.
 type Change struct {
-	Service string     // namespace/name
+	Service model.ServiceName
 	Kind    ChangeKind //
 	T0      time.Time  // trigger time (control-plane clock); zero when unknown
 	T1      time.Time  // watch delivery time (agent clock)
@@ -38,7 +38,7 @@ const (
 
 // LagSample is one converged change.
 type LagSample struct {
-	Service    string
+	Service    model.ServiceName
 	Kind       ChangeKind
 	T0, T1, T2 time.Time
 	T0Source   string // T0Trigger or T0PodDeletion; "" when T0 is unknown
@@ -61,7 +61,7 @@ func (s LagSample) NetworkLatency() (time.Duration, bool) {
 
 // PendingChange is a change not yet seen in the datapath.
 type PendingChange struct {
-	Service    string
+	Service    model.ServiceName
 	Kind       ChangeKind
 	T0, T1     time.Time
 	Superseded int
@@ -135,11 +135,11 @@ func RemovedBackends(prev, next map[model.Frontend]model.Verdict) []netip.Addr {
 // LagTracker measures T2 for pending changes. It is pure: times come in as
 // arguments. Not safe for concurrent use.
 type LagTracker struct {
-	pending map[string]*PendingChange
+	pending map[model.ServiceName]*PendingChange
 }
 
 // NewLagTracker returns an empty tracker.
-func NewLagTracker() *LagTracker { return &LagTracker{pending: map[string]*PendingChange{}} }
+func NewLagTracker() *LagTracker { return &LagTracker{pending: map[model.ServiceName]*PendingChange{}} }
 
 // Record registers a change. A change to a service that is still pending
 // supersedes it: the sample will measure the newest change, and the
@@ -194,7 +194,7 @@ func (t *LagTracker) ObserveSince(obs model.Observed, at, since time.Time) []Lag
 			Superseded: p.Superseded, Removed: p.removed})
 		delete(t.pending, svc)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	sort.Slice(out, func(i, j int) bool { return out[i].Service.String() < out[j].Service.String() })
 	return out
 }
 
@@ -204,9 +204,6 @@ func laterOf(a, b time.Time) time.Time {
 	}
 	return b
 }
-
-// Forget drops a pending change (e.g. the datapath became unreadable for good).
-func (t *LagTracker) Forget(service string) { delete(t.pending, service) }
 
 func matches(p *PendingChange, obs model.Observed) bool {
 	for _, fe := range p.keys {
@@ -225,7 +222,12 @@ func matches(p *PendingChange, obs model.Observed) bool {
 	return true
 }
 
-// SameVerdict reports whether two verdicts program the same behaviour.
+// SameVerdict reports whether two verdicts program the same behaviour: the
+// same action and, for Forward, the same backends. It is not equality
+// (model.Verdict.Equal): evidence, endpoints and uncertainty may differ.
+// SameVerdict knows no datapath mode; sameVerdictIn, which the lag tracker
+// uses, also counts Reject and Drop as the same in the modes where they are
+// (sameAction).
 func SameVerdict(a, b model.Verdict) bool { return sameVerdictIn(a, b, "") }
 
 func sameVerdictIn(a, b model.Verdict, mode string) bool {
@@ -248,7 +250,7 @@ func (t *LagTracker) Pending() []PendingChange {
 		if !out[i].T1.Equal(out[j].T1) {
 			return out[i].T1.Before(out[j].T1)
 		}
-		return out[i].Service < out[j].Service
+		return out[i].Service.String() < out[j].Service.String()
 	})
 	return out
 }

@@ -52,7 +52,7 @@ func TestLagTracker(t *testing.T) {
 
 	t.Run("add_exact_T2", func(t *testing.T) {
 		lt := NewLagTracker()
-		lt.Record(Change{Service: "shop/cart", Kind: ChangeAdd, T0: at(-40), T1: at(0), Previous: one, Desired: two})
+		lt.Record(Change{Service: model.ServiceName{Namespace: "shop", Name: "cart"}, Kind: ChangeAdd, T0: at(-40), T1: at(0), Previous: one, Desired: two})
 		if s := lt.Observe(obsOf(one), at(100)); len(s) != 0 {
 			t.Fatalf("converged early: %+v", s)
 		}
@@ -73,20 +73,20 @@ func TestLagTracker(t *testing.T) {
 		// was programmed before the agent knew (T2 = T1); one delivered after
 		// the read is not judged by it.
 		lt := NewLagTracker()
-		lt.Record(Change{Service: "shop/a", Kind: ChangeAdd, T1: at(0), Previous: one, Desired: two})
-		lt.Record(Change{Service: "shop/b", Kind: ChangeAdd, T1: at(150), Previous: one, Desired: two})
-		lt.Record(Change{Service: "shop/c", Kind: ChangeAdd, T1: at(600), Previous: one, Desired: two})
+		lt.Record(Change{Service: model.ServiceName{Namespace: "shop", Name: "a"}, Kind: ChangeAdd, T1: at(0), Previous: one, Desired: two})
+		lt.Record(Change{Service: model.ServiceName{Namespace: "shop", Name: "b"}, Kind: ChangeAdd, T1: at(150), Previous: one, Desired: two})
+		lt.Record(Change{Service: model.ServiceName{Namespace: "shop", Name: "c"}, Kind: ChangeAdd, T1: at(600), Previous: one, Desired: two})
 		s := lt.ObserveSince(obsOf(two), at(500), at(100))
 		if len(s) != 2 || s[0].T2 != at(100) || s[1].T2 != at(150) {
 			t.Fatalf("samples %+v, want shop/a at 100 ms and shop/b at 150 ms", s)
 		}
-		if p := lt.Pending(); len(p) != 1 || p[0].Service != "shop/c" {
+		if p := lt.Pending(); len(p) != 1 || p[0].Service.String() != "shop/c" {
 			t.Fatalf("pending %+v, want shop/c", p)
 		}
 	})
 	t.Run("remove_exact_T2", func(t *testing.T) {
 		lt := NewLagTracker()
-		lt.Record(Change{Service: "s", Kind: ChangeRemove, T1: at(0), Previous: two, Desired: one})
+		lt.Record(Change{Service: model.ServiceName{Name: "s"}, Kind: ChangeRemove, T1: at(0), Previous: two, Desired: one})
 		if s := lt.Observe(obsOf(two), at(3000)); len(s) != 0 {
 			t.Fatal("converged while stale rule remains")
 		}
@@ -100,7 +100,7 @@ func TestLagTracker(t *testing.T) {
 	})
 	t.Run("service_deleted_converges_when_frontend_gone", func(t *testing.T) {
 		lt := NewLagTracker()
-		lt.Record(Change{Service: "s", Kind: ChangeRemove, T1: at(0), Previous: one, Desired: nil})
+		lt.Record(Change{Service: model.ServiceName{Name: "s"}, Kind: ChangeRemove, T1: at(0), Previous: one, Desired: nil})
 		if s := lt.Observe(obsOf(one), at(10)); len(s) != 0 {
 			t.Fatal("converged while frontend remains")
 		}
@@ -111,7 +111,7 @@ func TestLagTracker(t *testing.T) {
 	t.Run("update_exact_T2", func(t *testing.T) {
 		lt := NewLagTracker()
 		swap := map[model.Frontend]model.Verdict{fe: fwd(be3)}
-		lt.Record(Change{Service: "s", Kind: ChangeUpdate, T0: at(-5), T1: at(0), Previous: one, Desired: swap})
+		lt.Record(Change{Service: model.ServiceName{Name: "s"}, Kind: ChangeUpdate, T0: at(-5), T1: at(0), Previous: one, Desired: swap})
 		s := lt.Observe(obsOf(swap), at(70))
 		if len(s) != 1 || s[0].Kind != ChangeUpdate || s[0].NodeLag() != 70*time.Millisecond {
 			t.Fatalf("samples %+v", s)
@@ -119,8 +119,8 @@ func TestLagTracker(t *testing.T) {
 	})
 	t.Run("superseded_measured_to_newest", func(t *testing.T) {
 		lt := NewLagTracker()
-		lt.Record(Change{Service: "s", Kind: ChangeAdd, T0: at(-10), T1: at(0), Previous: one, Desired: two})
-		lt.Record(Change{Service: "s", Kind: ChangeAdd, T0: at(390), T1: at(400), Previous: two, Desired: three})
+		lt.Record(Change{Service: model.ServiceName{Name: "s"}, Kind: ChangeAdd, T0: at(-10), T1: at(0), Previous: one, Desired: two})
+		lt.Record(Change{Service: model.ServiceName{Name: "s"}, Kind: ChangeAdd, T0: at(390), T1: at(400), Previous: two, Desired: three})
 		if s := lt.Observe(obsOf(two), at(450)); len(s) != 0 {
 			t.Fatal("intermediate state counted as converged")
 		}
@@ -134,7 +134,7 @@ func TestLagTracker(t *testing.T) {
 	})
 	t.Run("observation_before_T1_ignored", func(t *testing.T) {
 		lt := NewLagTracker()
-		lt.Record(Change{Service: "s", Kind: ChangeAdd, T1: at(100), Previous: one, Desired: two})
+		lt.Record(Change{Service: model.ServiceName{Name: "s"}, Kind: ChangeAdd, T1: at(100), Previous: one, Desired: two})
 		if s := lt.Observe(obsOf(two), at(50)); len(s) != 0 {
 			t.Fatal("observation older than the change used")
 		}
@@ -147,10 +147,10 @@ func TestLagTracker(t *testing.T) {
 	})
 	t.Run("pending_oldest_first", func(t *testing.T) {
 		lt := NewLagTracker()
-		lt.Record(Change{Service: "b", T1: at(200), Desired: one})
-		lt.Record(Change{Service: "a", T1: at(100), Desired: one})
+		lt.Record(Change{Service: model.ServiceName{Name: "b"}, T1: at(200), Desired: one})
+		lt.Record(Change{Service: model.ServiceName{Name: "a"}, T1: at(100), Desired: one})
 		p := lt.Pending()
-		if len(p) != 2 || p[0].Service != "a" {
+		if len(p) != 2 || p[0].Service.Name != "a" {
 			t.Fatalf("pending %+v", p)
 		}
 	})
@@ -162,7 +162,7 @@ func TestFindingTracker(t *testing.T) {
 	t.Run("pending_then_stale_after_stale_after", func(t *testing.T) {
 		ft := NewFindingTracker(5 * time.Second)
 		p := healthy
-		p.Changed = map[string]bool{"shop/cart": true}
+		p.Changed = map[model.ServiceName]bool{{Namespace: "shop", Name: "cart"}: true}
 		ft.Update([]model.Finding{f}, at(0), p)
 		ft.Update([]model.Finding{f}, at(4999), healthy)
 		if len(ft.Stale()) != 0 || len(ft.Pending()) != 1 {
@@ -192,7 +192,7 @@ func TestFindingTracker(t *testing.T) {
 	})
 	t.Run("unhealthy_watch_blocks_promotion", func(t *testing.T) {
 		ft := NewFindingTracker(time.Second)
-		p := Proof{WatchHealthy: false, LastDelivery: at(10), Changed: map[string]bool{"shop/cart": true}}
+		p := Proof{WatchHealthy: false, LastDelivery: at(10), Changed: map[model.ServiceName]bool{{Namespace: "shop", Name: "cart"}: true}}
 		ft.Update([]model.Finding{f}, at(0), p)
 		ft.Update([]model.Finding{f}, at(30000), Proof{WatchHealthy: false, LastDelivery: at(10)})
 		if len(ft.Stale()) != 0 {
@@ -240,8 +240,8 @@ func TestLagSampleCarriesRemovalAndT0Source(t *testing.T) {
 	tr := NewLagTracker()
 	prev := map[model.Frontend]model.Verdict{fe: fwd(be1, be2)}
 	next := map[model.Frontend]model.Verdict{fe: fwd(be1)}
-	tr.Record(Change{Service: "shop/cart", Kind: ChangeRemove, T1: at(100), Previous: prev, Desired: next})
-	tr.Record(Change{Service: "shop/web", Kind: ChangeRemove, T0: at(-900), T1: at(120), Previous: prev, Desired: next})
+	tr.Record(Change{Service: model.ServiceName{Namespace: "shop", Name: "cart"}, Kind: ChangeRemove, T1: at(100), Previous: prev, Desired: next})
+	tr.Record(Change{Service: model.ServiceName{Namespace: "shop", Name: "web"}, Kind: ChangeRemove, T0: at(-900), T1: at(120), Previous: prev, Desired: next})
 	got := tr.Observe(obsOf(next), at(300))
 	if len(got) != 2 {
 		t.Fatalf("samples %+v", got)

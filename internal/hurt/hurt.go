@@ -107,7 +107,7 @@ func (c *Conns) rebuildLocked(now time.Time) {
 			key := t.Key()
 			current[key] = true
 			c.idx[bk] = append(c.idx[bk], target{key: key, frontend: *t.Frontend,
-				service: servicecap.Key{Namespace: t.Service.Namespace, Service: t.Service.Name}})
+				service: t.Service.ServiceName})
 		}
 	}
 	for key := range c.perFinding {
@@ -139,6 +139,6 @@ func (c *Conns) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, n := range c.perService {
-		ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.CounterValue, float64(n), k.Namespace, k.Service)
+		ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.CounterValue, float64(n), k.Namespace, k.Name)
 	}
 }

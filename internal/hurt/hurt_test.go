@@ -3,6 +3,7 @@ package hurt
 import (
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestCountsNewFlowsToStaleBackends(t *testing.T) {
 	fe := model.NewFrontend(netip.MustParseAddr("10.96.0.5"), 80, model.TCP, model.ClusterIP)
 	stale := netip.MustParseAddrPort("10.244.1.13:8080")
 	f := drift.Tracked{Finding: model.Finding{Kind: model.StaleBackend, Frontend: &fe, Backend: stale,
-		Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}}}
+		Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http", Protocol: model.TCP}}}
 	found := true
 	now := time.Unix(0, 0)
 	c := New(func() ([]drift.Tracked, []drift.Tracked) {
@@ -57,5 +58,34 @@ netdrift_stale_backend_connections_total{namespace="shop",service="web"} 3
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestCountsConcurrently: flows observed from many goroutines (conntrack
+// events and the refresh race) are each counted once, per protocol's
+// finding; a UDP flow to a live backend is not.
+func TestCountsConcurrently(t *testing.T) {
+	fe := model.NewFrontend(netip.MustParseAddr("10.96.0.10"), 53, model.UDP, model.ClusterIP)
+	f := drift.Tracked{Finding: model.Finding{Kind: model.StaleBackend, Frontend: &fe,
+		Backend: netip.MustParseAddrPort("10.244.3.3:53"),
+		Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "kube-system", Name: "kube-dns"}, Port: "dns", Protocol: model.UDP}}}
+	c := New(func() ([]drift.Tracked, []drift.Tracked) { return []drift.Tracked{f}, nil }, nil, time.Nanosecond, 10)
+	flow := func(backend string) model.Flow {
+		return model.Flow{Protocol: model.UDP,
+			Orig:  model.Tuple{Src: netip.MustParseAddrPort("10.244.0.5:40002"), Dst: netip.MustParseAddrPort("10.96.0.10:53")},
+			Reply: model.Tuple{Src: netip.MustParseAddrPort(backend), Dst: netip.MustParseAddrPort("10.244.0.5:40002")}}
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Observe(flow("10.244.3.3:53"))
+			c.Observe(flow("10.244.1.5:53")) // the live backend
+		}()
+	}
+	wg.Wait()
+	if n, ok := c.Connections(f.Key()); !ok || n != 8 {
+		t.Errorf("connections %d %v, want 8", n, ok)
 	}
 }

@@ -221,7 +221,7 @@ func TestForwardName(t *testing.T) {
 func TestOptionsFor(t *testing.T) {
 	vip := model.NewFrontend(netip.MustParseAddr("203.0.113.7"), 443, model.TCP, model.LoadBalancer)
 	np := model.NewNodePort(30080, model.TCP, model.IPv4)
-	sp := model.ServicePort{Namespace: "shop", Name: "frontend", Port: "https", Protocol: model.TCP}
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "frontend"}, Port: "https", Protocol: model.TCP}
 	o := OptionsFor(model.HintsFor(model.Desired{Frontends: map[model.Frontend]model.Verdict{vip: {Service: sp}, np: {Service: sp}}}))
 	if o.Kinds[vip.IP] != model.LoadBalancer || !o.NodePorts[PortKey{30080, model.TCP}] || o.Services[np] != sp || len(o.Kinds) != 1 {
 		t.Errorf("options %+v", o)

@@ -66,8 +66,8 @@ func kubeProxyHints() model.Hints {
 	cart := model.NewFrontend(netip.MustParseAddr("10.97.12.7"), 80, model.TCP, model.ClusterIP)
 	np := model.NewNodePort(30080, model.TCP, model.IPv4)
 	return model.Hints{Frontends: map[model.Frontend]model.ServicePort{
-		cart: {Namespace: "shop", Name: "cart", Port: "grpc", Protocol: model.TCP},
-		np:   {Namespace: "shop", Name: "search", Port: "http", Protocol: model.TCP},
+		cart: {ServiceName: model.ServiceName{Namespace: "shop", Name: "cart"}, Port: "grpc", Protocol: model.TCP},
+		np:   {ServiceName: model.ServiceName{Namespace: "shop", Name: "search"}, Port: "http", Protocol: model.TCP},
 		model.NewFrontend(netip.MustParseAddr("192.0.2.10"), 80, model.TCP, model.ExternalIP):    {},
 		model.NewFrontend(netip.MustParseAddr("203.0.113.7"), 80, model.TCP, model.LoadBalancer): {},
 	}}

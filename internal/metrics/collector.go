@@ -115,7 +115,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		g(c.lastAuditT, float64(s.LastAudit.UnixNano())/1e9)
 	}
 	for k, n := range servicecap.Sum(c.services, countByService(s.Stale, model.StaleBackend)) {
-		g(c.staleBE, float64(n), k.Namespace, k.Service)
+		g(c.staleBE, float64(n), k.Namespace, k.Name)
 	}
 }
 
@@ -131,7 +131,7 @@ func countByService(items []drift.Tracked, kind model.FindingKind) map[serviceca
 	m := map[servicecap.Key]int{}
 	for _, it := range items {
 		if f := it.Finding; f.Kind == kind {
-			m[servicecap.Key{Namespace: f.Service.Namespace, Service: f.Service.Name}]++
+			m[f.Service.ServiceName]++
 		}
 	}
 	return m

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Protocol is a Service port protocol as the API spells it: TCP, UDP or SCTP.
@@ -36,19 +37,39 @@ func FamilyOf(a netip.Addr) IPFamily {
 	return IPv6
 }
 
-// ServicePort names one port of one Service, as kube-proxy does ("ns/name:port").
-type ServicePort struct {
+// ServiceName is a Service's identity: its namespace and name. It is the
+// one key of a service wherever one crosses a package boundary (as
+// kube-proxy's types.NamespacedName is); its text form is "namespace/name".
+type ServiceName struct {
 	Namespace string
 	Name      string
-	Port      string // the Service port's name; "" for an unnamed single port
-	Protocol  Protocol
 }
 
-// IsZero reports whether the service port is unknown.
-func (s ServicePort) IsZero() bool { return s.Namespace == "" && s.Name == "" }
+// IsZero reports whether the service is unknown.
+func (s ServiceName) IsZero() bool { return s.Namespace == "" && s.Name == "" }
+
+// String returns "namespace/name".
+func (s ServiceName) String() string { return s.Namespace + "/" + s.Name }
+
+// ParseServiceName reads "namespace/name"; false when s has no "/" or an
+// empty part.
+func ParseServiceName(s string) (ServiceName, bool) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" {
+		return ServiceName{}, false
+	}
+	return ServiceName{Namespace: ns, Name: name}, true
+}
+
+// ServicePort names one port of one Service, as kube-proxy does ("ns/name:port").
+type ServicePort struct {
+	ServiceName
+	Port     string // the Service port's name; "" for an unnamed single port
+	Protocol Protocol
+}
 
 // Service returns "namespace/name".
-func (s ServicePort) Service() string { return s.Namespace + "/" + s.Name }
+func (s ServicePort) Service() string { return s.ServiceName.String() }
 
 // String returns "namespace/name:port" ("namespace/name" for an unnamed
 // port), the form kube-proxy puts in rule comments.
@@ -59,7 +80,7 @@ func (s ServicePort) String() string {
 	if s.Port == "" { // kube-proxy writes an unnamed single port as "ns/name"
 		return s.Service()
 	}
-	return s.Namespace + "/" + s.Name + ":" + s.Port
+	return s.Service() + ":" + s.Port
 }
 
 // FrontendKind says how traffic reaches a frontend.
@@ -148,7 +169,7 @@ type Verdict struct {
 	Action   Action
 	Backends []netip.AddrPort // sorted, unique; only for Forward
 	// Endpoints (desired only): every endpoint known for the service port,
-	// included or not, with the reason. Used to explain stale backends.
+	// included or not, with the reason; they explain stale backends.
 	Endpoints []Endpoint
 	// Uncertain, when set, says why netdrift cannot tell what kube-proxy
 	// would program; such a frontend is never reported stale.
@@ -276,10 +297,10 @@ func ParseProtocol(s string) (Protocol, error) {
 }
 
 // MarkDiffering marks in into every frontend present in only one of old and
-// cur, or whose verdicts same says differ.
-func MarkDiffering(into map[Frontend]bool, old, cur map[Frontend]Verdict, same func(a, b Verdict) bool) {
+// cur, or whose verdicts are not Equal.
+func MarkDiffering(into map[Frontend]bool, old, cur map[Frontend]Verdict) {
 	for fe, v := range cur {
-		if o, ok := old[fe]; !ok || !same(o, v) {
+		if o, ok := old[fe]; !ok || !o.Equal(v) {
 			into[fe] = true
 		}
 	}

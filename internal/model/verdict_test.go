@@ -8,7 +8,7 @@ import (
 // TestVerdictEqual: every field counts, and a nil list equals an empty one.
 func TestVerdictEqual(t *testing.T) {
 	base := func() Verdict {
-		return Verdict{Service: ServicePort{Namespace: "shop", Name: "web", Protocol: TCP}, Action: Forward,
+		return Verdict{Service: ServicePort{ServiceName: ServiceName{Namespace: "shop", Name: "web"}, Protocol: TCP}, Action: Forward,
 			Backends:  []netip.AddrPort{netip.MustParseAddrPort("10.1.0.1:80")},
 			Endpoints: []Endpoint{{Addr: netip.MustParseAddrPort("10.1.0.1:80"), Ready: true}},
 			Evidence:  []string{"ready"}}

@@ -34,7 +34,7 @@ func benchInputs(nodes, flows int) Inputs {
 	for s := 0; s < nodes/10+1; s++ {
 		fe := model.NewFrontend(netip.AddrFrom4([4]byte{10, 96, byte(s / 256), byte(s % 256)}), 80, model.TCP, model.ClusterIP)
 		b := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 100, 1, byte(s % 250)}), 8080)
-		in.Desired[fe] = model.Verdict{Service: model.ServicePort{Namespace: "x", Name: fmt.Sprintf("s%d", s)},
+		in.Desired[fe] = model.Verdict{Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "x", Name: fmt.Sprintf("s%d", s)}},
 			Action: model.Forward, Backends: []netip.AddrPort{b}}
 		fes = append(fes, fe)
 	}

@@ -71,7 +71,7 @@ func (x *ConntrackIndex) Frontend(f model.Flow) (model.Frontend, bool) {
 }
 
 // Classify reports whether f is a live flow to a Service frontend that was
-// DNATed to an address that is no longer a backend of it. An address the
+// DNATed to an address that is not a backend of it any more. An address the
 // API still lists as an endpoint of the service port (ready or not,
 // terminating or not) is not stale: its pod still exists. Uncertain
 // frontends are never stale.
@@ -118,7 +118,7 @@ func carriesTraffic(f model.Flow) bool {
 	}
 	switch f.TCPState {
 	case "SYN_RECV", "ESTABLISHED", "FIN_WAIT", "CLOSE_WAIT", "LAST_ACK", "":
-		return true // "": a reader that gives no state; counted, as before
+		return true // "": a reader that gives no TCP state; counted, as a flow that may carry traffic
 	}
 	return false
 }

@@ -11,7 +11,7 @@ import (
 func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
 
 func sp(ns, name, port string, p model.Protocol) model.ServicePort {
-	return model.ServicePort{Namespace: ns, Name: name, Port: port, Protocol: p}
+	return model.ServicePort{ServiceName: model.ServiceName{Namespace: ns, Name: name}, Port: port, Protocol: p}
 }
 
 func forward(svc model.ServicePort, backends []string, notReady ...string) model.Verdict {

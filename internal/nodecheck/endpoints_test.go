@@ -10,7 +10,7 @@ import (
 
 func ep(svc, slice, ip, nodeName string, ready bool) model.EndpointInfo {
 	ns, name, _ := strings.Cut(svc, "/")
-	return model.EndpointInfo{Service: model.ServicePort{Namespace: ns, Name: name}, Slice: slice, Addr: addr(ip),
+	return model.EndpointInfo{Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: ns, Name: name}}, Slice: slice, Addr: addr(ip),
 		NodeName: nodeName, Ready: ready, Serving: ready}
 }
 

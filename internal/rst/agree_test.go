@@ -18,6 +18,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/api"
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/rst"
 )
@@ -39,7 +40,7 @@ func TestFloodTotalsAgree(t *testing.T) {
 	}
 	desired := map[model.Frontend]model.Verdict{
 		model.NewFrontend(netip.MustParseAddr("10.96.0.5"), 80, model.TCP, model.ClusterIP): {
-			Service: model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}, Action: model.Forward,
+			Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http", Protocol: model.TCP}, Action: model.Forward,
 			Endpoints: []model.Endpoint{{Addr: netip.AddrPortFrom(fp.Pod4(), 9), Ready: true, Serving: true}}},
 	}
 	// The settle delay is measured on a clock the test moves forward once
@@ -49,8 +50,10 @@ func TestFloodTotalsAgree(t *testing.T) {
 	// Ready (the product's documented behaviour for a watch slower than the
 	// delay), not as the terminating pod's the test asserts.
 	clk := newShiftedClock()
+	dels := deletions.New(0)
 	p := rst.NewPipeline(rst.PipelineConfig{Probe: probe, Window: time.Minute, Settle: time.Hour, Clock: clk, Mono: clk.mono,
-		Drain: 50 * time.Millisecond, Services: rst.DesiredServices(func() map[model.Frontend]model.Verdict { return desired })})
+		Drain: 50 * time.Millisecond, Services: rst.DesiredServices(func() map[model.Frontend]model.Verdict { return desired }),
+		Deletions: dels})
 	t.Cleanup(func() { p.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -64,7 +67,8 @@ func TestFloodTotalsAgree(t *testing.T) {
 	requested := time.Now()
 	time.Sleep(50 * time.Millisecond)
 	late := fp.SYNFlood(t, 9, 3000) // after the deletion request, before the agent knows
-	pod.DeletionRequested, pod.At = requested, time.Now()
+	pod.At = time.Now()
+	dels.Record(pod.Name, pod.IPs, requested, pod.At) // as the agent records the delivery before the pipeline sees it
 	p.OnPod(pod)
 	term := fp.SYNFlood(t, 9, 5000)
 	pod.Deleted, pod.At = true, time.Now()

@@ -86,10 +86,6 @@ func attributeSide(ev Event, dir Direction, watched, client netip.AddrPort, tbl 
 	return r
 }
 
-// ServiceKey labels a service's RST series: servicecap's key, so that the
-// series cap applies to it as it is.
-type ServiceKey = servicecap.Key
-
 // Labels used when a reset cannot be attributed or the series cap is hit.
 const (
 	LabelUnknown = "_unknown"

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 func rawEvent(ktime uint64, sender, peer netip.AddrPort, reason uint16, dir, src uint8, id uint32) []byte {
@@ -103,7 +105,7 @@ func TestAttribute(t *testing.T) {
 // TestLedgerTotalsFromCumulativeCounts: the ledger turns cumulative
 // per-key counts into per-service totals: an increase counts for the
 // service its address stands for, a count that goes down (the address
-// unwatched and watched again) restarts from zero, a key no longer read is
+// unwatched and watched again) restarts from zero, a key not read any more is
 // forgotten, an address of no known service counts for its namespace's
 // _unknown, an unknown address for _unknown/_unknown.
 func TestLedgerTotalsFromCumulativeCounts(t *testing.T) {
@@ -120,14 +122,14 @@ func TestLedgerTotalsFromCumulativeCounts(t *testing.T) {
 	l.observe(map[CounterKey]uint64{key(a, SentBy): 3, key(a, SentTo): 1, key(orphan, SentBy): 2, key(stranger, SentBy): 1}, info)
 	l.observe(map[CounterKey]uint64{key(a, SentBy): 5, key(a, SentTo): 1}, info)      // +2; orphan and stranger gone
 	l.observe(map[CounterKey]uint64{key(a, SentBy): 1, key(orphan, SentBy): 4}, info) // a restarted: +1; orphan re-read: +4
-	got := map[ServiceKey]uint64{}
+	got := map[model.ServiceName]uint64{}
 	for k, c := range l.byState() {
 		got[k] = c.Terminating
 	}
-	want := map[ServiceKey]uint64{
-		{Namespace: "shop", Service: "cart"}:             4 + 2 + 1,
-		{Namespace: "shop", Service: LabelUnknown}:       2 + 4,
-		{Namespace: LabelUnknown, Service: LabelUnknown}: 1,
+	want := map[model.ServiceName]uint64{
+		{Namespace: "shop", Name: "cart"}:             4 + 2 + 1,
+		{Namespace: "shop", Name: LabelUnknown}:       2 + 4,
+		{Namespace: LabelUnknown, Name: LabelUnknown}: 1,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("totals %v, want %v", got, want)

@@ -3,6 +3,8 @@ package rst
 import (
 	"net/netip"
 	"time"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 // StateCounts are the resets counted for one service by the state of the
@@ -41,11 +43,11 @@ func (c StateCounts) Hurt() uint64 { return c.Terminating + c.Deleted }
 type ledger struct {
 	seen    map[CounterKey]uint64
 	pending map[CounterKey]uint64
-	totals  map[ServiceKey]StateCounts
+	totals  map[model.ServiceName]StateCounts
 }
 
 func newLedger() *ledger {
-	return &ledger{seen: map[CounterKey]uint64{}, pending: map[CounterKey]uint64{}, totals: map[ServiceKey]StateCounts{}}
+	return &ledger{seen: map[CounterKey]uint64{}, pending: map[CounterKey]uint64{}, totals: map[model.ServiceName]StateCounts{}}
 }
 
 // observe folds in one read of the counters (cumulative per key; a key that
@@ -78,7 +80,7 @@ func (l *ledger) observe(cs map[CounterKey]uint64, info func(netip.Addr) (watchE
 // settle classifies the pending live resets that can be: mono maps an agent
 // clock time to the kernel's clock, now is the kernel clock, after the
 // settle delay; force settles every pending reset of these addresses (they
-// are no longer watched).
+// are not watched any more).
 func (l *ledger) settle(now uint64, after time.Duration, mono func(time.Time) uint64,
 	info func(netip.Addr) (watchEntry, bool), force map[netip.Addr]watchEntry) {
 	for k, n := range l.pending {
@@ -119,12 +121,12 @@ func (l *ledger) add(k CounterKey, st State, n uint64, e watchEntry) {
 	if r, ok := e.ports[k.Port]; ok && k.Port != 0 && r.Service != "" {
 		svc = r.Service
 	}
-	sk := ServiceKey{Namespace: e.Namespace, Service: svc}
+	sk := model.ServiceName{Namespace: e.Namespace, Name: svc}
 	if sk.Namespace == "" {
 		sk.Namespace = LabelUnknown
 	}
-	if sk.Service == "" {
-		sk.Service = LabelUnknown
+	if sk.Name == "" {
+		sk.Name = LabelUnknown
 	}
 	c := l.totals[sk]
 	refusal := k.Dir == SentBy && k.Port != 0 && k.Reason == defaultReasons[ReasonNoSocket]
@@ -160,8 +162,8 @@ func (l *ledger) add(k CounterKey, st State, n uint64, e watchEntry) {
 }
 
 // byState returns a copy of the totals.
-func (l *ledger) byState() map[ServiceKey]StateCounts {
-	out := make(map[ServiceKey]StateCounts, len(l.totals))
+func (l *ledger) byState() map[model.ServiceName]StateCounts {
+	out := make(map[model.ServiceName]StateCounts, len(l.totals))
 	for k, v := range l.totals {
 		out[k] = v
 	}

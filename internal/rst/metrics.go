@@ -4,6 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/netdrift/netdrift/internal/metrics/servicecap"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 var (
@@ -63,7 +65,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	s := m.src.Snapshot()
 	for k, v := range m.series(s.Totals) {
-		ch <- prometheus.MustNewConstMetric(rstsDesc, prometheus.CounterValue, float64(v), k.Namespace, k.Service)
+		ch <- prometheus.MustNewConstMetric(rstsDesc, prometheus.CounterValue, float64(v), k.Namespace, k.Name)
 	}
 	for k, c := range m.stateSeries(s.ByState) {
 		for _, sv := range []struct {
@@ -71,11 +73,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			n     uint64
 		}{{"ready", c.Ready}, {"not_ready", c.NotReady}, {"terminating", c.Terminating}, {"deleted", c.Deleted}} {
 			if sv.n > 0 {
-				ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.CounterValue, float64(sv.n), k.Namespace, k.Service, sv.state)
+				ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.CounterValue, float64(sv.n), k.Namespace, k.Name, sv.state)
 			}
 		}
 		if c.ReadyRefusals > 0 {
-			ch <- prometheus.MustNewConstMetric(refusalsDesc, prometheus.CounterValue, float64(c.ReadyRefusals), k.Namespace, k.Service)
+			ch <- prometheus.MustNewConstMetric(refusalsDesc, prometheus.CounterValue, float64(c.ReadyRefusals), k.Namespace, k.Name)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(unsettledDesc, prometheus.GaugeValue, float64(s.Unsettled))
@@ -92,13 +94,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // stateSeries is series for the per-state counts.
-func (m *Metrics) stateSeries(by map[ServiceKey]StateCounts) map[ServiceKey]StateCounts {
-	keys := make([]ServiceKey, 0, len(by))
+func (m *Metrics) stateSeries(by map[model.ServiceName]StateCounts) map[model.ServiceName]StateCounts {
+	keys := make([]model.ServiceName, 0, len(by))
 	for k := range by {
 		keys = append(keys, k)
 	}
 	label := m.cap.Labels(keys)
-	out := map[ServiceKey]StateCounts{}
+	out := map[model.ServiceName]StateCounts{}
 	for k, c := range by {
 		k = label(k)
 		o := out[k]
@@ -114,6 +116,6 @@ func (m *Metrics) stateSeries(by map[ServiceKey]StateCounts) map[ServiceKey]Stat
 }
 
 // series sums the totals by series.
-func (m *Metrics) series(totals map[ServiceKey]uint64) map[ServiceKey]uint64 {
+func (m *Metrics) series(totals map[model.ServiceName]uint64) map[model.ServiceName]uint64 {
 	return servicecap.Sum(m.cap, totals)
 }

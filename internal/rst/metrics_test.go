@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 // fixedSnapshot is a Snapshotter serving a snapshot the test changes.
@@ -13,11 +15,11 @@ type fixedSnapshot struct{ s Snapshot }
 func (f *fixedSnapshot) Snapshot() Snapshot { return f.s }
 
 func TestMetricsCapAndLint(t *testing.T) {
-	src := &fixedSnapshot{Snapshot{Status: Status{Up: true, Mode: ModeTracepoint}, Totals: map[ServiceKey]uint64{},
+	src := &fixedSnapshot{Snapshot{Status: Status{Up: true, Mode: ModeTracepoint}, Totals: map[model.ServiceName]uint64{},
 		Sampling: Sampling{RateLimited: 7}}}
 	m := NewMetrics(src, 2)
 	for i, svc := range []string{"a", "b", "c", "d"} {
-		src.s.Totals[ServiceKey{Namespace: "ns", Service: svc}] = uint64(i + 1)
+		src.s.Totals[model.ServiceName{Namespace: "ns", Name: svc}] = uint64(i + 1)
 	}
 	want := `
 # HELP netdrift_rst_probe_events_dropped_total RST events not delivered (counters still count them), by cause.
@@ -44,8 +46,8 @@ netdrift_terminating_rsts_total{namespace="ns",service="b"} 2
 		t.Errorf("lint: %v %v", err, problems)
 	}
 	// A later service still goes to _other; admitted ones keep their series.
-	src.s.Totals[ServiceKey{Namespace: "ns", Service: "a"}] = 11
-	src.s.Totals[ServiceKey{Namespace: "ns", Service: "e"}] = 5
+	src.s.Totals[model.ServiceName{Namespace: "ns", Name: "a"}] = 11
+	src.s.Totals[model.ServiceName{Namespace: "ns", Name: "e"}] = 5
 	want2 := `
 # HELP netdrift_terminating_rsts_total TCP resets sent by or to this node's pods at or after their deletion request (terminating or recently deleted), by service; the terminating and deleted states of netdrift_endpoint_rsts_total. Series beyond the cap are summed under namespace="_other",service="_other".
 # TYPE netdrift_terminating_rsts_total counter
@@ -74,7 +76,7 @@ netdrift_rst_probe_up{mode="none"} 0
 // snapshot's, zero states omitted.
 func TestMetricsStates(t *testing.T) {
 	src := &fixedSnapshot{Snapshot{Status: Status{Up: true, Mode: ModeTracepoint}, Unsettled: 3,
-		ByState: map[ServiceKey]StateCounts{{Namespace: "shop", Service: "web"}: {Ready: 9, Terminating: 4, Deleted: 1, ReadyRefusals: 8}}}}
+		ByState: map[model.ServiceName]StateCounts{{Namespace: "shop", Name: "web"}: {Ready: 9, Terminating: 4, Deleted: 1, ReadyRefusals: 8}}}}
 	want := `
 # HELP netdrift_endpoint_rsts_total TCP resets sent by or to this node's pods, by service and the endpoint's state when the reset was sent (ready, not_ready, terminating, deleted). Resets sent before any known deletion request appear once settled (netdrift_rst_unsettled).
 # TYPE netdrift_endpoint_rsts_total counter

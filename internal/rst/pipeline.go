@@ -20,6 +20,11 @@ const DefaultSettle = 15 * time.Second
 type PipelineConfig struct {
 	Probe    Prober   // OpenProbe's; required
 	Services Services // nil: resets are attributed to pods, not services
+	// Deletions says when a pod's deletion was requested: the node's one
+	// registry (deletions.Registry), which the agent records each delivery
+	// into before OnPod sees it. nil: no deletion request is known, a pod's
+	// addresses count as terminating from when it left the API.
+	Deletions Deletions
 	// Window is how long a deleted pod's addresses stay watched (--rst-window).
 	Window time.Duration
 	// Settle is how long a reset sent before any known deletion request of
@@ -83,7 +88,7 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{cfg: cfg, list: newWatchList(cfg.Window), ledger: newLedger(),
+	return &Pipeline{cfg: cfg, list: newWatchList(cfg.Window, cfg.Deletions), ledger: newLedger(),
 		samples: sampleRing{max: cfg.MaxSamples}}
 }
 

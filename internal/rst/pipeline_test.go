@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/testutil/wait"
 	"github.com/prometheus/client_golang/prometheus"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 func newTestPipeline(t *testing.T, svcs Services) (*Pipeline, *fakeProbe, *clocktesting.FakeClock) {
@@ -17,7 +20,8 @@ func newTestPipeline(t *testing.T, svcs Services) (*Pipeline, *fakeProbe, *clock
 	clk := clocktesting.NewFakeClock(t0)
 	mono := fakeMono(clk)
 	fp := newFakeProbe(mono)
-	p := NewPipeline(PipelineConfig{Probe: fp, Services: svcs, Window: time.Minute, Clock: clk, Mono: mono, Settle: 10 * time.Second})
+	p := NewPipeline(PipelineConfig{Probe: fp, Services: svcs, Window: time.Minute, Clock: clk, Mono: mono, Settle: 10 * time.Second,
+		Deletions: deletions.New(0)})
 	t.Cleanup(func() { p.Close() })
 	return p, fp, clk
 }
@@ -55,7 +59,7 @@ func metricTotals(t *testing.T, m prometheus.Collector) map[string]uint64 {
 func snapshotTotals(s Snapshot) map[string]uint64 {
 	out := map[string]uint64{}
 	for k, v := range s.Totals {
-		out[k.Namespace+"/"+k.Service] = v
+		out[k.String()] = v
 	}
 	return out
 }
@@ -66,11 +70,11 @@ func snapshotTotals(s Snapshot) map[string]uint64 {
 func TestPipelineOneCount(t *testing.T) {
 	p, fp, clk := newTestPipeline(t, fakeServices{webIP4: "web"})
 	m := NewMetrics(p, 10)
-	p.OnPod(webPod(t0, time.Time{}, false))
+	p.OnPod(webPod(testDeletions(p), t0, time.Time{}, false))
 	if !fp.isWatched(webIP4) || !fp.isWatched(webIP6) {
 		t.Fatal("a live pod is not watched")
 	}
-	p.OnPod(webPod(t0, t0, false))
+	p.OnPod(webPod(testDeletions(p), t0, t0, false))
 	fp.reset(webIP4, 5)
 	fp.reset(webIP6, 2) // not an endpoint of a known service
 	want := map[string]uint64{"shop/web": 5, "shop/_unknown": 2}
@@ -82,11 +86,11 @@ func TestPipelineOneCount(t *testing.T) {
 	}
 
 	clk.Step(10 * time.Second)
-	p.OnPod(webPod(clk.Now(), t0, true))
+	p.OnPod(webPod(testDeletions(p), clk.Now(), t0, true))
 	fp.reset(webIP4, 3) // after the pod is gone, within the window: counted
 	clk.Step(time.Minute)
 	wait.For(t, 5*time.Second, "the address unwatched at the window's end", func() bool { return !fp.isWatched(webIP4) })
-	fp.reset(webIP4, 100) // no longer watched
+	fp.reset(webIP4, 100) // not watched any more
 	want["shop/web"] = 8
 	s := p.Snapshot()
 	if got := snapshotTotals(s); !reflect.DeepEqual(got, want) {
@@ -105,7 +109,7 @@ func TestPipelineOneCount(t *testing.T) {
 // pod's resets are its own.
 func TestPipelineAddressReused(t *testing.T) {
 	p, fp, _ := newTestPipeline(t, fakeServices{webIP4: "web"})
-	p.OnPod(webPod(t0, t0, true))
+	p.OnPod(webPod(testDeletions(p), t0, t0, true))
 	fp.reset(webIP4, 4)
 	p.OnPod(PodChange{Name: "blog/b-1", IPs: []netip.Addr{webIP4}, At: t0.Add(time.Second)})
 	fp.reset(webIP4, 9)
@@ -122,7 +126,7 @@ func TestPipelineAddressReused(t *testing.T) {
 func TestPipelineWatchFails(t *testing.T) {
 	p, fp, _ := newTestPipeline(t, nil)
 	fp.full = true
-	p.OnPod(webPod(t0, time.Time{}, false))
+	p.OnPod(webPod(testDeletions(p), t0, time.Time{}, false))
 	if s := p.Snapshot(); len(s.Watched) != 0 {
 		t.Errorf("watched %v though the probe refused", s.Watched)
 	}
@@ -135,13 +139,13 @@ func TestPipelineSamples(t *testing.T) {
 	fp := newFakeProbe(fakeMono(clk))
 	fp.stats = Stats{EventsRateLimited: 40, EventsLost: 1}
 	p := NewPipeline(PipelineConfig{Probe: fp, Services: fakeServices{webIP4: "web"}, Window: time.Minute, Clock: clk,
-		Mono: fakeMono(clk), MaxSamples: 2})
+		Mono: fakeMono(clk), MaxSamples: 2, Deletions: deletions.New(0)})
 	defer p.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	p.OnPod(webPod(t0, t0, false))
+	p.OnPod(webPod(testDeletions(p), t0, t0, false))
 	for i := range 3 {
 		fp.events <- Event{Time: t0.Add(time.Duration(i+1) * time.Second), Direction: SentBy, Reason: "NO_SOCKET",
 			Sender: netip.AddrPortFrom(webIP4, 8080), Peer: netip.MustParseAddrPort("10.244.2.7:40312")}
@@ -167,8 +171,8 @@ func TestPipelineSamples(t *testing.T) {
 
 // TestOpenProbeDisabled: --no-rst-probe gives a probe that says so.
 func TestOpenProbeDisabled(t *testing.T) {
-	p := NewPipeline(PipelineConfig{Probe: OpenProbe("", "disabled by --no-rst-probe", nil)})
-	p.OnPod(webPod(t0, t0, false))
+	p := NewPipeline(PipelineConfig{Probe: OpenProbe("", "disabled by --no-rst-probe", nil), Deletions: deletions.New(0)})
+	p.OnPod(webPod(testDeletions(p), t0, t0, false))
 	s := p.Snapshot()
 	if s.Status.Up || s.Status.Reason != "disabled by --no-rst-probe" || len(s.Watched) != 0 {
 		t.Errorf("snapshot %+v", s)
@@ -186,7 +190,7 @@ func TestOpenProbeDisabled(t *testing.T) {
 func TestPipelineLateDeletion(t *testing.T) {
 	p, fp, clk := newTestPipeline(t, fakeServices{webIP4: "web"})
 	m := NewMetrics(p, 10)
-	p.OnPod(webPod(t0, time.Time{}, false))
+	p.OnPod(webPod(testDeletions(p), t0, time.Time{}, false))
 	p.Snapshot() // resolves the endpoint ports
 	clk.Step(time.Second)
 	fp.resetPort(webIP4, 8080, 5) // refused while Ready
@@ -200,7 +204,7 @@ func TestPipelineLateDeletion(t *testing.T) {
 		t.Fatalf("before the delivery: totals %v unsettled %d, want none and 14", s.Totals, s.Unsettled)
 	}
 	clk.Step(time.Second)
-	p.OnPod(webPod(clk.Now(), requested, false))
+	p.OnPod(webPod(testDeletions(p), clk.Now(), requested, false))
 	fp.resetPort(webIP4, 8080, 3) // the kernel knows now
 	s = p.Snapshot()
 	if got := snapshotTotals(s); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 10}) || s.Unsettled != 7 {
@@ -209,7 +213,7 @@ func TestPipelineLateDeletion(t *testing.T) {
 	clk.Step(11 * time.Second)
 	s = p.Snapshot()
 	want := StateCounts{Ready: 7, Terminating: 10, ReadyRefusals: 5, TerminatingRefusals: 10}
-	if got := s.ByState[ServiceKey{Namespace: "shop", Service: "web"}]; got != want || s.Unsettled != 0 {
+	if got := s.ByState[model.ServiceName{Namespace: "shop", Name: "web"}]; got != want || s.Unsettled != 0 {
 		t.Errorf("settled: %+v unsettled %d, want %+v", got, s.Unsettled, want)
 	}
 	if got := metricTotals(t, m); !reflect.DeepEqual(got, map[string]uint64{"shop/web": 10}) {

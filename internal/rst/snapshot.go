@@ -1,6 +1,10 @@
 package rst
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/netdrift/netdrift/internal/model"
+)
 
 // Snapshot is the pipeline's state at one counter read.
 type Snapshot struct {
@@ -10,11 +14,11 @@ type Snapshot struct {
 	// and deleted pods (ByState's Hurt), per service: the totals of
 	// netdrift_terminating_rsts_total. See ledger for the labels of the
 	// unattributed.
-	Totals map[ServiceKey]uint64
+	Totals map[model.ServiceName]uint64
 	// ByState are every settled reset by the endpoint's state when it was
 	// sent, per service (netdrift_endpoint_rsts_total,
 	// netdrift_ready_endpoint_refusals_total).
-	ByState map[ServiceKey]StateCounts
+	ByState map[model.ServiceName]StateCounts
 	// Unsettled are resets sent before any deletion request the agent knows
 	// of, younger than the settle delay: not yet in ByState or Totals.
 	Unsettled uint64
@@ -42,7 +46,7 @@ func (p *Pipeline) Snapshot() Snapshot {
 	p.refreshLocked(nil)
 	recs, evicted := p.samples.list()
 	by := p.ledger.byState()
-	totals := make(map[ServiceKey]uint64, len(by))
+	totals := make(map[model.ServiceName]uint64, len(by))
 	for k, c := range by {
 		if n := c.Hurt(); n > 0 {
 			totals[k] = n

@@ -10,14 +10,18 @@ import (
 // PodChange is one watch delivery of a pod of this node: what the pipeline
 // needs of it to decide which addresses the probe watches.
 type PodChange struct {
-	Name string // namespace/name
-	IPs  []netip.Addr
-	// DeletionRequested is when the pod's deletion was requested; zero while
-	// it is not being deleted.
-	DeletionRequested time.Time
-	Deleted           bool      // the pod is gone from the API (the informer's delete)
-	HostNetwork       bool      // its IPs are the node's: never watched
-	At                time.Time // delivery time (agent clock)
+	Name        string // namespace/name
+	IPs         []netip.Addr
+	Deleted     bool      // the pod is gone from the API (the informer's delete)
+	HostNetwork bool      // its IPs are the node's: never watched
+	At          time.Time // delivery time (agent clock)
+}
+
+// Deletions is the read side of the node's registry of pod deletion
+// requests (deletions.Registry): which pod at an address was asked to go,
+// and when. Its lock is a leaf, so the pipeline reads it under its own.
+type Deletions interface {
+	Requested(ip netip.Addr) (pod string, at time.Time, ok bool)
 }
 
 // EndpointRef is what a watched address is on one of its ports: an endpoint
@@ -40,13 +44,27 @@ type watchEntry struct {
 // pods. An address another pod now uses is released at once. Pure: the
 // pipeline applies the returned changes to the probe.
 type watchList struct {
-	window  time.Duration
-	entries map[netip.Addr]watchEntry
-	tbl     *Table // cache of table(), nil after a change
+	window    time.Duration
+	deletions Deletions // nil: none known
+	entries   map[netip.Addr]watchEntry
+	tbl       *Table // cache of table(), nil after a change
 }
 
-func newWatchList(window time.Duration) *watchList {
-	return &watchList{window: window, entries: map[netip.Addr]watchEntry{}}
+func newWatchList(window time.Duration, dels Deletions) *watchList {
+	return &watchList{window: window, deletions: dels, entries: map[netip.Addr]watchEntry{}}
+}
+
+// requested is when the pod (namespace/name) at ip was asked to go, by the
+// registry; zero when unknown or when the registry's entry is another pod's.
+func (l *watchList) requested(pod string, ip netip.Addr) time.Time {
+	if l.deletions == nil {
+		return time.Time{}
+	}
+	p, at, ok := l.deletions.Requested(ip)
+	if !ok || p != pod {
+		return time.Time{}
+	}
+	return at
 }
 
 // apply folds one delivery in and returns the addresses whose probe entry
@@ -73,9 +91,10 @@ func (l *watchList) apply(c PodChange) (set []netip.Addr, stop map[netip.Addr]wa
 		if !ok {
 			e = watchEntry{Target: Target{Namespace: ns, Pod: pod}}
 		}
-		// A later delete (e.g. grace 0) does not move the first request.
-		if !c.DeletionRequested.IsZero() && (e.Deleted.IsZero() || c.DeletionRequested.Before(e.Deleted)) {
-			e.Deleted, changed = c.DeletionRequested, true
+		// The registry keeps a pod's first request; a request earlier than
+		// the time the pod was seen gone replaces that.
+		if req := l.requested(c.Name, ip); !req.IsZero() && (e.Deleted.IsZero() || req.Before(e.Deleted)) {
+			e.Deleted, changed = req, true
 		}
 		if c.Deleted && e.gone.IsZero() {
 			e.gone, changed = c.At, true

@@ -10,7 +10,7 @@ import (
 
 // cpioWriter writes a "newc" cpio archive, the format the kernel unpacks as
 // an initramfs. Parent directories are created on demand; an entry written
-// twice keeps its first version (the later one is skipped).
+// twice keeps the first copy (the later one is skipped).
 type cpioWriter struct {
 	w    io.Writer
 	ino  uint32

@@ -31,7 +31,7 @@ func newPortVerdicts(svc *corev1.Service, sp *corev1.ServicePort, fam model.IPFa
 	proto := protocolOf(sp.Protocol)
 	pe := collectEndpoints(svc, fam, sp.Name, proto, slices, nodeName)
 	p := &portVerdicts{
-		sp:            model.ServicePort{Namespace: svc.Namespace, Name: svc.Name, Port: sp.Name, Protocol: proto},
+		sp:            model.ServicePort{ServiceName: model.ServiceName{Namespace: svc.Namespace, Name: svc.Name}, Port: sp.Name, Protocol: proto},
 		eps:           pe.eps,
 		usable:        hasUsable(pe.eps),
 		internalLocal: internalPolicyLocal(svc),
@@ -70,8 +70,9 @@ func (p *portVerdicts) verdict(f frontendSpec) model.Verdict {
 	v.Action = sel.action
 	// The selection's backends and endpoints are shared by every frontend
 	// of the service port (read-only, as all of a desired state is;
-	// clipped, so an append copies): at 100k endpoints a copy per frontend
-	// was 17 MB of the agent's heap.
+	// clipped, so an append copies): a copy per frontend would multiply the
+	// agent's heap by the frontends per service port (see BENCHMARKS.md,
+	// Agent memory policy).
 	v.Backends = shared(sel.backends)
 	v.Endpoints = shared(sel.endpoints)
 	v.Evidence = append(v.Evidence, sel.evidence...)

@@ -132,8 +132,8 @@ func PodInfoOf(p *corev1.Pod) model.PodInfo {
 // only, as kube-proxy does). Slices without a service-name label are skipped.
 func EndpointInfos(s *discoveryv1.EndpointSlice) []model.EndpointInfo {
 	// Sized for the slice: the agent keeps one such list per slice between
-	// node-level runs, and growing it by appends left it up to twice that
-	// (at 100k endpoints, 22 MB kept where 13 MB are used).
+	// node-level runs, and growing it by appends would leave it up to twice
+	// that (see BENCHMARKS.md, Agent memory policy).
 	out := appendEndpointInfos(make([]model.EndpointInfo, 0, len(s.Endpoints)), s)
 	if len(out) == 0 {
 		return nil
@@ -155,7 +155,7 @@ func appendEndpointInfos(out []model.EndpointInfo, s *discoveryv1.EndpointSlice)
 			continue
 		}
 		ei := model.EndpointInfo{
-			Service: model.ServicePort{Namespace: s.Namespace, Name: svc},
+			Service: model.ServicePort{ServiceName: model.ServiceName{Namespace: s.Namespace, Name: svc}},
 			Slice:   s.Name,
 			Addr:    a.Unmap(),
 			Ready:   e.Conditions.Ready == nil || *e.Conditions.Ready,
@@ -219,8 +219,8 @@ func NodeCheckInputsCached(nodeName string, cs *ClusterState, c *EndpointInfoCac
 	if c == nil {
 		in.ServiceIPs = ServiceIPs(cs.Services)
 		// One list, one allocation: a one-shot conversion (the offline
-		// diff) that keeps nothing pays half the CPU of per-slice lists
-		// (BenchmarkNodeChecks/*/cold: 30 against 57 ms at 100k).
+		// diff) that keeps nothing pays less CPU than with per-slice lists
+		// (BenchmarkNodeChecks/*/cold; see BENCHMARKS.md, Reading).
 		n := 0
 		for _, s := range cs.EndpointSlices {
 			n += len(s.Endpoints)

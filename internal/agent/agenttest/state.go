@@ -21,9 +21,9 @@ func at(d time.Duration) time.Time { return Now.Add(d) }
 func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
 
 var (
-	web  = model.ServicePort{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}
-	cart = model.ServicePort{Namespace: "shop", Name: "cart", Port: "grpc", Protocol: model.TCP}
-	dns  = model.ServicePort{Namespace: "kube-system", Name: "kube-dns", Port: "dns", Protocol: model.UDP}
+	web  = model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http", Protocol: model.TCP}
+	cart = model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "cart"}, Port: "grpc", Protocol: model.TCP}
+	dns  = model.ServicePort{ServiceName: model.ServiceName{Namespace: "kube-system", Name: "kube-dns"}, Port: "dns", Protocol: model.UDP}
 
 	webVIP  = model.NewFrontend(netip.MustParseAddr("10.96.0.10"), 80, model.TCP, model.ClusterIP)
 	webNP   = model.NewNodePort(30080, model.TCP, model.IPv4)
@@ -52,7 +52,7 @@ func State() agent.State {
 		},
 		Stale:          []drift.Tracked{staleWeb()},
 		Pending:        []drift.Tracked{pendingCart()},
-		PendingChanges: []drift.PendingChange{{Service: "shop/cart", Kind: drift.ChangeAdd, T0: at(-2 * time.Second), T1: at(-1200 * time.Millisecond)}},
+		PendingChanges: []drift.PendingChange{{Service: model.ServiceName{Namespace: "shop", Name: "cart"}, Kind: drift.ChangeAdd, T0: at(-2 * time.Second), T1: at(-1200 * time.Millisecond)}},
 		Recent:         Samples(),
 		Desired:        model.Desired{Node: "node-a", Frontends: desired()},
 		Observed: model.Observed{Datapath: model.ModeIPTables, Frontends: observed(),
@@ -84,13 +84,13 @@ const (
 // Samples are converged changes: add, remove (one superseding another) and update.
 func Samples() []drift.LagSample {
 	return []drift.LagSample{
-		{Service: "shop/web", Kind: drift.ChangeAdd, T0: at(-5 * time.Minute), T1: at(-5*time.Minute + 180*time.Millisecond),
+		{Service: model.ServiceName{Namespace: "shop", Name: "web"}, Kind: drift.ChangeAdd, T0: at(-5 * time.Minute), T1: at(-5*time.Minute + 180*time.Millisecond),
 			T2: at(-5*time.Minute + 420*time.Millisecond), T0Source: drift.T0Trigger},
-		{Service: "shop/web", Kind: drift.ChangeRemove, T0: at(-3 * time.Minute), T1: at(-3*time.Minute + 150*time.Millisecond),
+		{Service: model.ServiceName{Namespace: "shop", Name: "web"}, Kind: drift.ChangeRemove, T0: at(-3 * time.Minute), T1: at(-3*time.Minute + 150*time.Millisecond),
 			T2: at(-3*time.Minute + 1350*time.Millisecond), Superseded: 1, T0Source: drift.T0Trigger},
-		{Service: "kube-system/kube-dns", Kind: drift.ChangeUpdate, T1: at(-2 * time.Minute),
+		{Service: model.ServiceName{Namespace: "kube-system", Name: "kube-dns"}, Kind: drift.ChangeUpdate, T1: at(-2 * time.Minute),
 			T2: at(-2*time.Minute + 90*time.Millisecond)},
-		{Service: "shop/cart", Kind: drift.ChangeRemove, T0: at(-90 * time.Second), T1: at(-90*time.Second + 200*time.Millisecond),
+		{Service: model.ServiceName{Namespace: "shop", Name: "cart"}, Kind: drift.ChangeRemove, T0: at(-90 * time.Second), T1: at(-90*time.Second + 200*time.Millisecond),
 			T2: at(-90*time.Second + 700*time.Millisecond), T0Source: drift.T0PodDeletion},
 	}
 }
@@ -170,7 +170,7 @@ func observed() map[model.Frontend]model.Verdict {
 func ManyStale(services int) []drift.Tracked {
 	var out []drift.Tracked
 	for i := 0; i < services; i++ {
-		sp := model.ServicePort{Namespace: "ns", Name: svcName(i), Port: "http", Protocol: model.TCP}
+		sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns", Name: svcName(i)}, Port: "http", Protocol: model.TCP}
 		for j := 0; j <= i%3; j++ {
 			out = append(out, drift.Tracked{Proven: true, Stale: true, Finding: model.Finding{
 				Kind: model.StaleBackend, Service: sp,

@@ -3,6 +3,7 @@ package cilium
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -206,22 +207,10 @@ func addScopeEvidence(fes map[model.Frontend]model.Verdict, fe model.Frontend, i
 }
 
 func mergeNote(fe model.Frontend, a, b model.Verdict) string {
-	if sameBackends(a.Backends, b.Backends) {
+	if slices.Equal(a.Backends, b.Backends) {
 		return ""
 	}
 	return fmt.Sprintf("%s: node-address entries differ (%v vs %v); the any-address entry is compared", fe, a.Backends, b.Backends)
-}
-
-func sameBackends(a, b []netip.AddrPort) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func joinWarn(a, b string) string {

@@ -135,7 +135,7 @@ func TestObserveRules(t *testing.T) {
 
 func TestObserveNamesServiceFromHints(t *testing.T) {
 	cip := model.NewFrontend(vip, 80, model.TCP, model.ClusterIP)
-	sp := model.ServicePort{Namespace: "shop", Name: "cart", Protocol: model.TCP}
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "cart"}, Protocol: model.TCP}
 	obs := observe(frontend(vip, 80, 0, 0, 0, []uint32{1}, nil), map[uint32]backendEntry{1: be(pod1, 0)},
 		model.Hints{Frontends: map[model.Frontend]model.ServicePort{cip: sp}})
 	if got := obs.Frontends[cip].Service; got != sp {

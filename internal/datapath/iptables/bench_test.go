@@ -23,7 +23,7 @@ func genLargeDump(services, endpoints int) []byte {
 	add("PREROUTING", "-m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES")
 	rules["KUBE-MARK-MASQ"], rules["KUBE-NODEPORTS"] = nil, nil
 	for s := 0; s < services; s++ {
-		sp := model.ServicePort{Namespace: "bench", Name: fmt.Sprintf("s%05d", s), Port: "http", Protocol: model.TCP}
+		sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "bench", Name: fmt.Sprintf("s%05d", s)}, Port: "http", Protocol: model.TCP}
 		svc := chainPrefixSVC + ChainHash(sp)
 		vip := fmt.Sprintf("10.96.%d.%d", s/250, s%250+1)
 		add("KUBE-SERVICES", "-d %s/32 -p tcp -m comment --comment \"%s cluster IP\" -m tcp --dport 80 -j %s", vip, KubeProxyPortName(sp), svc)

@@ -76,5 +76,5 @@ func parseKubePortName(s string, proto model.Protocol) (model.ServicePort, bool)
 	if name == "" || strings.ContainsAny(ns+name+port, " /:") {
 		return model.ServicePort{}, false
 	}
-	return model.ServicePort{Namespace: ns, Name: name, Port: port, Protocol: proto}, true
+	return model.ServicePort{ServiceName: model.ServiceName{Namespace: ns, Name: name}, Port: port, Protocol: proto}, true
 }

@@ -12,19 +12,19 @@ func TestChainHash(t *testing.T) {
 		sp   model.ServicePort
 		want string
 	}{
-		{model.ServicePort{Namespace: "shop", Name: "frontend", Port: "web", Protocol: model.TCP}, "E3OOKNXMLSA7Q7GA"},
-		{model.ServicePort{Namespace: "default", Name: "kubernetes", Port: "https", Protocol: model.TCP}, "NPX46M4PTMTKRN6Y"},
-		{model.ServicePort{Namespace: "shop", Name: "cache", Port: "memcache-udp", Protocol: model.UDP}, "MGCN4A5EAMKCLNXU"},
-		{model.ServicePort{Namespace: "shop", Name: "cart", Port: "grpc", Protocol: model.TCP}, "RNBIIQBVO5OVCMGW"},
+		{model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "frontend"}, Port: "web", Protocol: model.TCP}, "E3OOKNXMLSA7Q7GA"},
+		{model.ServicePort{ServiceName: model.ServiceName{Namespace: "default", Name: "kubernetes"}, Port: "https", Protocol: model.TCP}, "NPX46M4PTMTKRN6Y"},
+		{model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "cache"}, Port: "memcache-udp", Protocol: model.UDP}, "MGCN4A5EAMKCLNXU"},
+		{model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "cart"}, Port: "grpc", Protocol: model.TCP}, "RNBIIQBVO5OVCMGW"},
 		// Unnamed port: "ns/name" without a colon.
-		{model.ServicePort{Namespace: "demo", Name: "dns", Protocol: model.UDP}, "TJ7R4GGTKLDTUOTY"},
+		{model.ServicePort{ServiceName: model.ServiceName{Namespace: "demo", Name: "dns"}, Protocol: model.UDP}, "TJ7R4GGTKLDTUOTY"},
 	}
 	for _, c := range cases {
 		if got := ChainHash(c.sp); got != c.want {
 			t.Errorf("ChainHash(%s/%s) = %s, want %s", KubeProxyPortName(c.sp), c.sp.Protocol, got, c.want)
 		}
 	}
-	sp := model.ServicePort{Namespace: "shop", Name: "frontend", Port: "web", Protocol: model.TCP}
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "frontend"}, Port: "web", Protocol: model.TCP}
 	if got := EndpointChainHash(sp, "10.214.1.31:8080"); got != "PEZHKLRO2DGB6WYH" {
 		t.Errorf("EndpointChainHash = %s, want PEZHKLRO2DGB6WYH", got)
 	}
@@ -36,8 +36,8 @@ func TestParseKubePortName(t *testing.T) {
 		want model.ServicePort
 		ok   bool
 	}{
-		{"shop/cart:grpc", model.ServicePort{Namespace: "shop", Name: "cart", Port: "grpc", Protocol: model.TCP}, true},
-		{"demo/dns", model.ServicePort{Namespace: "demo", Name: "dns", Protocol: model.TCP}, true},
+		{"shop/cart:grpc", model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "cart"}, Port: "grpc", Protocol: model.TCP}, true},
+		{"demo/dns", model.ServicePort{ServiceName: model.ServiceName{Namespace: "demo", Name: "dns"}, Protocol: model.TCP}, true},
 		{"kubernetes", model.ServicePort{}, false},
 		{"/x:y", model.ServicePort{}, false},
 		{"ns/", model.ServicePort{}, false},

@@ -61,7 +61,7 @@ func TestParseLegacyUnnamedPortHash(t *testing.T) {
 	if v := obs.Frontends[fe]; v.Service.Name != "svc8" || v.Service.Port != "" || len(v.Backends) != 1 {
 		t.Errorf("%s: %+v", fe, v)
 	}
-	if got := legacyChainHash(model.ServicePort{Namespace: "ns8", Name: "svc8", Protocol: model.TCP}); got != "YGD7L4GN4VNAQPM2" {
+	if got := legacyChainHash(model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns8", Name: "svc8"}, Protocol: model.TCP}); got != "YGD7L4GN4VNAQPM2" {
 		t.Errorf("legacy hash %s", got)
 	}
 }

@@ -51,7 +51,7 @@ COMMIT
 		t.Fatalf("unchanged ruleset dumped again (err %v)", err)
 	}
 	// New hints re-parse the cached dump: no new dump.
-	src.SetHints(model.Hints{ServicePorts: []model.ServicePort{{Namespace: "shop", Name: "web", Port: "http", Protocol: model.TCP}}})
+	src.SetHints(model.Hints{ServicePorts: []model.ServicePort{{ServiceName: model.ServiceName{Namespace: "shop", Name: "web"}, Port: "http", Protocol: model.TCP}}})
 	if _, err := src.Snapshot(ctx); err != nil || !src.r.Stats().At.Equal(at) {
 		t.Fatalf("new hints dumped again (err %v)", err)
 	}

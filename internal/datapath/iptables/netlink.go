@@ -561,7 +561,7 @@ func (n *NFTReader) readListedTable(ctx context.Context, c *nlConn, f *nlFamily,
 	return nil
 }
 
-// readChain re-reads one chain (deleted when the kernel no longer has it).
+// readChain re-reads one chain (deleted when the kernel does not have it any more).
 func (n *NFTReader) readChain(ctx context.Context, c *nlConn, f *nlFamily, table, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err

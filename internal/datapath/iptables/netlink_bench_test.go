@@ -214,7 +214,6 @@ func oneServiceChains(b *testing.B, s bench.Spec) (string, string) {
 	return "", ""
 }
 
-// nftSave runs iptables-nft-save -t table in the netns and returns its CPU.
 // nftSaveBoth runs the reference, iptables-nft-save of nat and of filter
 // (unless -no-nft-save), and returns its CPU and whether it timed out.
 func nftSaveBoth(b *testing.B, ns string) (cpu time.Duration, timedOut bool) {
@@ -235,6 +234,7 @@ func nftSaveBoth(b *testing.B, ns string) (cpu time.Duration, timedOut bool) {
 	return cpu, timedOut
 }
 
+// nftSave runs iptables-nft-save -t table in the netns and returns its CPU.
 func nftSave(ns, table string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), nftSaveTimeout)
 	defer cancel()

@@ -31,7 +31,7 @@ type patchResult uint8
 const (
 	patchRead  patchResult = iota // not understood: read the chain again
 	patchDone                     // the chain was patched, its rules changed
-	patchSame                     // patched, the same rules as before
+	patchSame                     // patched, the same rules as the last read
 	patchTable                    // read the whole table again
 )
 

@@ -1,6 +1,9 @@
 package iptables
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"slices"
+)
 
 // install turns the patched list into the chain's rules: a rule whose key
 // the chain held keeps that rule's parse, the others are decoded. A chain
@@ -33,7 +36,7 @@ func (p *chainPatch) install(v6 bool, t *ipTable, name string, n *NFTReader) pat
 			rules = append(rules, s.rule)
 		}
 	}
-	if old != nil && samePtrs(old.rules, rules) {
+	if old != nil && slices.Equal(old.rules, rules) {
 		old.nl, old.handle = slots, p.handle
 		t.noteHandle(name, p.handle)
 		return patchSame
@@ -100,18 +103,6 @@ func (pl *rulePool) take(key uint64) (nlSlot, bool) {
 	}
 	pl.byKey[key] = olds[1:]
 	return olds[0], true
-}
-
-func samePtrs(a, b []*ipRule) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // nlMsgKey is nlRuleKey of a rule message's attributes.

@@ -24,7 +24,8 @@ import (
 // namespace.
 func TestNFTReaderFullReadDuringCommits(t *testing.T) {
 	netnstest.RequireRoot(t, "loads iptables-nft tables into a fresh network namespace")
-	// bench.Scale10k: a full read of some 100 ms or more, even without -race
+	// bench.Scale10k: a full read long enough for commits to land in it (see
+	// BENCHMARKS.md, Reading)
 	ns, hints, _, want := quietRead(t, bench.Scale10k)
 
 	commits := netnstest.StartCommits(t, ns)

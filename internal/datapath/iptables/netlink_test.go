@@ -51,7 +51,7 @@ func TestDecodeRuleCaptured(t *testing.T) {
 	}
 }
 
-// attr and rule build messages from the nf_tables attribute layout
+// attrs builds messages from the nf_tables attribute layout
 // (include/uapi/linux/netfilter/nf_tables.h) for the synthetic vectors.
 func attrs(t *testing.T, as ...netlink.Attribute) []byte {
 	t.Helper()

@@ -19,15 +19,15 @@ func largeClusterOptions() model.Hints {
 	rej := model.NewFrontend(netip.MustParseAddr("10.96.20.6"), 80, model.TCP, model.ClusterIP)
 	return model.Hints{
 		ServicePorts: []model.ServicePort{
-			{Namespace: "big", Name: "a", Port: "http", Protocol: model.TCP},
-			{Namespace: "big", Name: "b", Protocol: model.UDP},
-			{Namespace: "big", Name: "lb", Port: "web", Protocol: model.TCP},
-			{Namespace: "big", Name: "ext", Port: "http", Protocol: model.TCP},
-			{Namespace: "big", Name: "a", Port: "http", Protocol: model.UDP}, // same name, other protocol: other hash
+			{ServiceName: model.ServiceName{Namespace: "big", Name: "a"}, Port: "http", Protocol: model.TCP},
+			{ServiceName: model.ServiceName{Namespace: "big", Name: "b"}, Protocol: model.UDP},
+			{ServiceName: model.ServiceName{Namespace: "big", Name: "lb"}, Port: "web", Protocol: model.TCP},
+			{ServiceName: model.ServiceName{Namespace: "big", Name: "ext"}, Port: "http", Protocol: model.TCP},
+			{ServiceName: model.ServiceName{Namespace: "big", Name: "a"}, Port: "http", Protocol: model.UDP}, // same name, other protocol: other hash
 		},
 		Frontends: map[model.Frontend]model.ServicePort{
-			lb:  {Namespace: "big", Name: "lb", Port: "web", Protocol: model.TCP},
-			rej: {Namespace: "big", Name: "none", Port: "http", Protocol: model.TCP},
+			lb:  {ServiceName: model.ServiceName{Namespace: "big", Name: "lb"}, Port: "web", Protocol: model.TCP},
+			rej: {ServiceName: model.ServiceName{Namespace: "big", Name: "none"}, Port: "http", Protocol: model.TCP},
 		},
 	}
 }
@@ -198,7 +198,7 @@ func TestParseIPTablesRestoreInput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// 203.0.113.12 only has a filter rule: the caller says it is an external IP.
 			ext := model.NewFrontend(netip.MustParseAddr("203.0.113.12"), 443, model.TCP, model.ExternalIP)
-			opts := model.Hints{Frontends: map[model.Frontend]model.ServicePort{ext: {Namespace: "demo", Name: "empty", Port: "https", Protocol: model.TCP}}}
+			opts := model.Hints{Frontends: map[model.Frontend]model.ServicePort{ext: {ServiceName: model.ServiceName{Namespace: "demo", Name: "empty"}, Port: "https", Protocol: model.TCP}}}
 			obs, err := Parse(v4(t, name), opts)
 			if err != nil {
 				t.Fatal(err)

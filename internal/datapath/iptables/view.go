@@ -1,7 +1,6 @@
 package iptables
 
 import (
-	"reflect"
 	"slices"
 
 	"github.com/netdrift/netdrift/internal/model"
@@ -416,7 +415,7 @@ func (v *ipView) frontends(m map[model.Frontend]model.Verdict) {
 
 // ipDelta is what an update changed in one family.
 type ipDelta struct {
-	gone     []model.Frontend // no longer observed
+	gone     []model.Frontend // observed before, not now
 	set      []ipFront        // new or re-resolved verdicts
 	warnings bool             // the warnings were assembled again
 }
@@ -500,7 +499,7 @@ func (v *ipView) update(natChains, filterChains []string) (ipDelta, bool) {
 		}
 		for _, n := range g.fronts {
 			i := slices.IndexFunc(old[g], func(o ipFront) bool { return o.f == n.f })
-			if i < 0 || !reflect.DeepEqual(old[g][i].v, n.v) {
+			if i < 0 || !old[g][i].v.Equal(n.v) {
 				d.set = append(d.set, n)
 			}
 		}

@@ -2,7 +2,6 @@ package nfevents
 
 import (
 	"maps"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,7 +88,7 @@ func (o *Observation) PublishLocked(obs model.Observed, changed map[model.Fronte
 		// The frontends returned last were changed in place at acc; what
 		// differs from them now is that, or differs between them and obs.
 		acc := maps.Clone(o.acc)
-		model.MarkDiffering(acc, o.out, obs.Frontends, sameVerdict)
+		model.MarkDiffering(acc, o.out, obs.Frontends)
 		o.acc = acc
 		obs.Since, obs.Changed = o.accSince, acc
 	}
@@ -98,8 +97,6 @@ func (o *Observation) PublishLocked(obs model.Observed, changed map[model.Fronte
 	o.obs = obs
 	return obs
 }
-
-func sameVerdict(a, b model.Verdict) bool { return reflect.DeepEqual(a, b) }
 
 // Current is the current observation (Version 0: none). Only the reader
 // calls it, under its own lock.

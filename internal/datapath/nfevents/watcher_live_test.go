@@ -121,8 +121,6 @@ func TestChangeWatcherLatency(t *testing.T) {
 	}
 }
 
-// nftLiveWorkerB loads the real worker-b table into a fresh namespace and
-// reads it once with a reader told the cluster's hints.
 // TestChangeWatcherOverrun: when the kernel drops notifications (tiny
 // socket buffer, large transaction), the watcher says so at once with the
 // current generation.

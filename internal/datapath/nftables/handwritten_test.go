@@ -10,18 +10,13 @@ import (
 
 // Service ports and frontends of the hand-written tables (testdata/handwritten.*.nft).
 var (
-	nftLongPort = model.ServicePort{
-		Namespace: "team-" + strings.Repeat("x", 35),
-		Name:      "service-with-a-very-long-name-" + strings.Repeat("y", 30),
-		Port:      "port-name-" + strings.Repeat("z", 20),
-		Protocol:  model.TCP,
-	}
+	nftLongPort        = model.ServicePort{ServiceName: model.ServiceName{Namespace: "team-" + strings.Repeat("x", 35), Name: "service-with-a-very-long-name-" + strings.Repeat("y", 30)}, Port: "port-name-" + strings.Repeat("z", 20), Protocol: model.TCP}
 	nftHandwrittenOpts = model.Hints{
 		ServicePorts: []model.ServicePort{
-			{Namespace: "ns1", Name: "web", Port: "http", Protocol: model.TCP},
-			{Namespace: "ns1", Name: "empty", Protocol: model.TCP},
-			{Namespace: "ns1", Name: "itp-local", Port: "dns", Protocol: model.UDP},
-			{Namespace: "ns2", Name: "etp-local", Port: "http", Protocol: model.TCP},
+			{ServiceName: model.ServiceName{Namespace: "ns1", Name: "web"}, Port: "http", Protocol: model.TCP},
+			{ServiceName: model.ServiceName{Namespace: "ns1", Name: "empty"}, Protocol: model.TCP},
+			{ServiceName: model.ServiceName{Namespace: "ns1", Name: "itp-local"}, Port: "dns", Protocol: model.UDP},
+			{ServiceName: model.ServiceName{Namespace: "ns2", Name: "etp-local"}, Port: "http", Protocol: model.TCP},
 			nftLongPort,
 		},
 		Frontends: map[model.Frontend]model.ServicePort{
@@ -73,13 +68,13 @@ func TestParseNFTJSONHandwritten(t *testing.T) {
 		t.Errorf("unexpected warnings: %q", obs.Warnings)
 	}
 	ip := netip.MustParseAddr
-	web := model.ServicePort{Namespace: "ns1", Name: "web", Port: "http", Protocol: model.TCP}
-	etp := model.ServicePort{Namespace: "ns2", Name: "etp-local", Port: "http", Protocol: model.TCP}
+	web := model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns1", Name: "web"}, Port: "http", Protocol: model.TCP}
+	etp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns2", Name: "etp-local"}, Port: "http", Protocol: model.TCP}
 	nftCheck(t, obs, []nftWant{
 		// Affinity shortcuts are skipped; the numgen vmap lists every endpoint.
 		{model.NewFrontend(ip("10.96.0.10"), 80, model.TCP, model.ClusterIP), web, model.Forward, []string{"10.1.0.5:8080", "10.1.1.6:8080"}},
-		{model.NewFrontend(ip("10.96.0.11"), 443, model.TCP, model.ClusterIP), model.ServicePort{Namespace: "ns1", Name: "empty", Protocol: model.TCP}, model.Reject, nil},
-		{model.NewFrontend(ip("10.96.0.12"), 53, model.UDP, model.ClusterIP), model.ServicePort{Namespace: "ns1", Name: "itp-local", Port: "dns", Protocol: model.UDP}, model.Drop, nil},
+		{model.NewFrontend(ip("10.96.0.11"), 443, model.TCP, model.ClusterIP), model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns1", Name: "empty"}, Protocol: model.TCP}, model.Reject, nil},
+		{model.NewFrontend(ip("10.96.0.12"), 53, model.UDP, model.ClusterIP), model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns1", Name: "itp-local"}, Port: "dns", Protocol: model.UDP}, model.Drop, nil},
 		{model.NewFrontend(ip("10.96.0.13"), 80, model.TCP, model.ClusterIP), etp, model.Forward, []string{"10.1.1.9:80"}},
 		// externalTrafficPolicy Local without local endpoints: outside traffic
 		// falls through the external chain and the no-endpoint maps drop it.
@@ -90,7 +85,7 @@ func TestParseNFTJSONHandwritten(t *testing.T) {
 		// Dual stack: the ip6 table.
 		{model.NewFrontend(ip("fd00:96::10"), 80, model.TCP, model.ClusterIP), web, model.Forward, []string{"[fd00:10::5]:8080", "[fd00:10::6]:8080"}},
 		{model.NewNodePort(30080, model.TCP, model.IPv6), web, model.Forward, []string{"[fd00:10::5]:8080", "[fd00:10::6]:8080"}},
-		{model.NewFrontend(ip("fd00:96::11"), 443, model.TCP, model.ClusterIP), model.ServicePort{Namespace: "ns1", Name: "empty", Protocol: model.TCP}, model.Reject, nil},
+		{model.NewFrontend(ip("fd00:96::11"), 443, model.TCP, model.ClusterIP), model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns1", Name: "empty"}, Protocol: model.TCP}, model.Reject, nil},
 	})
 	if len(obs.Frontends) != 10 {
 		t.Errorf("%d frontends, want 10", len(obs.Frontends))

@@ -63,7 +63,7 @@ func nftOptionsFromCluster(t testing.TB, path string) model.Hints {
 			if proto == "" {
 				proto = model.TCP
 			}
-			sp := model.ServicePort{Namespace: it.Metadata.Namespace, Name: it.Metadata.Name, Port: p.Name, Protocol: proto}
+			sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: it.Metadata.Namespace, Name: it.Metadata.Name}, Port: p.Name, Protocol: proto}
 			o.ServicePorts = append(o.ServicePorts, sp)
 			add := func(ip string, kind model.FrontendKind) {
 				if a, err := netip.ParseAddr(ip); err == nil {

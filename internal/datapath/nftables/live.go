@@ -16,8 +16,7 @@ import (
 // Why netlink (github.com/google/nftables) and not sigs.k8s.io/knftables:
 // knftables drives the nft binary, and every nft invocation reads the whole
 // table to build its cache, even to list a single chain (see BENCHMARKS.md,
-// "2. nftables: `nft -j list table ip kube-proxy` vs netdrift's netlink
-// read"). Over netlink the reader asks the kernel for
+// Reading, "2. nftables"). Over netlink the reader asks the kernel for
 // exactly the maps and chains it needs, one chain per request, and no
 // process is spawned; that is also what lets the agent re-read only the
 // chains a change event names. The netlink path reduces rules to the same

@@ -102,7 +102,7 @@ func nftParseChainBase(base string) (model.ServicePort, error) {
 	if err != nil {
 		return model.ServicePort{}, err
 	}
-	return model.ServicePort{Namespace: parts[0], Name: parts[1], Port: parts[3], Protocol: proto}, nil
+	return model.ServicePort{ServiceName: model.ServiceName{Namespace: parts[0], Name: parts[1]}, Port: parts[3], Protocol: proto}, nil
 }
 
 // nftParsePortComment parses an element comment, "namespace/name:port" or
@@ -116,5 +116,5 @@ func nftParsePortComment(c string, proto model.Protocol) (model.ServicePort, boo
 	if name == "" || strings.ContainsAny(ns+name+port, " /:") {
 		return model.ServicePort{}, false
 	}
-	return model.ServicePort{Namespace: ns, Name: name, Port: port, Protocol: proto}, true
+	return model.ServicePort{ServiceName: model.ServiceName{Namespace: ns, Name: name}, Port: port, Protocol: proto}, true
 }

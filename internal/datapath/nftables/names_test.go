@@ -8,7 +8,7 @@ import (
 )
 
 func TestNFTNameResolve(t *testing.T) {
-	web := model.ServicePort{Namespace: "ns1", Name: "web", Port: "http", Protocol: model.TCP}
+	web := model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns1", Name: "web"}, Port: "http", Protocol: model.TCP}
 	ix := newNFTNameIndex([]model.ServicePort{web})
 	for _, tc := range []struct {
 		chain   string
@@ -18,9 +18,9 @@ func TestNFTNameResolve(t *testing.T) {
 	}{
 		{"service-DK7ABAZC-ns1/web/tcp/http", web, "", false},
 		{"external-DK7ABAZC-whatever...", web, "", false}, // known hash wins, even truncated
-		{"local-2QRHZV4L-default/kubernetes/tcp/https", model.ServicePort{Namespace: "default", Name: "kubernetes", Port: "https", Protocol: model.TCP}, "", false},
-		{"service-LNSA5CYW-ns1/empty/tcp/", model.ServicePort{Namespace: "ns1", Name: "empty", Protocol: model.TCP}, "", false},
-		{"service-AAAAAAAA-ns1/other/udp/dns", model.ServicePort{Namespace: "ns1", Name: "other", Port: "dns", Protocol: model.UDP}, "does not match", true},
+		{"local-2QRHZV4L-default/kubernetes/tcp/https", model.ServicePort{ServiceName: model.ServiceName{Namespace: "default", Name: "kubernetes"}, Port: "https", Protocol: model.TCP}, "", false},
+		{"service-LNSA5CYW-ns1/empty/tcp/", model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns1", Name: "empty"}, Protocol: model.TCP}, "", false},
+		{"service-AAAAAAAA-ns1/other/udp/dns", model.ServicePort{ServiceName: model.ServiceName{Namespace: "ns1", Name: "other"}, Port: "dns", Protocol: model.UDP}, "does not match", true},
 		{"service-AAAAAAAA-ns1/very-long...", model.ServicePort{}, "truncated", false},
 		{"endpoint-FZTQNVQF-ns1/web/tcp/http__10.1.0.5/8080", model.ServicePort{}, "not a kube-proxy service chain", false},
 		{"services", model.ServicePort{}, "not a kube-proxy service chain", false},

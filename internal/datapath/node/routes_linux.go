@@ -24,14 +24,14 @@ type Config struct {
 	SkipPeers, SkipConntrack bool
 }
 
-// NodeState reads routes (all tables), links with their addresses and veth
+// Read reads routes (all tables), links with their addresses and veth
 // peers' addresses, and the conntrack table of one network namespace.
 // It only reads.
 func Read(ctx context.Context, netnsSpec string) (model.NodeSnapshot, error) {
 	return ReadWith(ctx, Config{Netns: netnsSpec})
 }
 
-// ReadWith is NodeState with every setting.
+// ReadWith is Read with every setting.
 func ReadWith(ctx context.Context, cfg Config) (model.NodeSnapshot, error) {
 	var snap model.NodeSnapshot
 	ns, err := nsutil.Open(cfg.Netns)

@@ -1,6 +1,6 @@
 package node
 
-// Real-kernel tests of NodeState + nodecheck.Check. Each test builds its own
+// Real-kernel tests of Read + nodecheck.Check. Each test builds its own
 // "nodes" and "pods" as network namespaces joined by veths, with the routes a
 // CNI would install, and tears them down with t.Cleanup. Nothing touches the
 // host's own namespace.

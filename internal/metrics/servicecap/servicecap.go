@@ -10,6 +10,8 @@ package servicecap
 import (
 	"sort"
 	"sync"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 // Other is the label value of the series summing the services not admitted.
@@ -18,11 +20,12 @@ const Other = "_other"
 // DefaultMax is the cap when none is given.
 const DefaultMax = 500
 
-// Key is a service as its series' labels name it.
-type Key struct{ Namespace, Service string }
+// Key is a service as its series' labels name it (namespace, service): the
+// service's one identity, model.ServiceName.
+type Key = model.ServiceName
 
 // OtherKey is the series of the services not admitted.
-var OtherKey = Key{Namespace: Other, Service: Other}
+var OtherKey = Key{Namespace: Other, Name: Other}
 
 // Cap admits services up to its maximum. Safe for concurrent use.
 type Cap struct {
@@ -54,7 +57,7 @@ func (c *Cap) Labels(keys []Key) func(Key) Key {
 		if fresh[i].Namespace != fresh[j].Namespace {
 			return fresh[i].Namespace < fresh[j].Namespace
 		}
-		return fresh[i].Service < fresh[j].Service
+		return fresh[i].Name < fresh[j].Name
 	})
 	for _, k := range fresh {
 		if len(c.admitted) >= c.max {

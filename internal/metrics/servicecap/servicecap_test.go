@@ -11,19 +11,19 @@ import (
 // admitted service keeps its series whatever comes after.
 func TestCapAdmitsFirstSeenForGood(t *testing.T) {
 	c := New(2)
-	got := Sum(c, map[Key]uint64{{"ns", "d"}: 4, {"ns", "b"}: 2, {"ns", "c"}: 3, {"ns", "a"}: 1})
-	want := map[Key]uint64{{"ns", "a"}: 1, {"ns", "b"}: 2, OtherKey: 7}
+	got := Sum(c, map[Key]uint64{{Namespace: "ns", Name: "d"}: 4, {Namespace: "ns", Name: "b"}: 2, {Namespace: "ns", Name: "c"}: 3, {Namespace: "ns", Name: "a"}: 1})
+	want := map[Key]uint64{{Namespace: "ns", Name: "a"}: 1, {Namespace: "ns", Name: "b"}: 2, OtherKey: 7}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("first call: %v, want %v", got, want)
 	}
-	if k := c.Label(Key{"ns", "e"}); k != OtherKey {
+	if k := c.Label(Key{Namespace: "ns", Name: "e"}); k != OtherKey {
 		t.Fatalf("a fifth service past the cap of 2: series %v, want %v", k, OtherKey)
 	}
-	if k := New(1).Label(Key{"ns", "e"}); k != (Key{"ns", "e"}) {
+	if k := New(1).Label(Key{Namespace: "ns", Name: "e"}); k != (Key{Namespace: "ns", Name: "e"}) {
 		t.Fatalf("a service with room: series %v, want its own", k)
 	}
-	got = Sum(c, map[Key]uint64{{"aa", "z"}: 5, {"ns", "b"}: 9})
-	want = map[Key]uint64{{"ns", "b"}: 9, OtherKey: 5}
+	got = Sum(c, map[Key]uint64{{Namespace: "aa", Name: "z"}: 5, {Namespace: "ns", Name: "b"}: 9})
+	want = map[Key]uint64{{Namespace: "ns", Name: "b"}: 9, OtherKey: 5}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("a service sorting first but seen later: %v, want %v", got, want)
 	}
@@ -43,7 +43,7 @@ func TestCapDefaultAndConcurrent(t *testing.T) {
 			defer wg.Done()
 			m := map[Key]int{}
 			for j := range 20 {
-				m[Key{"ns", string(rune('a'+i)) + string(rune('a'+j))}] = 1
+				m[Key{Namespace: "ns", Name: string(rune('a'+i)) + string(rune('a'+j))}] = 1
 			}
 			Sum(c, m)
 		}()

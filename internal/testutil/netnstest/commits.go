@@ -27,8 +27,8 @@ type Commits struct {
 // CommitsOptions changes how StartCommitsWith commits.
 type CommitsOptions struct {
 	// Netlink commits from this process over an nf_tables socket in the
-	// namespace instead of running nft (a process per commit, some 15 ms
-	// or more): a commit then takes well under a millisecond, so the
+	// namespace instead of running nft (a process per commit): a commit
+	// then takes far less time than a process start, so the
 	// generation moves all through even a short read.
 	Netlink bool
 	// Pause is a wait after each commit (a netlink loop without one keeps

@@ -22,6 +22,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/netdrift/netdrift/internal/watch"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 // Watcher runs the informers the agent needs and exposes typed, read-only
@@ -165,11 +167,11 @@ func (w *Watcher) deliver(kind string, obj any, deleted bool) {
 	ev := watch.Event{Kind: kind, Deleted: deleted, At: w.clock.Now()}
 	switch o := obj.(type) {
 	case *corev1.Service:
-		ev.Name, ev.Service = o.Namespace+"/"+o.Name, o.Namespace+"/"+o.Name
+		ev.Name, ev.Service = o.Namespace+"/"+o.Name, model.ServiceName{Namespace: o.Namespace, Name: o.Name}
 	case *discoveryv1.EndpointSlice:
 		ev.Name = o.Namespace + "/" + o.Name
 		if n := o.Labels[discoveryv1.LabelServiceName]; n != "" {
-			ev.Service = o.Namespace + "/" + n
+			ev.Service = model.ServiceName{Namespace: o.Namespace, Name: n}
 		}
 		if ts, err := time.Parse(time.RFC3339, o.Annotations[watch.TriggerTimeAnnotation]); err == nil {
 			ev.TriggerTime = ts
@@ -194,8 +196,8 @@ func (w *Watcher) deliver(kind string, obj any, deleted bool) {
 }
 
 // Service returns a cached service, or nil.
-func (w *Watcher) Service(key string) *corev1.Service {
-	obj, ok, _ := w.svcIx.GetByKey(key)
+func (w *Watcher) Service(key model.ServiceName) *corev1.Service {
+	obj, ok, _ := w.svcIx.GetByKey(key.String())
 	if !ok {
 		return nil
 	}
@@ -203,8 +205,8 @@ func (w *Watcher) Service(key string) *corev1.Service {
 }
 
 // SlicesFor returns the cached EndpointSlices of a service, sorted by name.
-func (w *Watcher) SlicesFor(service string) []*discoveryv1.EndpointSlice {
-	objs, _ := w.sliceIx.ByIndex(byService, service)
+func (w *Watcher) SlicesFor(service model.ServiceName) []*discoveryv1.EndpointSlice {
+	objs, _ := w.sliceIx.ByIndex(byService, service.String())
 	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
 	for _, o := range objs {
 		out = append(out, o.(*discoveryv1.EndpointSlice))
@@ -222,11 +224,18 @@ func (w *Watcher) Node(name string) *corev1.Node {
 	return obj.(*corev1.Node)
 }
 
-// ServiceKeys lists every cached service as namespace/name.
-func (w *Watcher) ServiceKeys() []string {
+// ServiceKeys lists every cached service, sorted by namespace/name (the
+// cache's keys).
+func (w *Watcher) ServiceKeys() []model.ServiceName {
 	keys := w.svcIx.ListKeys()
 	sort.Strings(keys)
-	return keys
+	out := make([]model.ServiceName, 0, len(keys))
+	for _, k := range keys {
+		if sn, ok := model.ParseServiceName(k); ok {
+			out = append(out, sn)
+		}
+	}
+	return out
 }
 
 // State returns the whole cache as a watch.ClusterState (shared pointers: read only).
