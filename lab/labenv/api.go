@@ -349,7 +349,7 @@ func (l *Lab) CreateService(ctx context.Context, s ServiceSpec) (*corev1.Service
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name},
 		Spec: corev1.ServiceSpec{Selector: s.Selector, Type: s.Type, ExternalTrafficPolicy: s.ExternalTrafficPolicy,
 			InternalTrafficPolicy: s.InternalTrafficPolicy, Ports: []corev1.ServicePort{{
-			Name: "http", Protocol: corev1.ProtocolTCP, Port: int32(s.Port), TargetPort: intstr.FromInt32(int32(s.TargetPort))}}},
+				Name: "http", Protocol: corev1.ProtocolTCP, Port: int32(s.Port), TargetPort: intstr.FromInt32(int32(s.TargetPort))}}},
 	}
 	return l.cs.CoreV1().Services(s.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 }
