@@ -20,16 +20,3 @@ lab-cilium-bins:
 test-lab-cilium: build lab-bins lab-cilium-bins
 	cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 20m -v \
 		-run 'TestParseCiliumBackends|TestCiliumScenarios' ./scenarios ./labenv
-
-# cilium#48050 (Cilium <= 1.19.2: removals dropped after a relist),
-# reproduced with Cilium v1.19.1's own control plane (lab/cilium119; v1.19.2
-# is not served by the Go module proxy) and shown fixed in v1.20.2.
-.PHONY: lab-cilium119-bin test-lab-cilium-48050
-
-lab-cilium119-bin:
-	mkdir -p $(CILIUM_BIN)
-	cd lab/cilium119 && CGO_ENABLED=0 $(GO) build -trimpath -o $(CILIUM_BIN)/cilium-lb-1.19.1 ./cmd/cilium-lb
-
-test-lab-cilium-48050: build lab-bins lab-cilium-bins lab-cilium119-bin
-	cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 20m -v \
-		-run 'TestCilium48050' ./scenarios

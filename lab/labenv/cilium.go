@@ -26,8 +26,7 @@ import (
 // The lab's process slot "kube-proxy/<node>" holds cilium-lb, so freezing
 // or stopping "kube-proxy" freezes or stops the node's service proxy.
 
-// CiliumBinaries are built by `make lab-cilium-bins` (module lab/cilium;
-// cilium-lb-1.19.1 from lab/cilium119).
+// CiliumBinaries are built by `make lab-cilium-bins` (module lab/cilium).
 var CiliumBinaries = []string{"cilium-lb", "cilium-dbg"}
 
 // NodeBPFFS is the bpf filesystem holding node's Cilium service maps.
@@ -57,8 +56,8 @@ func (l *Lab) mountNodeBPFFS(i int) error {
 	return nil
 }
 
-func checkCiliumBinaries(binDir, lb string) error {
-	for _, b := range append(CiliumBinaries, lb) {
+func checkCiliumBinaries(binDir string) error {
+	for _, b := range CiliumBinaries {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
 			return fmt.Errorf("cilium mode needs %s in %s: run `make lab-cilium-bins`", b, binDir)
 		}
@@ -67,17 +66,13 @@ func checkCiliumBinaries(binDir, lb string) error {
 }
 
 func (l *Lab) startCilium(i int) error {
-	lb := l.opts.CiliumLB
-	if lb == "" {
-		lb = "cilium-lb"
-	}
-	if err := checkCiliumBinaries(l.opts.BinDir, lb); err != nil {
+	if err := checkCiliumBinaries(l.opts.BinDir); err != nil {
 		return err
 	}
 	if err := l.mountNodeBPFFS(i); err != nil {
 		return err
 	}
-	args := append([]string{filepath.Join(l.opts.BinDir, lb),
+	args := append([]string{filepath.Join(l.opts.BinDir, "cilium-lb"),
 		"--node-name=" + nodeName(i),
 		"--k8s-kubeconfig-path=" + l.kubeconfig,
 		"--bpf-root=" + l.nodeBPFFS(i),

@@ -31,9 +31,6 @@ type Options struct {
 	// or "cilium": no kube-proxy, Cilium's load-balancer control plane
 	// writes each node's service maps (cilium.go).
 	ProxyMode string
-	// CiliumLB is the cilium-lb binary of cilium mode, in BinDir (default
-	// "cilium-lb", Cilium v1.20.2; "cilium-lb-1.19.1" for cilium#48050).
-	CiliumLB string
 	// Dir holds certificates, data, logs and the state file. Default
 	// $TMPDIR/netdrift-lab-<Name>. It is removed by Stop.
 	Dir string

@@ -75,10 +75,8 @@ func TestScenarios(t *testing.T) {
 // env is a mode's lab, started by the first scenario that needs it.
 type env struct {
 	mode string
-	// name and ciliumLB, when set, override the lab's name and cilium-lb binary
-	name, ciliumLB string
-	lab            *labenv.Lab
-	err            error
+	lab  *labenv.Lab
+	err  error
 	// removal lag measured by the rollout scenario (max over nodes).
 	removalLag time.Duration
 	preStop    time.Duration // what the agents recommend
@@ -132,9 +130,6 @@ func (e *env) start(t *testing.T) (*labenv.Lab, error) {
 		return nil, err
 	}
 	name := labName(e.mode)
-	if e.name != "" {
-		name = e.name
-	}
 	dir := labenv.DefaultDir(name)
 	if left := labenv.Leftovers(name, dir); len(left) > 0 {
 		t.Logf("removing what a previous run left of lab %s: %v", name, left)
@@ -145,7 +140,7 @@ func (e *env) start(t *testing.T) (*labenv.Lab, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	l, err := labenv.Start(ctx, labenv.Options{
-		Name: name, Dir: dir, Nodes: 3, ProxyMode: e.mode, Agent: bin, CiliumLB: e.ciliumLB,
+		Name: name, Dir: dir, Nodes: 3, ProxyMode: e.mode, Agent: bin,
 		AgentArgs: append([]string{"--stale-after=" + staleAfter.String(), "--datapath=" + e.mode,
 			"--watch-unhealthy-after=" + watchUnhealthyAfter.String()}, strings.Fields(os.Getenv("NETDRIFT_LAB_AGENT_ARGS"))...),
 		Logf: func(format string, a ...any) { fmt.Printf("lab %s: "+format+"\n", append([]any{name}, a...)...) },
