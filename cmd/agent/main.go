@@ -24,7 +24,7 @@ func main() {
 
 func commands() []cli.Command {
 	return append([]cli.Command{{Name: "agent", Help: "run the per-node agent (DaemonSet)", Run: runAgent}},
-		append(cli.Commands(),
+		append(cli.Commands(cli.Env{ServicesFromAPI: servicesFromAPI}),
 			cli.Command{Name: "version", Help: "print the version", Run: func(_ []string, out, _ io.Writer) int { fmt.Fprintln(out, version); return 0 }})...)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/datapath/node"
 	"github.com/netdrift/netdrift/internal/deletions"
 	"github.com/netdrift/netdrift/internal/drift"
@@ -42,26 +43,6 @@ type wired struct {
 	log       *slog.Logger
 }
 
-// datingNote says that change events are dated when read, and why.
-func datingNote(err error) string {
-	return fmt.Sprintf("nftables change events are dated when the agent reads them, not by the kernel (%v): "+
-		"on a busy node lag may read late by the agent's wait for a CPU", err)
-}
-
-// iptablesCommands adds the image's iptables commands and their versions to
-// the datapath reason (/v1/status): the iptables-save read runs them, and
-// one older than kube-proxy's may misread newer rules. note is set when
-// none runs.
-func iptablesCommands(reason string, log *slog.Logger) (string, string) {
-	summary, usable := iptables.BinariesSummary(iptables.ProbeBinaries())
-	log.Info("iptables commands", "commands", summary)
-	if !usable {
-		return reason, "no iptables command runs in the agent's image (" + summary +
-			"): the iptables-save read (backend detection, fallback) is unavailable; use an image with the iptables package"
-	}
-	return reason + "; iptables commands: " + summary, ""
-}
-
 // wireAgent builds the agent.
 func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kubernetes.Interface, log *slog.Logger) (*wired, error) {
 	w := &wired{log: log}
@@ -71,8 +52,9 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 		mode, reason = model.ModeNone, "datapath detection failed: "+err.Error()
 	}
 	if mode == model.ModeIPTables {
-		var note string
-		reason, note = iptablesCommands(reason, log)
+		var note, summary string
+		reason, note, summary = iptables.CommandsReason(reason)
+		log.Info("iptables commands", "commands", summary)
 		if note != "" {
 			w.notes = append(w.notes, note)
 		}
@@ -100,7 +82,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 			if kernel, _, _, derr := cw.Dating(); kernel {
 				log.Info("nftables change events dated by the kernel (socket filter on the event socket)")
 			} else {
-				note := datingNote(derr)
+				note := nfevents.DatingNote(derr)
 				w.notes = append(w.notes, note)
 				w.fallbacks = append(w.fallbacks, agent.Fallback{Reader: agent.FallbackChangeEvents, From: "kernel time",
 					To: "read time", Reason: fmt.Sprint(derr), Since: clk.Now()})

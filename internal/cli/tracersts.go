@@ -16,7 +16,9 @@ import (
 	"github.com/netdrift/netdrift/internal/rst"
 )
 
-func RunTraceRSTs(args []string, stdout, stderr io.Writer) int {
+// RunTraceRSTs is trace-rsts; list resolves Service addresses through the
+// API (nil: only --cluster files).
+func RunTraceRSTs(lister ServicesLister, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("trace-rsts", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ips := fs.String("ip", "", "IP[,IP...] to watch: pod IPs, or a Service's address with --cluster or --kubeconfig (its backends are watched)")
@@ -46,7 +48,7 @@ func RunTraceRSTs(args []string, stdout, stderr io.Writer) int {
 	}
 	watchPort := uint16(*port)
 	var resolved []vipBackends
-	cs, err := traceCluster(clusters, *kubeconfig)
+	cs, err := traceCluster(lister, clusters, *kubeconfig)
 	if err == nil && cs != nil {
 		list, watchPort, resolved, err = resolveVIPs(cs, list, watchPort)
 	}

@@ -10,10 +10,10 @@ import (
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
-// ServicesFromAPI lists the cluster's Services and EndpointSlices through
-// the API with a kubeconfig ("" means in-cluster). The binary sets it
-// (cmd/agent, where client-go lives); nil leaves trace-rsts to --cluster.
-var ServicesFromAPI func(ctx context.Context, kubeconfig string) (*watch.ClusterState, error)
+// ServicesLister lists the cluster's Services and EndpointSlices through
+// the API with a kubeconfig ("" means in-cluster). The binary provides it
+// (Env; client-go lives in cmd/agent); nil leaves trace-rsts to --cluster.
+type ServicesLister func(ctx context.Context, kubeconfig string) (*watch.ClusterState, error)
 
 // apiTimeout bounds the API lists of trace-rsts.
 const apiTimeout = 20 * time.Second
@@ -23,16 +23,16 @@ const apiTimeout = 20 * time.Second
 // runs in a pod (in-cluster config); else nowhere (nil: addresses are
 // watched as given). An API that cannot be read is an error saying what
 // to pass instead.
-func traceCluster(clusters []string, kubeconfig string) (*watch.ClusterState, error) {
+func traceCluster(list ServicesLister, clusters []string, kubeconfig string) (*watch.ClusterState, error) {
 	if len(clusters) > 0 {
 		return clusterfile.LoadFiles(clusters...)
 	}
-	if ServicesFromAPI == nil || kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+	if list == nil || kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
-	cs, err := ServicesFromAPI(ctx, kubeconfig)
+	cs, err := list(ctx, kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("reading Services and EndpointSlices to resolve --ip: %w (pass --cluster FILE from `kubectl get services,endpointslices -A -o json` instead)", err)
 	}

@@ -12,18 +12,13 @@ import (
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
-// stubAPI replaces ServicesFromAPI for one test, recording the kubeconfig
-// it was called with.
-func stubAPI(t *testing.T, cs *watch.ClusterState, err error) *[]string {
-	t.Helper()
+// stubAPI is a ServicesLister that records the kubeconfig it was called with.
+func stubAPI(cs *watch.ClusterState, err error) (ServicesLister, *[]string) {
 	var calls []string
-	prev := ServicesFromAPI
-	ServicesFromAPI = func(_ context.Context, kubeconfig string) (*watch.ClusterState, error) {
+	return func(_ context.Context, kubeconfig string) (*watch.ClusterState, error) {
 		calls = append(calls, kubeconfig)
 		return cs, err
-	}
-	t.Cleanup(func() { ServicesFromAPI = prev })
-	return &calls
+	}, &calls
 }
 
 // TestTraceCluster: --cluster files win; the API is asked only with
@@ -32,22 +27,22 @@ func stubAPI(t *testing.T, cs *watch.ClusterState, err error) *[]string {
 func TestTraceCluster(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	api := &watch.ClusterState{}
-	calls := stubAPI(t, api, nil)
-	if cs, err := traceCluster([]string{fixture.Path(t, "cluster.json")}, "/k"); err != nil || len(cs.Services) == 0 || len(*calls) != 0 {
+	list, calls := stubAPI(api, nil)
+	if cs, err := traceCluster(list, []string{fixture.Path(t, "cluster.json")}, "/k"); err != nil || len(cs.Services) == 0 || len(*calls) != 0 {
 		t.Fatalf("--cluster: %v, %d API calls", err, len(*calls))
 	}
-	if cs, err := traceCluster(nil, ""); cs != nil || err != nil || len(*calls) != 0 {
+	if cs, err := traceCluster(list, nil, ""); cs != nil || err != nil || len(*calls) != 0 {
 		t.Fatalf("nothing to resolve with: %v %v, %d API calls", cs, err, len(*calls))
 	}
-	if cs, err := traceCluster(nil, "/k"); cs != api || err != nil || len(*calls) != 1 || (*calls)[0] != "/k" {
+	if cs, err := traceCluster(list, nil, "/k"); cs != api || err != nil || len(*calls) != 1 || (*calls)[0] != "/k" {
 		t.Fatalf("--kubeconfig: %v %v, calls %q", cs, err, *calls)
 	}
 	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
-	if cs, err := traceCluster(nil, ""); cs != api || err != nil || len(*calls) != 2 || (*calls)[1] != "" {
+	if cs, err := traceCluster(list, nil, ""); cs != api || err != nil || len(*calls) != 2 || (*calls)[1] != "" {
 		t.Fatalf("in a pod: %v %v, calls %q", cs, err, *calls)
 	}
-	stubAPI(t, nil, errors.New("connection refused"))
-	if _, err := traceCluster(nil, "/k"); err == nil || !strings.Contains(err.Error(), "connection refused") ||
+	list, _ = stubAPI(nil, errors.New("connection refused"))
+	if _, err := traceCluster(list, nil, "/k"); err == nil || !strings.Contains(err.Error(), "connection refused") ||
 		!strings.Contains(err.Error(), "pass --cluster FILE") {
 		t.Fatalf("failing API: %v", err)
 	}
@@ -60,9 +55,9 @@ func TestTraceRSTsResolvesThroughAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := stubAPI(t, cs, nil)
+	list, calls := stubAPI(cs, nil)
 	var out, errb bytes.Buffer
-	code := RunTraceRSTs([]string{"--ip", "10.97.230.30", "--kubeconfig", "/k", "--duration", "1s"}, &out, &errb)
+	code := RunTraceRSTs(list, []string{"--ip", "10.97.230.30", "--kubeconfig", "/k", "--duration", "1s"}, &out, &errb)
 	if code != ExitError || out.Len() != 0 || len(*calls) != 1 ||
 		!strings.Contains(errb.String(), "Service shop/payments's address, and that Service has no endpoints") {
 		t.Fatalf("exit %d, stdout %q, stderr %q, calls %q", code, out.String(), errb.String(), *calls)

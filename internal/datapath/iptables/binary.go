@@ -57,3 +57,16 @@ func BinariesSummary(bins []Binary) (summary string, anyUsable bool) {
 	}
 	return strings.Join(parts, ", "), anyUsable
 }
+
+// CommandsReason adds the image's iptables commands and their versions to
+// a datapath reason (/v1/status): the iptables-save read runs them, and one
+// older than kube-proxy's may misread newer rules. note is set when none
+// runs; summary is for the log.
+func CommandsReason(reason string) (withCommands, note, summary string) {
+	summary, usable := BinariesSummary(ProbeBinaries())
+	if !usable {
+		return reason, "no iptables command runs in the agent's image (" + summary +
+			"): the iptables-save read (backend detection, fallback) is unavailable; use an image with the iptables package", summary
+	}
+	return reason + "; iptables commands: " + summary, "", summary
+}

@@ -96,3 +96,10 @@ func (s *stamper) close() {
 		s.objs.Close()
 	}
 }
+
+// DatingNote says that change events are dated when read rather than by
+// the kernel, and why (err from Watcher.Dating).
+func DatingNote(err error) string {
+	return fmt.Sprintf("nftables change events are dated when the agent reads them, not by the kernel (%v): "+
+		"on a busy node lag may read late by the agent's wait for a CPU", err)
+}

@@ -1,8 +1,6 @@
-package main
+package iptables
 
 import (
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,10 +8,9 @@ import (
 	"testing"
 )
 
-// TestIPTablesCommands: the image's commands and versions go into the
+// TestCommandsReason: the image's commands and versions go into the
 // datapath reason; commands that cannot run make a note instead.
-func TestIPTablesCommands(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+func TestCommandsReason(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"iptables-nft", "iptables-legacy"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
@@ -22,16 +19,19 @@ func TestIPTablesCommands(t *testing.T) {
 	}
 	path := os.Getenv("PATH")
 	t.Setenv("PATH", dir) // found first: both fail
-	reason, note := iptablesCommands("KUBE-SERVICES found", log)
+	reason, note, summary := CommandsReason("KUBE-SERVICES found")
 	if reason != "KUBE-SERVICES found" || !strings.Contains(note, "no iptables command runs") || !strings.Contains(note, "iptables-nft: ") {
 		t.Errorf("broken commands: reason %q, note %q", reason, note)
+	}
+	if !strings.Contains(summary, "iptables-legacy") {
+		t.Errorf("summary %q", summary)
 	}
 
 	t.Setenv("PATH", path+":/usr/sbin:/sbin")
 	if _, err := exec.LookPath("iptables-nft"); err != nil {
 		t.Skipf("iptables-nft not installed: %v", err)
 	}
-	reason, note = iptablesCommands("KUBE-SERVICES found", log)
+	reason, note, _ = CommandsReason("KUBE-SERVICES found")
 	if note != "" || !strings.HasPrefix(reason, "KUBE-SERVICES found; iptables commands: iptables-nft v") {
 		t.Errorf("installed commands: reason %q, note %q", reason, note)
 	}
