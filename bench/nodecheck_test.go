@@ -7,6 +7,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/nodecheck/fromapi"
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
@@ -32,17 +33,17 @@ func benchNodeChecks(b *testing.B, s Spec, cached bool) {
 	cs := s.ClusterState()
 	desired := watch.Expected(NodeName, cs).Frontends
 	snap := &model.NodeSnapshot{}
-	var c watch.EndpointInfoCache
-	watch.NodeCheckInputsCached(NodeName, cs, &c)
+	var c fromapi.EndpointInfoCache
+	fromapi.NodeCheckInputsCached(NodeName, cs, &c)
 	var ru0, ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	n := 0
 	for b.Loop() {
 		var in nodecheck.Inputs
 		if cached {
-			in = watch.NodeCheckInputsCached(NodeName, cs, &c)
+			in = fromapi.NodeCheckInputsCached(NodeName, cs, &c)
 		} else {
-			in = watch.NodeCheckInputs(NodeName, cs)
+			in = fromapi.NodeCheckInputs(NodeName, cs)
 		}
 		in.Desired, in.Snapshot = desired, snap
 		if fs, _ := nodecheck.Check(in, nodecheck.Config{}, time.Now()); len(fs) != 0 {

@@ -9,6 +9,7 @@ import (
 	nodestate "github.com/netdrift/netdrift/internal/datapath/node"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/nodecheck/fromapi"
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
@@ -31,7 +32,7 @@ type NodeSource struct {
 	info nodecheck.Info
 	// eps: the endpoints of the slices the last run saw, converted (runs
 	// never overlap: startNodeRunLocked starts one at a time)
-	eps watch.EndpointInfoCache
+	eps fromapi.EndpointInfoCache
 }
 
 // NewNodeSource builds the node-level finding source.
@@ -46,7 +47,7 @@ func (n *NodeSource) Name() string { return "node" }
 // cluster-scope findings (which need no kernel state) are still returned,
 // beside the error.
 func (n *NodeSource) Findings(ctx context.Context, cs *watch.ClusterState, desired func() model.Desired) ([]model.Finding, error) {
-	in := watch.NodeCheckInputsCached(n.cfg.Node, cs, &n.eps)
+	in := fromapi.NodeCheckInputsCached(n.cfg.Node, cs, &n.eps)
 	snap, err := nodestate.ReadWith(ctx, nodestate.Config{Netns: n.cfg.NetNS, ProcPath: n.cfg.ProcPath})
 	in.Desired = noFrontends // nothing reads it: no flow may be stale
 	if err == nil {

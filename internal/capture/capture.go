@@ -21,6 +21,7 @@ import (
 	"github.com/netdrift/netdrift/internal/ipvs"
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/nodecheck/fromapi"
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
@@ -291,7 +292,7 @@ func observeLive(ctx context.Context, netns string, hints model.Hints) (model.Ob
 // route/link/conntrack rules only when a live netns is read.
 func NodeFindings(ctx context.Context, nodeName string, cs *watch.ClusterState, desired model.Desired,
 	netns string, cfg nodecheck.Config, now time.Time) ([]model.Finding, []string) {
-	in := watch.NodeCheckInputs(nodeName, cs)
+	in := fromapi.NodeCheckInputs(nodeName, cs)
 	in.Desired = desired.Frontends
 	var warnings []string
 	if netns != "" {

@@ -1,4 +1,4 @@
-package watch
+package fromapi
 
 import (
 	"net/netip"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 // Node annotations in which CNIs publish a node's pod range or the
@@ -200,13 +201,13 @@ func ServiceIPs(svcs []*corev1.Service) []netip.Addr {
 // NodeCheckInputs converts cluster state into the API half of
 // nodecheck.Inputs for one node: all nodes, this node's pods, every
 // endpoint and every service IP (the caller adds Desired and Snapshot).
-func NodeCheckInputs(nodeName string, cs *ClusterState) nodecheck.Inputs {
+func NodeCheckInputs(nodeName string, cs *watch.ClusterState) nodecheck.Inputs {
 	return NodeCheckInputsCached(nodeName, cs, nil)
 }
 
 // NodeCheckInputsCached is NodeCheckInputs converting only the
 // EndpointSlices c has not seen (c nil: all of them).
-func NodeCheckInputsCached(nodeName string, cs *ClusterState, c *EndpointInfoCache) nodecheck.Inputs {
+func NodeCheckInputsCached(nodeName string, cs *watch.ClusterState, c *EndpointInfoCache) nodecheck.Inputs {
 	in := nodecheck.Inputs{NodeName: nodeName, ServicesKnown: true}
 	for _, n := range cs.Nodes {
 		in.Nodes = append(in.Nodes, NodeInfoOf(n))

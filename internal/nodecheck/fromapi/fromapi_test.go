@@ -1,4 +1,4 @@
-package watch
+package fromapi
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/netdrift/netdrift/internal/model"
 	"github.com/netdrift/netdrift/internal/nodecheck"
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 func TestNodeInfoOf(t *testing.T) {
@@ -113,7 +114,7 @@ func TestServiceIPsAndInputs(t *testing.T) {
 	if got := fmt.Sprint(ServiceIPs(svcs)); got != "[10.96.0.1 10.96.0.10 10.96.0.99 198.51.100.1 203.0.113.7 fd00:96::10]" {
 		t.Errorf("service IPs %s", got)
 	}
-	cs := &ClusterState{
+	cs := &watch.ClusterState{
 		Services: svcs,
 		Nodes:    []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}},
 		Pods: []*corev1.Pod{
@@ -143,7 +144,7 @@ func TestNodeCheckInputsCached(t *testing.T) {
 		return slices.Concat(append([][]model.EndpointInfo{in.Endpoints}, in.EndpointsBySlice...)...)
 	}
 	a, b := slice("web-1", "10.1.0.1"), slice("web-2", "10.1.0.2")
-	cs := &ClusterState{EndpointSlices: []*discoveryv1.EndpointSlice{a, b}}
+	cs := &watch.ClusterState{EndpointSlices: []*discoveryv1.EndpointSlice{a, b}}
 	var c EndpointInfoCache
 	first := NodeCheckInputsCached("a", cs, &c)
 	fresh := NodeCheckInputs("a", cs)
@@ -174,7 +175,7 @@ func TestNodeCheckInputsCachedServiceIPs(t *testing.T) {
 			Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip}}}
 	}
 	a, b := svc("a", "10.96.0.2"), svc("b", "10.96.0.1")
-	cs := &ClusterState{Services: []*corev1.Service{a, b}}
+	cs := &watch.ClusterState{Services: []*corev1.Service{a, b}}
 	var c EndpointInfoCache
 	first := NodeCheckInputsCached("n", cs, &c).ServiceIPs
 	if !reflect.DeepEqual(first, ServiceIPs(cs.Services)) || len(first) != 2 {
@@ -194,3 +195,5 @@ func TestNodeCheckInputsCachedServiceIPs(t *testing.T) {
 		t.Errorf("after b was deleted: %v, want [10.96.0.2]", got)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
