@@ -81,7 +81,7 @@ func (d *demoRun) firingNow(ctx context.Context) {
 		fmt.Printf("    (prometheus: %v)\n", err)
 		return
 	}
-	fmt.Printf("    active alerts in Prometheus (%s/alerts):\n", d.promURL())
+	fmt.Printf("    active alerts in Prometheus (%s%s/alerts):\n", d.promURL(), uiPath)
 	for _, a := range as {
 		var lbl []string
 		for _, k := range []string{"node", "namespace", "service", "kind"} {
@@ -123,17 +123,28 @@ func lastLines(s string, n int) string {
 	return strings.Join(ls, "\n")
 }
 
-// shootAlerts takes the /alerts page while the alerts fire.
+// uiPath is where Debian's prometheus serves its web UI (the classic one: its / redirects
+// to /classic/graph).
+const uiPath = "/classic"
+
+// shootAlerts takes the alerts page while the alerts fire, and the firing alerts with
+// their labels (ALERTS in the console tab).
 func (d *demoRun) shootAlerts(ctx context.Context) {
 	if d.shots == "" {
 		return
 	}
-	p := filepath.Join(d.shots, "alerts.png")
-	if err := screenshot(ctx, p, d.promURL()+"/alerts"); err != nil {
-		fmt.Printf("    (screenshot: %v)\n", err)
-		return
+	firing := url.Values{"g0.expr": {`ALERTS{alertstate="firing"}`}, "g0.tab": {"1"}}
+	for name, u := range map[string]string{
+		"alerts.png":        d.promURL() + uiPath + "/alerts",
+		"alerts-firing.png": d.promURL() + uiPath + "/graph?" + firing.Encode(),
+	} {
+		p := filepath.Join(d.shots, name)
+		if err := screenshot(ctx, p, u); err != nil {
+			fmt.Printf("    (screenshot: %v)\n", err)
+			continue
+		}
+		d.taken = append(d.taken, p)
 	}
-	d.taken = append(d.taken, p)
 }
 
 // shootPanels graphs each dashboard panel's queries in Prometheus' own UI (all nodes,
@@ -165,7 +176,7 @@ func (d *demoRun) shootPanels(ctx context.Context) error {
 			v.Set(g+"stacked", "0")
 		}
 		p := filepath.Join(d.shots, fmt.Sprintf("panel-%02d-%s.png", i+1, slug(panel)))
-		if err := screenshot(ctx, p, d.promURL()+"/graph?"+v.Encode()); err != nil {
+		if err := screenshot(ctx, p, d.promURL()+uiPath+"/graph?"+v.Encode()); err != nil {
 			return fmt.Errorf("panel %q: %w", panel, err)
 		}
 		d.taken = append(d.taken, p)

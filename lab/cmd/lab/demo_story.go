@@ -201,11 +201,11 @@ func (d *demoRun) epilogue() {
 		}
 	}
 	fmt.Printf(`
-==> The lab is still running. Prometheus: %[6]s (alerts: %[6]s/alerts). Look around:
+==> The lab is still running. Prometheus: %[6]s (alerts: %[6]s%[7]s/alerts). Look around:
       ip netns exec %[1]s %[2]s status --agent http://%[3]s:9760     (also drift, lag, rsts, explain default/shop)
       ip netns exec %[1]s iptables-save -t nat | grep shop
       kubectl --kubeconfig %[4]s get pods,endpointslices -o wide
       logs: %[5]s
     Remove it with: make demo-down
-`, n.ns, d.bin, n.ip, d.dir+"/kubeconfig-host", d.dir+"/logs", d.promURL())
+`, n.ns, d.bin, n.ip, d.dir+"/kubeconfig-host", d.dir+"/logs", d.promURL(), uiPath)
 }
