@@ -185,15 +185,16 @@ func testRollout(t *testing.T, e *env) {
 	e.mu.Unlock()
 	t.Logf("largest removal lag (T2-T0, or T2-T1) over nodes: %s", maxLag.Round(time.Millisecond))
 	// What an SRE is paged with: the alert for the service, with the preStop advice.
-	fired, _ := waitAlert(t, promOf(e.lab), "NetdriftTerminatingRSTs", 30*time.Second, func(as []PromAlert) (bool, string) {
+	var desc string
+	waitAlert(t, promOf(e.lab), "NetdriftTerminatingRSTs", 30*time.Second, func(as []PromAlert) (bool, string) {
 		for _, a := range as {
 			if a.Labels["service"] == "roll" {
+				desc = a.Annotations["description"]
 				return true, ""
 			}
 		}
 		return false, describe(as)
 	})
-	desc := fired[0].Annotations["description"]
 	t.Logf("NetdriftTerminatingRSTs: %s", desc)
 	if !regexp.MustCompile(`Add a preStop hook that sleeps at least [0-9.]+ seconds`).MatchString(desc) {
 		t.Errorf("NetdriftTerminatingRSTs gives no preStop figure: %q", desc)
