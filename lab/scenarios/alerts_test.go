@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,13 @@ func testQuiet(t *testing.T, e *env) {
 	for _, n := range l.Nodes() {
 		nodes = append(nodes, n.Name)
 	}
+	// From the first scrape of every target on: before it, absent(up{job="netdrift"})
+	// rightly holds NetdriftAgentDown pending.
+	eventually(t, 30*time.Second, 500*time.Millisecond, "every target scraped", func() (bool, string) {
+		up, err := p.Query(ctx, `count(up == 1)`)
+		return err == nil && len(up) == 1 && up[0].Value[1] == fmt.Sprint(2*len(nodes)), fmt.Sprintf("%v %v", up, err)
+	})
+	time.Sleep(2 * l.ScrapeInterval()) // a rule evaluation after that scrape
 	stop := make(chan struct{})
 	seen := make(chan []PromAlert, 1)
 	go func() {
@@ -311,4 +319,21 @@ func testSlowAlerts(t *testing.T, e *env) {
 		return len(as) == 1 && as[0].Labels["node"] == node, describe(as)
 	})
 	t.Logf("NetdriftAgentDown for %s firing %s after the kill: %s", node, at.Sub(killed).Round(time.Second), fired[0].Annotations["description"])
+}
+
+// promValue is the value of an instant query with one result (0 when empty).
+func promValue(t *testing.T, p *Prom, expr string) float64 {
+	t.Helper()
+	res, err := p.Query(context.Background(), expr)
+	if err != nil || len(res) > 1 {
+		t.Fatalf("%s: %v (%d series)", expr, err, len(res))
+	}
+	if len(res) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(fmt.Sprint(res[0].Value[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

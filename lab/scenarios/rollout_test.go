@@ -196,6 +196,16 @@ func testRollout(t *testing.T, e *env) {
 		return false, describe(as)
 	})
 	t.Logf("NetdriftTerminatingRSTs: %s", desc)
+	// Each node's counter series for the service appears with its first burst already in it:
+	// what the alert counts (such a series whole) must be every reset the agents counted,
+	// where increase() alone sees a flat series.
+	sel := `netdrift_terminating_rsts_total{namespace="default",service="roll"}`
+	gained := promValue(t, promOf(e.lab), fmt.Sprintf(`sum((%[1]s unless %[1]s offset 5m) or increase(%[1]s[5m]))`, sel))
+	plain := promValue(t, promOf(e.lab), fmt.Sprintf(`sum(increase(%s[5m]))`, sel))
+	t.Logf("resets of default/roll: agents %.0f; Prometheus, new series counted whole %.1f; increase() alone %.1f", r.rstMetric, gained, plain)
+	if math.Abs(gained-r.rstMetric) > 1 {
+		t.Errorf("the alert's count of default/roll's resets is %.1f, the agents counted %.0f", gained, r.rstMetric)
+	}
 	if !regexp.MustCompile(`Add a preStop hook that sleeps at least [0-9.]+ seconds`).MatchString(desc) {
 		t.Errorf("NetdriftTerminatingRSTs gives no preStop figure: %q", desc)
 	}
