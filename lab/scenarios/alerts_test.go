@@ -173,8 +173,10 @@ func testStaleDNATAlert(t *testing.T, e *env) {
 	bound := forDur + 2*iv + iv // two scrapes to see it, one evaluation to act
 	fired, firedAt := waitAlert(t, p, "NetdriftStaleDNAT", bound+30*time.Second, func(as []PromAlert) (bool, string) {
 		for _, a := range as {
-			if a.Labels["node"] != frozen {
-				return false, "fires for another node: " + describe(as)
+			if n := a.Labels["node"]; n != frozen {
+				var d Drift
+				err := agent(t, l, n).Get(ctx, "/v1/drift", &d)
+				return false, fmt.Sprintf("fires for another node: %s (kind %s); %s's findings: %s %v", describe(as), a.Labels["kind"], n, kinds(d.Findings), err)
 			}
 		}
 		return true, ""
@@ -250,7 +252,13 @@ func testWatchAlert(t *testing.T, e *env) {
 	t.Logf("NetdriftWatchUnhealthyClusterWide: %s", cw[0].Annotations["summary"])
 	check(alertsNow(t, p))
 	if stale != nil {
-		t.Errorf("alerts of a stale datapath while only the API server was down: %s", describe(stale))
+		var why []string
+		for _, a := range stale {
+			var d Drift
+			err := agent(t, l, a.Labels["node"]).Get(ctx, "/v1/drift", &d)
+			why = append(why, fmt.Sprintf("%s %s since %s: findings %s %v", a.Labels["alertname"], a.Labels["node"], a.ActiveAt.Format(time.TimeOnly), kinds(d.Findings), err))
+		}
+		t.Errorf("alerts of a stale datapath while only the API server was down (API server stopped %s): %s", stopped.Format(time.TimeOnly), strings.Join(why, "; "))
 	}
 	if err := l.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)
