@@ -94,7 +94,7 @@ func (d *demoRun) firingNow(ctx context.Context) {
 }
 
 // screenshot renders url with headless Chromium (Debian's package) into path.
-func screenshot(ctx context.Context, path, u string) error {
+func screenshot(ctx context.Context, path, u string, height int) error {
 	tmp, err := os.MkdirTemp("", "netdrift-chromium")
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func screenshot(ctx context.Context, path, u string) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--hide-scrollbars", "--user-data-dir="+tmp, "--window-size=1400,1000", "--virtual-time-budget=10000",
+		"--hide-scrollbars", "--user-data-dir="+tmp, fmt.Sprintf("--window-size=1400,%d", height), "--virtual-time-budget=10000",
 		"--screenshot="+path, u)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("chromium: %v: %s", err, lastLines(string(out), 5))
@@ -139,7 +139,7 @@ func (d *demoRun) shootAlerts(ctx context.Context) {
 		"alerts-firing.png": d.promURL() + uiPath + "/graph?" + firing.Encode(),
 	} {
 		p := filepath.Join(d.shots, name)
-		if err := screenshot(ctx, p, u); err != nil {
+		if err := screenshot(ctx, p, u, 1000); err != nil {
 			fmt.Printf("    (screenshot: %v)\n", err)
 			continue
 		}
@@ -176,7 +176,8 @@ func (d *demoRun) shootPanels(ctx context.Context) error {
 			v.Set(g+"stacked", "0")
 		}
 		p := filepath.Join(d.shots, fmt.Sprintf("panel-%02d-%s.png", i+1, slug(panel)))
-		if err := screenshot(ctx, p, d.promURL()+uiPath+"/graph?"+v.Encode()); err != nil {
+		// Each graph of Prometheus' page is about 680 pixels high.
+		if err := screenshot(ctx, p, d.promURL()+uiPath+"/graph?"+v.Encode(), 320+680*len(byPanel[panel])); err != nil {
 			return fmt.Errorf("panel %q: %w", panel, err)
 		}
 		d.taken = append(d.taken, p)
