@@ -5,6 +5,8 @@
 # queries (headless chromium) go to DEMO_SHOTS, beside the transcript
 # (docs/demo-transcript.txt). The lab stays up afterwards; `make demo-down`
 # removes it (the demo removes it itself on failure or Ctrl-C). Needs root.
+# Under `flock LOCK make demo` the lab's runner inherits the lock and holds it
+# while the lab stays up: run `make demo-down` without the lock.
 #
 # make test-lab: the lab scenarios CI runs (rollout and frozen kube-proxy in
 # iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
