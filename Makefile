@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin
 export PATH := $(PATH):/usr/local/go/bin:/usr/sbin:/sbin
 DEB_PKGS := iptables nftables iproute2 conntrack kmod clang llvm libbpf-dev prometheus \
-	qemu-system-x86 busybox-static xz-utils ipvsadm ipset procps util-linux
+	qemu-system-x86 busybox-static xz-utils ipvsadm ipset procps util-linux chromium
 
 .PHONY: all build test test-go test-unit lint deps clean
 

@@ -379,3 +379,25 @@ func TestKustomization(t *testing.T) {
 		}
 	}
 }
+
+// The dashboard ConfigMap carries grafana-dashboard.json under Grafana's sidecar label.
+func TestChartGrafanaDashboard(t *testing.T) {
+	if !bytes.Equal(readFile(t, chartDir+"/files/grafana-dashboard.json"), readFile(t, dashboardFile)) {
+		t.Fatalf("%s/files/grafana-dashboard.json differs from %s: run make mixin", chartDir, dashboardFile)
+	}
+	objs := docs(t, renderChart(t, "--set", "grafanaDashboard.enabled=true", "--show-only", "templates/grafana-dashboard.yaml"))
+	if len(objs) != 1 || objs[0]["kind"] != "ConfigMap" {
+		t.Fatalf("want one ConfigMap, got %v", kindsOf(objs))
+	}
+	md := objs[0]["metadata"].(map[string]any)
+	if l := md["labels"].(map[string]any); l["grafana_dashboard"] != "1" {
+		t.Errorf("labels %v: want grafana_dashboard: \"1\" (the sidecar's default)", l)
+	}
+	data := objs[0]["data"].(map[string]any)
+	if got := data["netdrift.json"]; got != strings.TrimSuffix(string(readFile(t, dashboardFile)), "\n") {
+		t.Errorf("the ConfigMap's netdrift.json is not %s", dashboardFile)
+	}
+	if k := kindsOf(docs(t, renderChart(t))); k["ConfigMap"] != 1 {
+		t.Errorf("default values render %d ConfigMaps, want only the seccomp profile's", k["ConfigMap"])
+	}
+}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var update = flag.Bool("update", false, "regenerate prometheus-rules.yaml from prometheus/netdrift.rules.yml")
+var update = flag.Bool("update", false, "rewrite the generated files (mixin output, plain manifests, seccomp profile) instead of comparing")
 
 const (
 	rulesFile          = "prometheus/netdrift.rules.yml"

@@ -1,8 +1,6 @@
 package deploy_test
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -128,55 +126,10 @@ func indexOf(as []rule, name string) int {
 	return 0
 }
 
-// renderPrometheusRule wraps the plain rules file's groups in a PrometheusRule, keeping
-// its comments and layout.
-func renderPrometheusRule(plain []byte) []byte {
-	var b bytes.Buffer
-	b.WriteString(`# GENERATED from prometheus/netdrift.rules.yml: edit that file, then run
-#   go test ./deploy -run TestPrometheusRuleMatchesPlainFile -update
-# For Prometheus Operator users. The labels below match kube-prometheus' default
-# ruleSelector; change them to whatever your Prometheus' ruleSelector picks.
-apiVersion: monitoring.coreos.com/v1
-kind: PrometheusRule
-metadata:
-  name: netdrift
-  namespace: netdrift
-  labels:
-    app.kubernetes.io/name: netdrift
-    prometheus: k8s
-    role: alert-rules
-spec:
-`)
-	inGroups := false
-	for _, line := range strings.SplitAfter(string(plain), "\n") {
-		if !inGroups {
-			inGroups = strings.HasPrefix(line, "groups:")
-			if !inGroups {
-				continue
-			}
-		}
-		if strings.TrimSpace(line) == "" {
-			b.WriteString(line)
-			continue
-		}
-		b.WriteString("  " + line)
-	}
-	return b.Bytes()
-}
-
+// The PrometheusRule carries exactly the plain file's groups (both are rendered from the
+// mixin; mixin_test.go checks they are its output).
 func TestPrometheusRuleMatchesPlainFile(t *testing.T) {
-	plain := readFile(t, rulesFile)
-	want := renderPrometheusRule(plain)
-	if *update {
-		if err := os.WriteFile(prometheusRuleFile, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	got := readFile(t, prometheusRuleFile)
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date with %s: run go test ./deploy -run %s -update", prometheusRuleFile, rulesFile, t.Name())
-	}
-	// And the generator itself keeps the groups identical.
 	var pr struct {
 		APIVersion string   `json:"apiVersion"`
 		Kind       string   `json:"kind"`

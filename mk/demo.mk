@@ -1,26 +1,40 @@
 # make demo: a 3-node lab (kube-proxy iptables mode) with one netdrift agent
-# per node, and a narrated story printed with netdrift's own tables. The lab
-# stays up afterwards; `make demo-down` removes it (the demo removes it
-# itself on failure or Ctrl-C). Needs root.
+# per node and Prometheus (deploy/'s rules as shipped), and a narrated story
+# printed with netdrift's own tables and the alerts as Prometheus reports
+# them; screenshots of Prometheus' /alerts and of each dashboard panel's
+# queries (headless chromium) go to DEMO_SHOTS, beside the transcript
+# (docs/demo-transcript.txt). The lab stays up afterwards; `make demo-down`
+# removes it (the demo removes it itself on failure or Ctrl-C). Needs root.
+# Under `flock LOCK make demo` the lab's runner inherits the lock and holds it
+# while the lab stays up: run `make demo-down` without the lock.
 #
 # make test-lab: the lab scenarios CI runs (rollout and frozen kube-proxy in
-# iptables mode, frozen kube-proxy in nftables mode) plus the scenario
-# helpers' unit tests. make test-lab-all: every scenario in both modes.
+# iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
+# the alerts through the lab Prometheus: quiet under churn, NetdriftStaleDNAT
+# for a frozen kube-proxy, the watch alerts with the API server down, and
+# every dashboard panel's queries returning series) plus the scenario
+# helpers' unit tests. make test-lab-alerts: the slow alerts (ready refusals
+# 2m, agent down 5m). make test-lab-all: every scenario in both modes.
 DEMO_NAME ?= demo
+DEMO_SHOTS ?= $(CURDIR)/docs/demo-screenshots
 SCENARIO_GO := cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1
 
-.PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10
+.PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10 test-lab-alerts
 
 demo: deps build lab-bins
-	$(LAB_RUN) demo -name $(DEMO_NAME) -agent $(CURDIR)/$(BIN)/netdrift
+	$(LAB_RUN) demo -name $(DEMO_NAME) -agent $(CURDIR)/$(BIN)/netdrift -screenshots $(DEMO_SHOTS)
 
 demo-down:
 	$(LAB_RUN) down -name $(DEMO_NAME)
 
 test-lab: build lab-bins
 	$(SCENARIO_GO) -timeout 30m -v \
-		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestScenarios/(iptables|nftables)/(rollout|frozen|readyrefusals)$$' \
-		-skip 'TestScenarios/nftables/(rollout|readyrefusals)$$' ./scenarios
+		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|stalealert|panels|watchalert)$$' \
+		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|stalealert|panels|watchalert)$$' ./scenarios
+
+test-lab-alerts: build lab-bins
+	export NETDRIFT_LAB_SLOW_ALERTS=1; $(SCENARIO_GO) -timeout 30m -v \
+		-run 'TestScenarios/iptables/(readyrefusals|slowalerts)$$' ./scenarios
 
 test-lab-all: build lab-bins
 	export NETDRIFT_ROLLOUT10=1; $(SCENARIO_GO) -timeout 100m -v ./scenarios

@@ -2,10 +2,11 @@
 #   (make image, make test-image, the Helm chart: mk/image.mk)
 #   make test-deploy  promtool rule checks + the deploy/ and internal/authn tests
 #   make test-deploy-lab  (root) manifests dry-run + secure endpoint against the lab's kube-apiserver
-#   make deploy-rules regenerate deploy/prometheus-rules.yaml from deploy/prometheus/netdrift.rules.yml
+#   make mixin        render deploy/mixin (alerts, dashboard) into the rules files, the
+#                     PrometheusRule, the dashboard JSON and the chart's copies (deploy-rules: the same)
 GO ?= go
 
-.PHONY: test-deploy test-deploy-lab deploy-rules
+.PHONY: test-deploy test-deploy-lab deploy-rules mixin
 
 # promtool comes with the Debian package prometheus.
 test-deploy:
@@ -17,5 +18,5 @@ test-deploy:
 test-deploy-lab:
 	CGO_ENABLED=1 $(GO) test -tags lab -race -count=1 -timeout 30m -run Lab -v ./deploy/
 
-deploy-rules:
-	$(GO) test ./deploy -run TestPrometheusRuleMatchesPlainFile -update
+mixin deploy-rules:
+	cd deploy/tools && $(GO) run ./mixingen -mixin ../mixin -out ..

@@ -3,6 +3,7 @@ package labenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -68,6 +69,35 @@ func Leftovers(name, dir string) []string {
 // router namespace, writes <dir>/kubeconfig-host pointing at it, and
 // returns the address. It stops when ctx ends.
 func (l *Lab) ServeHostAPI(ctx context.Context) (string, error) {
+	addr, err := l.forwardFromHost(ctx, net.JoinHostPort(routerIP, "6443"))
+	if err != nil {
+		return "", err
+	}
+	if err := writeKubeconfig(l.HostKubeconfig(), "https://"+addr, l.pki); err != nil {
+		return "", err
+	}
+	return addr, l.SetHostAPI(addr)
+}
+
+// ServeHostPrometheus forwards a host-loopback port to the lab's Prometheus
+// (its web UI and HTTP API) and returns the address. It stops when ctx ends.
+func (l *Lab) ServeHostPrometheus(ctx context.Context) (string, error) {
+	if !l.opts.Prometheus {
+		return "", fmt.Errorf("lab started without Options.Prometheus")
+	}
+	addr, err := l.forwardFromHost(ctx, l.prometheusAddr())
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	l.state.HostPrometheus = addr
+	l.mu.Unlock()
+	return addr, l.saveState()
+}
+
+// forwardFromHost listens on a free host-loopback port and copies every
+// connection to target, dialled inside the router namespace.
+func (l *Lab) forwardFromHost(ctx context.Context, target string) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -82,7 +112,7 @@ func (l *Lab) ServeHostAPI(ctx context.Context) (string, error) {
 			}
 			go func() {
 				defer c.Close()
-				up, err := dial(ctx, "tcp", net.JoinHostPort(routerIP, "6443"))
+				up, err := dial(ctx, "tcp", target)
 				if err != nil {
 					return
 				}
@@ -92,11 +122,7 @@ func (l *Lab) ServeHostAPI(ctx context.Context) (string, error) {
 			}()
 		}
 	}()
-	addr := ln.Addr().String()
-	if err := writeKubeconfig(l.HostKubeconfig(), "https://"+addr, l.pki); err != nil {
-		return "", err
-	}
-	return addr, l.SetHostAPI(addr)
+	return ln.Addr().String(), nil
 }
 
 // HostKubeconfig is the kubeconfig for host tools while ServeHostAPI runs.

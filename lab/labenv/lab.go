@@ -144,6 +144,10 @@ func (l *Lab) up(ctx context.Context) error {
 			return err
 		}
 	}
+	if o.Prometheus {
+		o.Logf("prometheus: scraping agents and kube-proxies every %s, rules %v", o.ScrapeInterval, o.RuleFiles)
+		return l.startPrometheus(ctx)
+	}
 	return nil
 }
 

@@ -132,8 +132,9 @@ func (l *Lab) kubeProxyArgs(i int) []string {
 		"--proxy-mode=" + l.opts.ProxyMode,
 		"--cluster-cidr=" + clusterCIDR,
 		// Each kube-proxy has its own namespace, so the default ports
-		// (metrics 127.0.0.1:10249, healthz :10256) never collide.
-		"--metrics-bind-address=127.0.0.1:10249",
+		// (metrics 10249, healthz 10256) never collide; metrics on every
+		// address of the node namespace, for the lab's Prometheus.
+		"--metrics-bind-address=0.0.0.0:10249",
 		"--healthz-bind-address=0.0.0.0:10256",
 		// Leave global conntrack settings alone.
 		"--conntrack-max-per-core=0",

@@ -61,6 +61,15 @@ type Options struct {
 	// "legacy" its PATH starts with a directory of links to the
 	// iptables-<backend> commands.
 	IPTablesBackend string
+	// Prometheus starts Prometheus (PrometheusBin, default the Debian
+	// package's `prometheus` from PATH) in the router namespace, scraping
+	// every agent and kube-proxy each ScrapeInterval (default 2s) and
+	// evaluating RuleFiles (default: deploy/'s rules file, unmodified) as
+	// often. Its data directory is under Dir.
+	Prometheus     bool
+	PrometheusBin  string
+	ScrapeInterval time.Duration
+	RuleFiles      []string
 	// LeasePeriod is how often the kubelet stand-in renews node Leases.
 	// Default 10s.
 	LeasePeriod time.Duration
@@ -116,6 +125,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.LeasePeriod == 0 {
 		o.LeasePeriod = 10 * time.Second
+	}
+	if err := o.prometheusDefaults(); err != nil {
+		return err
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}

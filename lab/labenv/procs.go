@@ -35,6 +35,8 @@ type State struct {
 	Runner    *Proc   `json:"runner,omitempty"` // the "lab serve" process, if any
 	Procs     []*Proc `json:"procs"`
 	HostAPI   string  `json:"hostAPI,omitempty"`
+	// HostPrometheus is the host-loopback forward to the lab Prometheus.
+	HostPrometheus string `json:"hostPrometheus,omitempty"`
 }
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }

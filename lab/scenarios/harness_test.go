@@ -35,16 +35,21 @@ type scenario struct {
 // scenario runs on the two nodes left).
 var scenarios = []scenario{
 	{"lagprecision", testLagPrecision}, // first: kube-proxy's post-commit work (conntrack cleanup) grows with the traffic of later scenarios
+	{"quiet", testQuiet},               // before any scenario that rightly fires an alert (rollout: RSTs for 5 minutes)
 	{"rollout", testRollout},
 	{"prestop", testPreStop},
 	{"readyrefusals", testReadyRefusals},
-	{"rollout10", testRollout10}, // its own target: make test-lab-rollout10
+	{"slowalerts", testSlowAlerts}, // its own target: make test-lab-alerts (right after readyrefusals: its refusals)
+	{"rollout10", testRollout10},   // its own target: make test-lab-rollout10
 	{"frozen", testFrozen},
+	{"stalealert", testStaleDNATAlert},
+	{"panels", testPanels}, // after the stories that feed the panels
 	{"readonly", testReadOnly},
 	{"nodegone", testNodeGone},
 	// last: after the outage kube-proxy's and the controller manager's own
 	// informers back off for up to a minute, which would slow later scenarios.
 	{"apiserver", testAPIServerDown},
+	{"watchalert", testWatchAlert},
 }
 
 // TestScenarios runs every scenario per kube-proxy mode, sharing one
@@ -74,9 +79,10 @@ func TestScenarios(t *testing.T) {
 
 // env is a mode's lab, started by the first scenario that needs it.
 type env struct {
-	mode string
-	lab  *labenv.Lab
-	err  error
+	mode    string
+	lab     *labenv.Lab
+	err     error
+	started time.Time // when the lab came up
 	// removal lag measured by the rollout scenario (max over nodes).
 	removalLag time.Duration
 	preStop    time.Duration // what the agents recommend
@@ -140,7 +146,7 @@ func (e *env) start(t *testing.T) (*labenv.Lab, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	l, err := labenv.Start(ctx, labenv.Options{
-		Name: name, Dir: dir, Nodes: 3, ProxyMode: e.mode, Agent: bin,
+		Name: name, Dir: dir, Nodes: 3, ProxyMode: e.mode, Agent: bin, Prometheus: true,
 		AgentArgs: append([]string{"--stale-after=" + staleAfter.String(), "--datapath=" + e.mode,
 			"--watch-unhealthy-after=" + watchUnhealthyAfter.String()}, strings.Fields(os.Getenv("NETDRIFT_LAB_AGENT_ARGS"))...),
 		Logf: func(format string, a ...any) { fmt.Printf("lab %s: "+format+"\n", append([]any{name}, a...)...) },
@@ -148,7 +154,8 @@ func (e *env) start(t *testing.T) (*labenv.Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.Logf("lab %s up in %s", name, l.UpTook().Round(time.Millisecond))
+	e.started = time.Now()
+	t.Logf("lab %s up in %s; prometheus %s (scrape and rule evaluation every %s)", name, l.UpTook().Round(time.Millisecond), l.PrometheusURL(), l.ScrapeInterval())
 	if err := waitAgentsReady(ctx, l); err != nil {
 		e.lab = l
 		return nil, err

@@ -93,6 +93,17 @@ func testReadyRefusals(t *testing.T, e *env) {
 	if view.RSTs == nil || !strings.Contains(strings.Join(view.Advice, "\n"), "readiness probe does not cover the listener") {
 		t.Errorf("explain %s on %s: rsts %+v advice %q: want the readiness advice", key, node, view.RSTs, view.Advice)
 	}
+	// Prometheus sees the refusals at once (the series is new: counted whole), and the
+	// alert waits its `for` (make test-lab-alerts waits for it to fire).
+	eventually(t, 30*time.Second, 500*time.Millisecond, "NetdriftReadyEndpointRefusals active for "+key, func() (bool, string) {
+		as := alertsNow(t, promOf(l))
+		for _, a := range Named(as, "NetdriftReadyEndpointRefusals", "") {
+			if a.Labels["service"] == name {
+				return true, ""
+			}
+		}
+		return false, describe(as)
+	})
 }
 
 // testRollout10: the rolling replacement without preStop, ten times: every

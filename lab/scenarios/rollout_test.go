@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"regexp"
 	"testing"
 	"time"
 
@@ -183,6 +184,31 @@ func testRollout(t *testing.T, e *env) {
 	e.removalLag = maxLag
 	e.mu.Unlock()
 	t.Logf("largest removal lag (T2-T0, or T2-T1) over nodes: %s", maxLag.Round(time.Millisecond))
+	// What an SRE is paged with: the alert for the service, with the preStop advice.
+	var desc string
+	waitAlert(t, promOf(e.lab), "NetdriftTerminatingRSTs", 30*time.Second, func(as []PromAlert) (bool, string) {
+		for _, a := range as {
+			if a.Labels["service"] == "roll" {
+				desc = a.Annotations["description"]
+				return true, ""
+			}
+		}
+		return false, describe(as)
+	})
+	t.Logf("NetdriftTerminatingRSTs: %s", desc)
+	// Each node's counter series for the service appears with its first burst already in it:
+	// what the alert counts (such a series whole) must be every reset the agents counted,
+	// where increase() alone sees a flat series.
+	sel := `netdrift_terminating_rsts_total{namespace="default",service="roll"}`
+	gained := promValue(t, promOf(e.lab), fmt.Sprintf(`sum((%[1]s unless %[1]s offset 5m) or increase(%[1]s[5m]))`, sel))
+	plain := promValue(t, promOf(e.lab), fmt.Sprintf(`sum(increase(%s[5m]))`, sel))
+	t.Logf("resets of default/roll: agents %.0f; Prometheus, new series counted whole %.1f; increase() alone %.1f", r.rstMetric, gained, plain)
+	if math.Abs(gained-r.rstMetric) > 1 {
+		t.Errorf("the alert's count of default/roll's resets is %.1f, the agents counted %.0f", gained, r.rstMetric)
+	}
+	if !regexp.MustCompile(`Add a preStop hook that sleeps at least [0-9.]+ seconds`).MatchString(desc) {
+		t.Errorf("NetdriftTerminatingRSTs gives no preStop figure: %q", desc)
+	}
 }
 
 // testPreStop: the same rollout with a preStop sleep longer than the

@@ -35,6 +35,7 @@ func demo(args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	name := fs.String("name", "demo", "lab name")
 	agent := fs.String("agent", "bin/netdrift", "the netdrift binary")
+	shots := fs.String("screenshots", "", "directory for screenshots of Prometheus' alerts and of each dashboard panel's queries (headless chromium); empty: none")
 	_ = fs.Parse(args)
 	bin, err := filepath.Abs(*agent)
 	if err != nil {
@@ -49,7 +50,19 @@ func demo(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d := &demoRun{name: *name, dir: dir, bin: bin}
+	d := &demoRun{name: *name, dir: dir, bin: bin, started: time.Now()}
+	if *shots != "" {
+		if d.shots, err = filepath.Abs(*shots); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(d.shots, 0o755); err != nil {
+			return err
+		}
+		old, _ := filepath.Glob(filepath.Join(d.shots, "*.png"))
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
+	}
 	err = d.run(ctx)
 	if err != nil {
 		fmt.Printf("\ndemo failed: %v\nremoving the lab...\n", err)
@@ -73,12 +86,17 @@ type demoRun struct {
 	name, dir, bin string
 	nodes          []demoNode
 	cs             kubernetes.Interface
+	promAddr       string    // host-loopback forward to the lab Prometheus
+	shots          string    // screenshot directory ("" = none)
+	taken          []string  // screenshots written
+	started        time.Time // for the graphs' range
 }
 
 func (d *demoRun) run(ctx context.Context) error {
 	d.say("Bringing up a 3-node lab: real etcd, kube-apiserver, kube-controller-manager and kube-proxy (iptables mode),\n" +
-		"nodes and pods as network namespaces, one netdrift agent per node.")
-	if err := up([]string{"-name", d.name, "-nodes", "3", "-mode", "iptables", "-agent", d.bin,
+		"nodes and pods as network namespaces, one netdrift agent per node, and Prometheus scraping every agent and\n" +
+		"every kube-proxy with deploy/prometheus/netdrift.rules.yml loaded as shipped.")
+	if err := up([]string{"-name", d.name, "-nodes", "3", "-mode", "iptables", "-agent", d.bin, "-prometheus",
 		"-agent-args", "--stale-after=3s --datapath=iptables"}); err != nil {
 		return err
 	}
@@ -96,7 +114,13 @@ func (d *demoRun) run(ctx context.Context) error {
 	if err := d.rollout(ctx, cip); err != nil {
 		return err
 	}
+	if err := d.deaf(ctx); err != nil {
+		return err
+	}
 	if err := d.freeze(ctx); err != nil {
+		return err
+	}
+	if err := d.shootPanels(ctx); err != nil {
 		return err
 	}
 	d.epilogue()
@@ -130,6 +154,10 @@ func (d *demoRun) attach() error {
 		}
 		d.nodes = append(d.nodes, n)
 	}
+	if s.HostPrometheus == "" {
+		return fmt.Errorf("lab state: no Prometheus forward")
+	}
+	d.promAddr = s.HostPrometheus
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(d.dir, "kubeconfig-host"))
 	if err != nil {
 		return err
@@ -218,8 +246,12 @@ func (d *demoRun) createShop(ctx context.Context) (string, error) {
 }
 
 func (d *demoRun) createPod(ctx context.Context, name, node string) (string, error) {
+	return d.createAppPod(ctx, name, node, "shop")
+}
+
+func (d *demoRun) createAppPod(ctx context.Context, name, node, app string) (string, error) {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "shop"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "netdrift.io/lab-server",
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: labenv.DefaultPodPort, Protocol: corev1.ProtocolTCP}}}}},
 	}

@@ -7,7 +7,9 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/netdrift/netdrift/lab/labenv"
 	"github.com/netdrift/netdrift/lab/scenarios"
@@ -72,12 +74,53 @@ func (d *demoRun) rollout(ctx context.Context, cip string) error {
 	}
 	d.say("And how long each node took to program each change (remove = the endpoint left the rules):")
 	d.show(d.nodes[0], "lag")
+	d.say("Prometheus (" + d.promURL() + ") pages for it at once: NetdriftTerminatingRSTs, with the preStop advice.")
+	return d.waitAlert(ctx, "NetdriftTerminatingRSTs", "service", "shop", 60*time.Second)
+}
+
+// deaf: a Service whose target port nothing listens on, while its pod is Ready.
+func (d *demoRun) deaf(ctx context.Context) error {
+	d.say("Story 3: a Ready endpoint that refuses. Service default/deaf targets port 8081 of its pod, which only\n" +
+		"listens on 8080 while the pod reports Ready. Clients on every node connect for 3 s.")
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "deaf"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "deaf"}, Ports: []corev1.ServicePort{{
+			Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(labenv.DefaultPodPort + 1)}}},
+	}
+	created, err := d.cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	if _, err := d.createAppPod(ctx, "deaf-1", d.nodes[0].name, "deaf"); err != nil {
+		return err
+	}
+	if err := d.waitConverged(ctx); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // the agents write the endpoint's port into the probe every second
+	var fleet scenarios.Fleet
+	for _, n := range d.nodes {
+		fleet.Clients = append(fleet.Clients, &scenarios.Client{Name: n.name, Dial: labenv.DialContextIn(n.ns),
+			Addr: net.JoinHostPort(created.Spec.ClusterIP, "80"), Interval: 5 * time.Millisecond, Timeout: time.Second})
+	}
+	fleet.Start(ctx)
+	time.Sleep(3 * time.Second)
+	total, _ := fleet.Stop()
+	fmt.Printf("    what the clients saw: %s\n", total)
+	d.say("The agent settles a reset as Ready once no deletion request can precede it (15 s), then counts it:")
+	time.Sleep(18 * time.Second)
+	d.show(d.nodes[0], "rsts")
 	return nil
 }
 
 // freeze: kube-proxy on node-2 stops (SIGSTOP) while a backend is deleted.
 func (d *demoRun) freeze(ctx context.Context) error {
 	n := d.nodes[1]
+	svc, err := d.cs.CoreV1().Services("default").Get(ctx, "shop", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cip := svc.Spec.ClusterIP
 	d.say(fmt.Sprintf("Story 2: kube-proxy on %s hangs (SIGSTOP pid %d), then shop-v2-3 is deleted.\n"+
 		"The other nodes remove its DNAT rule; %s keeps sending clients to a pod that no longer exists.", n.name, n.proxyPID, n.name))
 	if err := syscall.Kill(n.proxyPID, syscall.SIGSTOP); err != nil {
@@ -114,7 +157,18 @@ func (d *demoRun) freeze(ctx context.Context) error {
 	d.say(fmt.Sprintf("%s, whose kube-proxy is fine, has no stale_backend. (Any stale_conntrack listed there is the SYNs of\n"+
 		"story 1's clients that timed out against deleted v1 pods: conntrack keeps them, SYN_SENT, for up to 2 minutes.)", d.nodes[0].name))
 	d.show(d.nodes[0], "drift")
-	time.Sleep(2 * time.Second)
+	hurt := scenarios.Fleet{Clients: []*scenarios.Client{{Name: n.name, Dial: labenv.DialContextIn(n.ns),
+		Addr: net.JoinHostPort(cip, "80"), Interval: 20 * time.Millisecond, Timeout: 300 * time.Millisecond}}}
+	hurt.Start(ctx)
+	time.Sleep(3 * time.Second)
+	hc, _ := hurt.Stop()
+	fmt.Printf("    a client on %s meanwhile: %s (each failure is a connection netdrift counts against the finding)\n", n.name, hc)
+	d.say(fmt.Sprintf("NetdriftStaleDNAT waits its `for` (2m) before paging. kube-proxy on %s stays frozen until Prometheus fires it.", n.name))
+	if err := d.waitAlert(ctx, "NetdriftStaleDNAT", "node", n.name, 4*time.Minute); err != nil {
+		return err
+	}
+	d.firingNow(ctx)
+	d.shootAlerts(ctx)
 	d.say(fmt.Sprintf("kube-proxy on %s resumes (SIGCONT) after %s; it syncs and stale_backend clears. (A stale_conntrack\n"+
 		"    finding may stay: story 1's timed-out SYNs to deleted pods, which conntrack forgets within 2 minutes.)", n.name,
 		time.Since(frozeAt).Round(time.Second)))
@@ -128,17 +182,30 @@ func (d *demoRun) freeze(ctx context.Context) error {
 	d.show(n, "drift")
 	d.say("The removal on " + n.name + " took as long as kube-proxy was frozen; netdrift measured it:")
 	d.show(n, "lag")
+	if err := poll(ctx, time.Minute, func() (bool, string) {
+		as, _, err := d.prom().Alerts(ctx)
+		return err == nil && len(scenarios.Named(as, "NetdriftStaleDNAT", "")) == 0, "NetdriftStaleDNAT still active"
+	}); err != nil {
+		return err
+	}
+	fmt.Println("    NetdriftStaleDNAT resolved in Prometheus.")
 	return nil
 }
 
 func (d *demoRun) epilogue() {
 	n := d.nodes[0]
+	if len(d.taken) > 0 {
+		fmt.Printf("\n==> Screenshots (headless chromium, Prometheus' own web UI):\n")
+		for _, p := range d.taken {
+			fmt.Printf("      %s\n", p)
+		}
+	}
 	fmt.Printf(`
-==> The lab is still running. Look around:
+==> The lab is still running. Prometheus: %[6]s (alerts: %[6]s%[7]s/alerts). Look around:
       ip netns exec %[1]s %[2]s status --agent http://%[3]s:9760     (also drift, lag, rsts, explain default/shop)
       ip netns exec %[1]s iptables-save -t nat | grep shop
       kubectl --kubeconfig %[4]s get pods,endpointslices -o wide
       logs: %[5]s
     Remove it with: make demo-down
-`, n.ns, d.bin, n.ip, d.dir+"/kubeconfig-host", d.dir+"/logs")
+`, n.ns, d.bin, n.ip, d.dir+"/kubeconfig-host", d.dir+"/logs", d.promURL(), uiPath)
 }

@@ -3,7 +3,7 @@
 // namespaces.
 //
 //	lab build                       build the pinned upstream binaries
-//	lab up [-name lab] [-nodes 3] [-mode iptables|nftables] [-agent bin/netdrift]
+//	lab up [-name lab] [-nodes 3] [-mode iptables|nftables] [-agent bin/netdrift] [-prometheus]
 //	lab status [-name lab]
 //	lab down [-name lab]
 //	lab demo [-name demo] [-agent bin/netdrift]
@@ -62,6 +62,7 @@ type flags struct {
 	iptablesBackend        string
 	nodes                  int
 	agentArgs              string
+	prometheus             bool
 }
 
 func parse(cmd string, args []string) flags {
@@ -74,6 +75,7 @@ func parse(cmd string, args []string) flags {
 	fs.StringVar(&f.iptablesBackend, "iptables-backend", "", "iptables mode: nft or legacy (default: the host's iptables)")
 	fs.StringVar(&f.agent, "agent", "", "netdrift binary to run as an agent in every node (optional)")
 	fs.StringVar(&f.agentArgs, "agent-args", "", "extra agent flags, space separated")
+	fs.BoolVar(&f.prometheus, "prometheus", false, "run Prometheus (scraping agents and kube-proxies, deploy/'s rules) in the router namespace")
 	_ = fs.Parse(args)
 	if f.dir == "" {
 		f.dir = labenv.DefaultDir(f.name)
@@ -137,7 +139,7 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	opts := labenv.Options{Name: f.name, Dir: f.dir, Nodes: f.nodes, ProxyMode: f.mode, Agent: f.agent,
-		IPTablesBackend: f.iptablesBackend, AgentArgs: strings.Fields(f.agentArgs),
+		IPTablesBackend: f.iptablesBackend, AgentArgs: strings.Fields(f.agentArgs), Prometheus: f.prometheus,
 		Logf: func(format string, a ...any) { fmt.Printf(time.Now().Format("15:04:05.000 ")+format+"\n", a...) }}
 	l, err := labenv.Start(ctx, opts)
 	if err != nil {
@@ -151,16 +153,25 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(f.dir, "ready"), []byte(summary(l, addr)), 0o644); err != nil {
+	promAddr := ""
+	if f.prometheus {
+		if promAddr, err = l.ServeHostPrometheus(ctx); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "ready"), []byte(summary(l, addr, promAddr)), 0o644); err != nil {
 		return err
 	}
 	<-ctx.Done()
 	return nil
 }
 
-func summary(l *labenv.Lab, hostAPI string) string {
+func summary(l *labenv.Lab, hostAPI, hostProm string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  api server  %s (router netns %s); host forward https://%s\n", l.APIServerURL(), l.RouterNetNS(), hostAPI)
+	if hostProm != "" {
+		fmt.Fprintf(&b, "  prometheus  %s (router netns); host forward http://%s\n", l.PrometheusURL(), hostProm)
+	}
 	fmt.Fprintf(&b, "  kubeconfig  %s (inside the lab), %s (from the host)\n", l.Kubeconfig(), l.HostKubeconfig())
 	for _, n := range l.Nodes() {
 		fmt.Fprintf(&b, "  %-8s    ip %-11s podCIDR %-14s netns %s\n", n.Name, n.IP, n.PodCIDR, n.NetNS)
@@ -196,6 +207,9 @@ func status(args []string) error {
 		return err
 	}
 	fmt.Printf("lab %q: %d nodes, kube-proxy %s, dir %s, host api %s\n", s.Name, s.Nodes, s.ProxyMode, s.Dir, s.HostAPI)
+	if s.HostPrometheus != "" {
+		fmt.Printf("  prometheus: http://%s\n", s.HostPrometheus)
+	}
 	for _, p := range append([]*labenv.Proc{s.Runner}, s.Procs...) {
 		if p == nil {
 			continue

@@ -1,0 +1,5 @@
+{
+  grafanaDashboards+:: {
+    'netdrift.json': (import 'netdrift.libsonnet')($._config),
+  },
+}
