@@ -159,6 +159,40 @@ local text(lines) = std.join(' ', lines);
             ]),
             cfg.agentDownFor,
           ),
+          // A lagging watch alone has its own alert (NetdriftWatchUnhealthy): left out here.
+          alert(
+            'NetdriftAgentBlind', 'warning',
+            |||
+              max by (%(by)s) (netdrift_view_current) == 0
+                unless on (instance)
+              max by (instance) (netdrift_view_not_current_reason{reason="watch_unhealthy"}) == 1
+            ||| % { by: byNode },
+            'netdrift on {{ %s }} has no current view of the cluster or the datapath; its answers say nothing about the node.' % n,
+            text([
+              'netdrift_view_current has been 0 on {{ %s }} ({{ $labels.instance }}) for 5 minutes' % n,
+              '(netdrift_view_blind_seconds: how long). Its watch cache or its last datapath read is not current:',
+              'it raises no stale findings, /readyz is 503, and `netdrift drift`, `explain`, `lag` and `rsts`',
+              'answer "no view: ..." with exit status 3. netdrift_view_not_current_reason says why;',
+              '`netdrift status` shows the reason, since when and the last error.',
+            ]),
+            '5m',
+          ),
+          // "read time" (events dated when read: a kernel without BPF for the stamp) is a lasting
+          // property of the node, not an incident: left out.
+          alert(
+            'NetdriftReaderFallback', 'info',
+            |||
+              max by (%s, reader, to) (netdrift_reader_fallback_active{to!="read time"}) == 1
+            ||| % byNode,
+            'netdrift on {{ %s }}: the {{ $labels.reader }} reader reads by its fallback ({{ $labels.to }}).' % n,
+            text([
+              'netdrift_reader_fallback_active{reader="{{ $labels.reader }}",to="{{ $labels.to }}"} has been 1 on',
+              '{{ %s }} ({{ $labels.instance }}) for 30 minutes. The agent still audits, but by a slower' % n,
+              'or coarser path: iptables-save costs CPU on every read and gets no change events; polling sees',
+              'changes late. `netdrift status` ("fallback" rows) says why and since when.',
+            ]),
+            '30m',
+          ),
           alert(
             'NetdriftSourceDown', 'warning',
             |||
