@@ -401,3 +401,33 @@ func TestChartGrafanaDashboard(t *testing.T) {
 		t.Errorf("default values render %d ConfigMaps, want only the seccomp profile's", k["ConfigMap"])
 	}
 }
+
+// cilium.enabled mounts the node's bpf filesystem read-only and names it
+// to the agent; off (the default), nothing of it is rendered.
+func TestChartCilium(t *testing.T) {
+	ds := daemonSetOf(t, renderChart(t, "--set", "cilium.enabled=true,cilium.bpffs=/run/cilium/bpffs"))
+	ps := ds.Spec.Template.Spec
+	c := ps.Containers[0]
+	if !strings.Contains(strings.Join(c.Args, " "), "--bpffs=/run/cilium/bpffs") {
+		t.Errorf("args %q lack --bpffs", c.Args)
+	}
+	var mounted, vol bool
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || (m.Name == "bpffs" && m.MountPath == "/run/cilium/bpffs" && m.ReadOnly)
+	}
+	for _, v := range ps.Volumes {
+		vol = vol || (v.Name == "bpffs" && v.HostPath != nil && v.HostPath.Path == "/run/cilium/bpffs")
+	}
+	if !mounted || !vol {
+		t.Errorf("bpffs mount %v, volume %v: %+v %+v", mounted, vol, c.VolumeMounts, ps.Volumes)
+	}
+	off := daemonSetOf(t, renderChart(t))
+	if strings.Contains(strings.Join(off.Spec.Template.Spec.Containers[0].Args, " "), "--bpffs") {
+		t.Error("--bpffs rendered with cilium.enabled=false")
+	}
+	for _, v := range off.Spec.Template.Spec.Volumes {
+		if v.Name == "bpffs" {
+			t.Error("bpffs volume rendered with cilium.enabled=false")
+		}
+	}
+}
