@@ -14,11 +14,10 @@ import (
 // commit's multicast plus the harness's own wake-up, and none of
 // kube-proxy's post-commit work.
 //
-// An earlier version ran `nft monitor` and read its text: at 100,000
-// endpoints in iptables-nft mode it printed over a million lines per run,
-// spent more than a minute of CPU doing it (loading the machine the two
-// measured processes share) and took 400 ms to print one sync's
-// transaction, which made it useless as a reference there.
+// It reads netlink itself rather than the text of `nft monitor`: at 100,000
+// endpoints in iptables-nft mode that tool prints a sync's transaction too
+// slowly and at too high a CPU cost (on the machine the two measured
+// processes share) to serve as a reference.
 
 // monitorMatchWindow bounds |T2 - commit| for a sample to be matched to a
 // commit. kube-proxy's IPv4 proxier commits at most once a second (default

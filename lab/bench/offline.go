@@ -153,8 +153,7 @@ func clusterFile(ctx context.Context, cs kubernetes.Interface) ([]byte, error) {
 // List from the API leaves them empty in its items) and without managed
 // fields, which kubectl's -o json and -o yaml leave out unless
 // --show-managed-fields is given (since kubectl v1.21): the file a
-// responder captures has none. (Until the thirteenth session the bench
-// printed them: ~30 % of the cluster file's bytes at 10k endpoints.)
+// responder captures has none.
 func withKind[T any, P interface {
 	*T
 	runtime.Object
