@@ -1,0 +1,238 @@
+//go:build linux
+
+package iptables_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/netdrift/netdrift/bench"
+	"github.com/netdrift/netdrift/internal/datapath/iptables"
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// Service deletion as kube-proxy's iptables mode commits it: one
+// iptables-restore --noflush transaction per table, KUBE-SERVICES written
+// again (in another order) without the service's rules, its chains declared
+// (which flushes them) and deleted with -X. After each sync the reader, fed
+// the change events, must hold what a fresh full read holds, and its next
+// Snapshot must name every frontend that went away as changed.
+
+// svcSync is a kube-proxy-shaped sync of opsSpec's tables: services gone
+// (removed with their chains), services emptied (endpoints removed: reject
+// rules instead of their chains), and chains left out of the text
+// (unchanged since the last sync: kube-proxy's partial sync does not write
+// them).
+type svcSync struct {
+	gone, empty []bench.Service
+	prior       []bench.Service // gone, their chains deleted by an earlier sync
+	partial     bool
+	seed        uint64
+}
+
+// chainsOf are the nat chains of a service with endpoints.
+func chainsOf(v bench.Service) []string {
+	out := []string{"KUBE-SVC-" + iptables.ChainHash(v.Port)}
+	if v.NodePort != 0 {
+		out = append(out, "KUBE-EXT-"+iptables.ChainHash(v.Port))
+	}
+	for _, ep := range v.Endpoints {
+		out = append(out, "KUBE-SEP-"+iptables.EndpointChainHash(v.Port, ep.String()))
+	}
+	return out
+}
+
+// mentions reports whether a restore line is about service v: one of its
+// chains, or its port name in a comment.
+func mentions(l string, v bench.Service) bool {
+	if strings.Contains(l, `"`+iptables.KubeProxyPortName(v.Port)+" ") || strings.Contains(l, `"`+iptables.KubeProxyPortName(v.Port)+`"`) {
+		return true
+	}
+	if len(v.Endpoints) == 0 {
+		return false
+	}
+	return slices.ContainsFunc(chainsOf(v), func(c string) bool { return strings.Contains(l, c) })
+}
+
+// text renders the sync from the full tables of opsSpec (every service
+// with its endpoints as the spec gives them).
+func (s svcSync) text(base string) string {
+	drop := slices.Concat(s.gone, s.empty, s.prior)
+	rng := rand.New(rand.NewPCG(s.seed, 1))
+	var out []string
+	for _, tbl := range strings.SplitAfter(syncText(base), "COMMIT\n") {
+		if strings.TrimSpace(tbl) == "" {
+			continue
+		}
+		out = append(out, s.table(tbl, drop, rng))
+	}
+	return strings.Join(out, "")
+}
+
+func (s svcSync) table(tbl string, drop []bench.Service, rng *rand.Rand) string {
+	lines := strings.Split(strings.TrimSuffix(tbl, "COMMIT\n"), "\n")
+	nat := strings.HasPrefix(lines[0], "*nat")
+	var decl, rules, services []string
+	for _, l := range lines {
+		switch {
+		case l == "" || slices.ContainsFunc(drop, func(v bench.Service) bool { return mentions(l, v) }):
+		case s.partial && nat && unchangedServiceChain(l):
+		case strings.HasPrefix(l, "-A KUBE-SERVICES ") && !strings.Contains(l, "-j KUBE-NODEPORTS"):
+			services = append(services, l)
+		case strings.HasPrefix(l, "-A "):
+			rules = append(rules, l)
+		default:
+			decl = append(decl, l)
+		}
+	}
+	rng.Shuffle(len(services), func(i, j int) { services[i], services[j] = services[j], services[i] })
+	last := slices.IndexFunc(rules, func(l string) bool { return strings.HasPrefix(l, "-A KUBE-SERVICES ") })
+	if last < 0 {
+		rules = append(rules, services...)
+	} else {
+		rules = slices.Insert(rules, last, services...)
+	}
+	var dels []string
+	for _, v := range s.empty {
+		name := iptables.KubeProxyPortName(v.Port)
+		if nat {
+			continue
+		}
+		rules = append(rules, fmt.Sprintf(`-A KUBE-SERVICES -d %s/32 -p tcp -m comment --comment "%s has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable`, v.ClusterIP, name))
+		if v.NodePort != 0 {
+			rules = append(rules, fmt.Sprintf(`-A KUBE-EXTERNAL-SERVICES -p tcp -m comment --comment "%s has no endpoints" -m addrtype --dst-type LOCAL -m tcp --dport %d -j REJECT --reject-with icmp-port-unreachable`, name, v.NodePort))
+		}
+	}
+	if nat {
+		for _, v := range slices.Concat(s.gone, s.empty) {
+			if len(v.Endpoints) == 0 {
+				continue
+			}
+			for _, c := range chainsOf(v) {
+				decl = append(decl, ":"+c+" - [0:0]")
+				dels = append(dels, "-X "+c)
+			}
+		}
+	}
+	return strings.Join(slices.Concat(decl, rules, dels), "\n") + "\nCOMMIT\n"
+}
+
+// unchangedServiceChain: a declaration or rule of a per-service chain
+// (KUBE-SVC, KUBE-EXT, KUBE-SEP), which a partial sync leaves unwritten.
+func unchangedServiceChain(l string) bool {
+	for _, p := range []string{":KUBE-SVC-", ":KUBE-EXT-", ":KUBE-SEP-", "-A KUBE-SVC-", "-A KUBE-EXT-", "-A KUBE-SEP-"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// withEndpoints lists opsSpec's services with endpoints, node port ones
+// (nodePort true) or not.
+func withEndpoints(nodePort bool) []bench.Service {
+	var out []bench.Service
+	for _, v := range opsSpec.List() {
+		if len(v.Endpoints) > 0 && (v.NodePort != 0) == nodePort {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// stepGone commits a sync, applies its events and checks the reader
+// against a fresh read; the services in gone must have no frontend left,
+// and every frontend that went away must be named changed.
+func (r *opsRig) stepGone(what, in string, gone ...bench.Service) {
+	r.t.Helper()
+	r.syncGone(what, in, true, gone)
+}
+
+// stepStillGone is stepGone for services deleted by an earlier sync.
+func (r *opsRig) stepStillGone(what, in string, gone ...bench.Service) {
+	r.t.Helper()
+	r.syncGone(what, in, false, gone)
+}
+
+func (r *opsRig) syncGone(what, in string, existed bool, gone []bench.Service) {
+	r.t.Helper()
+	ctx := context.Background()
+	before, err := r.nr.Snapshot(ctx, r.hints)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	prev, _ := r.nr.Frozen()
+	for _, v := range gone {
+		if existed && !slices.ContainsFunc(slices.Collect(maps.Keys(prev.Frontends)), func(f model.Frontend) bool { return f.IP == v.ClusterIP }) {
+			r.t.Fatalf("%s: service %s has no frontend before its deletion (the test's premise)", what, v.Port)
+		}
+	}
+	if st := r.step(what, in); st.LastChains != 0 || st.PatchFallbacks != 0 || st.LastPatched == 0 {
+		r.t.Errorf("%s: want every chain patched from the messages, stats %+v", what, st)
+	}
+	after, err := r.nr.Snapshot(ctx, r.hints)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for f := range after.Frontends {
+		for _, v := range gone {
+			if f.IP == v.ClusterIP || v.NodePort != 0 && f.Port == v.NodePort && f.Kind == model.NodePort {
+				r.t.Errorf("%s: frontend %v of a deleted service still observed", what, f)
+			}
+		}
+	}
+	if after.Version != before.Version && after.Since != before.Version {
+		r.t.Fatalf("%s: since %d, want the previous snapshot's version %d", what, after.Since, before.Version)
+	}
+	for f, v := range prev.Frontends {
+		if w, ok := after.Frontends[f]; (!ok || !w.Equal(v)) && !after.Changed[f] {
+			r.t.Errorf("%s: frontend %v changed (present %v) and is not named changed", what, f, ok)
+		}
+	}
+}
+
+// TestNFTServiceDeletedWithEndpoints: one service with endpoints deleted
+// with its pods (KUBE-SERVICES reordered, its chains flushed and deleted in
+// the same transaction), with and without a node port, then two at once.
+func TestNFTServiceDeletedWithEndpoints(t *testing.T) {
+	base := opsSpec.IPTablesRestore()
+	np, plain := withEndpoints(true), withEndpoints(false)
+	for _, tc := range []struct {
+		name    string
+		gone    []bench.Service
+		partial bool
+	}{
+		{"cluster IP", plain[:1], false},
+		{"node port", np[:1], false},
+		{"two in one sync", []bench.Service{plain[0], np[0]}, false},
+		{"partial sync", []bench.Service{plain[1], np[0]}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newOpsRig(t)
+			r.stepGone("identical sync", svcSync{seed: 1}.text(base))
+			s := svcSync{gone: tc.gone, partial: tc.partial, seed: 2}
+			r.stepGone("deleted", s.text(base), tc.gone...)
+			s.partial, s.seed = true, 3
+			r.stepStillGone("next sync", s.text(base), tc.gone...)
+		})
+	}
+}
+
+// TestNFTServiceDeletedAfterEndpoints: the endpoints go in one sync (the
+// service's chains deleted, reject rules added), the service in the next
+// (reject rules gone).
+func TestNFTServiceDeletedAfterEndpoints(t *testing.T) {
+	base := opsSpec.IPTablesRestore()
+	for _, v := range []bench.Service{withEndpoints(false)[0], withEndpoints(true)[0]} {
+		t.Run(iptables.KubeProxyPortName(v.Port), func(t *testing.T) {
+			r := newOpsRig(t)
+			r.stepGone("endpoints removed", svcSync{empty: []bench.Service{v}, seed: 4}.text(base))
+			r.stepGone("service deleted", svcSync{prior: []bench.Service{v}, partial: true, seed: 5}.text(base), v)
+		})
+	}
+}
