@@ -14,6 +14,7 @@ import (
 	"github.com/netdrift/netdrift/bench"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/watch"
 )
 
 // Service deletion as kube-proxy's iptables mode commits it: one
@@ -196,6 +197,33 @@ func (r *opsRig) syncGone(what, in string, existed bool, gone []bench.Service) {
 	}
 }
 
+// forget gives the reader the hints of the cluster without the services
+// gone (the agent's watch saw them deleted) and takes a Snapshot with
+// them: the cached tables walked again.
+func (r *opsRig) forget(gone ...bench.Service) {
+	r.t.Helper()
+	cs := r.spec.ClusterState()
+	drop := func(ns, name string) bool {
+		return slices.ContainsFunc(gone, func(v bench.Service) bool { return v.Port.Namespace == ns && v.Port.Name == name })
+	}
+	var kept watch.ClusterState
+	kept.Nodes = cs.Nodes
+	for _, s := range cs.Services {
+		if !drop(s.Namespace, s.Name) {
+			kept.Services = append(kept.Services, s)
+		}
+	}
+	for _, sl := range cs.EndpointSlices {
+		if !drop(sl.Namespace, sl.Labels["kubernetes.io/service-name"]) {
+			kept.EndpointSlices = append(kept.EndpointSlices, sl)
+		}
+	}
+	r.hints = model.HintsFor(watch.Expected(bench.NodeName, &kept))
+	if _, err := r.nr.Snapshot(context.Background(), r.hints); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // TestNFTServiceDeletedWithEndpoints: one service with endpoints deleted
 // with its pods (KUBE-SERVICES reordered, its chains flushed and deleted in
 // the same transaction), with and without a node port, then two at once.
@@ -203,20 +231,31 @@ func TestNFTServiceDeletedWithEndpoints(t *testing.T) {
 	base := opsSpec.IPTablesRestore()
 	np, plain := withEndpoints(true), withEndpoints(false)
 	for _, tc := range []struct {
-		name    string
-		gone    []bench.Service
-		partial bool
+		name        string
+		gone        []bench.Service
+		partial     bool
+		hintsBefore bool // the watch saw the deletion before kube-proxy's sync
 	}{
-		{"cluster IP", plain[:1], false},
-		{"node port", np[:1], false},
-		{"two in one sync", []bench.Service{plain[0], np[0]}, false},
-		{"partial sync", []bench.Service{plain[1], np[0]}, true},
+		{"cluster IP", plain[:1], false, false},
+		{"cluster IP, hints first", plain[:1], false, true},
+		{"node port", np[:1], false, false},
+		{"node port, hints first", np[:1], false, true},
+		{"two in one sync", []bench.Service{plain[0], np[0]}, false, true},
+		{"partial sync", []bench.Service{plain[1], np[0]}, true, false},
+		{"partial sync, hints first", []bench.Service{plain[1], np[0]}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newOpsRig(t)
 			r.stepGone("identical sync", svcSync{seed: 1}.text(base))
+			if tc.hintsBefore {
+				r.forget(tc.gone...)
+			}
 			s := svcSync{gone: tc.gone, partial: tc.partial, seed: 2}
 			r.stepGone("deleted", s.text(base), tc.gone...)
+			if !tc.hintsBefore {
+				r.forget(tc.gone...)
+				r.sameAsFresh("hints without the deleted services")
+			}
 			s.partial, s.seed = true, 3
 			r.stepStillGone("next sync", s.text(base), tc.gone...)
 		})
@@ -232,6 +271,7 @@ func TestNFTServiceDeletedAfterEndpoints(t *testing.T) {
 		t.Run(iptables.KubeProxyPortName(v.Port), func(t *testing.T) {
 			r := newOpsRig(t)
 			r.stepGone("endpoints removed", svcSync{empty: []bench.Service{v}, seed: 4}.text(base))
+			r.forget(v)
 			r.stepGone("service deleted", svcSync{prior: []bench.Service{v}, partial: true, seed: 5}.text(base), v)
 		})
 	}
