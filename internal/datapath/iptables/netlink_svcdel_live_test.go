@@ -32,6 +32,7 @@ import (
 type svcSync struct {
 	gone, empty []bench.Service
 	prior       []bench.Service // gone, their chains deleted by an earlier sync
+	fresh       []bench.Service // new, no endpoints yet: reject rules, no chains
 	partial     bool
 	seed        uint64
 }
@@ -63,7 +64,7 @@ func mentions(l string, v bench.Service) bool {
 // text renders the sync from the full tables of opsSpec (every service
 // with its endpoints as the spec gives them).
 func (s svcSync) text(base string) string {
-	drop := slices.Concat(s.gone, s.empty, s.prior)
+	drop := slices.Concat(s.gone, s.empty, s.prior, s.fresh)
 	rng := rand.New(rand.NewPCG(s.seed, 1))
 	var out []string
 	for _, tbl := range strings.SplitAfter(syncText(base), "COMMIT\n") {
@@ -99,7 +100,7 @@ func (s svcSync) table(tbl string, drop []bench.Service, rng *rand.Rand) string 
 		rules = slices.Insert(rules, last, services...)
 	}
 	var dels []string
-	for _, v := range s.empty {
+	for _, v := range slices.Concat(s.empty, s.fresh) {
 		name := iptables.KubeProxyPortName(v.Port)
 		if nat {
 			continue
@@ -281,6 +282,30 @@ func TestNFTServiceDeletedAfterEndpoints(t *testing.T) {
 			r.stepGone("endpoints removed", svcSync{empty: []bench.Service{v}, seed: 4}.text(base))
 			r.forget(v)
 			r.stepGone("service deleted", svcSync{prior: []bench.Service{v}, partial: true, seed: 5}.text(base), v)
+		})
+	}
+}
+
+// TestNFTServiceDeletedAnotherAdded: a service deleted and another created
+// in the same sync and in the next one (a scenario's cleanup followed by
+// the next scenario's setup), first without endpoints, then with them.
+func TestNFTServiceDeletedAnotherAdded(t *testing.T) {
+	grown := opsSpec
+	grown.Services++
+	added := grown.List()[opsSpec.Services]
+	for _, same := range []bool{true, false} {
+		t.Run(fmt.Sprintf("same sync %v", same), func(t *testing.T) {
+			r := newOpsRig(t)
+			gone := withEndpoints(false)[0]
+			add := svcSync{gone: []bench.Service{gone}, fresh: []bench.Service{added}, partial: true, seed: 7}
+			if same {
+				r.stepGone("deleted, another added without endpoints", add.text(grown.IPTablesRestore()), gone)
+			} else {
+				r.stepGone("deleted", svcSync{gone: []bench.Service{gone}, seed: 6}.text(opsSpec.IPTablesRestore()), gone)
+				add.gone, add.prior = nil, []bench.Service{gone}
+				r.stepStillGone("another added without endpoints", add.text(grown.IPTablesRestore()), gone)
+			}
+			r.stepStillGone("endpoints of the added", svcSync{prior: []bench.Service{gone}, partial: false, seed: 8}.text(grown.IPTablesRestore()), gone)
 		})
 	}
 }
