@@ -38,8 +38,14 @@ var opsSpec = bench.Spec{Services: 12, Endpoints: 3, NodePortEvery: 4, EmptyEver
 
 func newOpsRig(t *testing.T) *opsRig {
 	t.Helper()
+	return newOpsRigWith(t, opsSpec)
+}
+
+// newOpsRigWith is newOpsRig with the tables and hints of spec.
+func newOpsRigWith(t *testing.T, spec bench.Spec) *opsRig {
+	t.Helper()
 	iptables.RequireBackend(t, iptables.BackendNFT, false)
-	r := &opsRig{t: t, ns: iptables.NewTestNetns(t), spec: opsSpec}
+	r := &opsRig{t: t, ns: iptables.NewTestNetns(t), spec: spec}
 	r.hints = model.HintsFor(watch.Expected(bench.NodeName, r.spec.ClusterState()))
 	r.restore(r.spec.IPTablesRestore())
 	ctx, cancel := context.WithCancel(context.Background())

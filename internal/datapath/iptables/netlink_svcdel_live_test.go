@@ -207,7 +207,15 @@ func (r *opsRig) syncGone(what, in string, existed bool, gone []bench.Service) {
 // them: the cached tables walked again.
 func (r *opsRig) forget(gone ...bench.Service) {
 	r.t.Helper()
-	cs := r.spec.ClusterState()
+	r.hints = hintsWithout(r.spec, gone)
+	if _, err := r.nr.Snapshot(context.Background(), r.hints); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// hintsWithout are the hints of spec's cluster without the services gone.
+func hintsWithout(spec bench.Spec, gone []bench.Service) model.Hints {
+	cs := spec.ClusterState()
 	drop := func(ns, name string) bool {
 		return slices.ContainsFunc(gone, func(v bench.Service) bool { return v.Port.Namespace == ns && v.Port.Name == name })
 	}
@@ -223,10 +231,7 @@ func (r *opsRig) forget(gone ...bench.Service) {
 			kept.EndpointSlices = append(kept.EndpointSlices, sl)
 		}
 	}
-	r.hints = model.HintsFor(watch.Expected(bench.NodeName, &kept))
-	if _, err := r.nr.Snapshot(context.Background(), r.hints); err != nil {
-		r.t.Fatal(err)
-	}
+	return model.HintsFor(watch.Expected(bench.NodeName, &kept))
 }
 
 // TestNFTServiceDeletedWithEndpoints: one service with endpoints deleted
