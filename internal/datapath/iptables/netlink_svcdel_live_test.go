@@ -35,6 +35,11 @@ type svcSync struct {
 	fresh       []bench.Service // new, no endpoints yet: reject rules, no chains
 	partial     bool
 	seed        uint64
+	// kubeOrder, when set, lists the services to write the nat rules in
+	// kube-proxy's order: per service (in random order) its KUBE-SERVICES
+	// and KUBE-NODEPORTS rules and its chains' rules, then the -X lines,
+	// then KUBE-SERVICES's last rule.
+	kubeOrder []bench.Service
 }
 
 // chainsOf are the nat chains of a service with endpoints.
@@ -121,7 +126,31 @@ func (s svcSync) table(tbl string, drop []bench.Service, rng *rand.Rand) string 
 			}
 		}
 	}
+	if nat && s.kubeOrder != nil {
+		rules = s.inKubeOrder(rules, dels, rng)
+		dels = nil
+	}
 	return strings.Join(slices.Concat(decl, rules, dels), "\n") + "\nCOMMIT\n"
+}
+
+// inKubeOrder orders a nat table's rules (and -X lines) as kube-proxy
+// writes them.
+func (s svcSync) inKubeOrder(rules, dels []string, rng *rand.Rand) []string {
+	var base, last []string
+	blocks := make([][]string, len(s.kubeOrder))
+	for _, l := range rules {
+		i := slices.IndexFunc(s.kubeOrder, func(v bench.Service) bool { return len(v.Endpoints) > 0 && mentions(l, v) })
+		switch {
+		case i >= 0:
+			blocks[i] = append(blocks[i], l)
+		case strings.HasPrefix(l, "-A KUBE-SERVICES "):
+			last = append(last, l)
+		default:
+			base = append(base, l)
+		}
+	}
+	rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
+	return slices.Concat(base, slices.Concat(blocks...), dels, last)
 }
 
 // unchangedServiceChain: a declaration or rule of a per-service chain

@@ -49,6 +49,9 @@ func (s svcState) clone() svcState {
 func (s svcState) syncFrom(prev svcState, seed uint64) string {
 	all := randSpec.List()
 	var sync svcSync
+	if seed%2 == 0 {
+		sync.kubeOrder = all
+	}
 	for i, v := range all {
 		had, has, rejects := prev.ep[i], s.present[i] && s.ep[i], s.present[i] && !s.ep[i]
 		switch {
