@@ -31,7 +31,8 @@ type opsRig struct {
 	hints model.Hints
 	w     *nfevents.Watcher
 	nr    *iptables.NFTReader
-	noOps bool // hand events on without their rule messages (a reader fallen behind)
+	noOps bool           // hand events on without their rule messages (a reader fallen behind)
+	mode  *iptables.Mode // when set, the reader under test (comeAndGo)
 }
 
 var opsSpec = bench.Spec{Services: 12, Endpoints: 3, NodePortEvery: 4, EmptyEvery: 5}
