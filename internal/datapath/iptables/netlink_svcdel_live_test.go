@@ -38,7 +38,8 @@ type svcSync struct {
 	// kubeOrder, when set, lists the services to write the nat rules in
 	// kube-proxy's order: per service (in random order) its KUBE-SERVICES
 	// and KUBE-NODEPORTS rules and its chains' rules, then the -X lines,
-	// then KUBE-SERVICES's last rule.
+	// then KUBE-SERVICES's last rule; endpoint rules carry the service
+	// port's name as their comment, as outside large clusters.
 	kubeOrder []bench.Service
 }
 
@@ -142,7 +143,7 @@ func (s svcSync) inKubeOrder(rules, dels []string, rng *rand.Rand) []string {
 		i := slices.IndexFunc(s.kubeOrder, func(v bench.Service) bool { return len(v.Endpoints) > 0 && mentions(l, v) })
 		switch {
 		case i >= 0:
-			blocks[i] = append(blocks[i], l)
+			blocks[i] = append(blocks[i], withSEPComment(l, s.kubeOrder[i]))
 		case strings.HasPrefix(l, "-A KUBE-SERVICES "):
 			last = append(last, l)
 		default:
@@ -151,6 +152,16 @@ func (s svcSync) inKubeOrder(rules, dels []string, rng *rand.Rand) []string {
 	}
 	rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
 	return slices.Concat(base, slices.Concat(blocks...), dels, last)
+}
+
+// withSEPComment gives a KUBE-SEP rule the comment kube-proxy writes on
+// endpoint rules outside large clusters (the service port's name).
+func withSEPComment(l string, v bench.Service) string {
+	f := strings.SplitN(l, " ", 3)
+	if len(f) < 3 || f[0] != "-A" || !strings.HasPrefix(f[1], "KUBE-SEP-") {
+		return l
+	}
+	return f[0] + " " + f[1] + " -m comment --comment " + iptables.KubeProxyPortName(v.Port) + " " + f[2]
 }
 
 // unchangedServiceChain: a declaration or rule of a per-service chain
