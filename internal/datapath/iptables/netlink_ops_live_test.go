@@ -31,14 +31,22 @@ type opsRig struct {
 	hints model.Hints
 	w     *nfevents.Watcher
 	nr    *iptables.NFTReader
+	noOps bool           // hand events on without their rule messages (a reader fallen behind)
+	mode  *iptables.Mode // when set, the reader under test (comeAndGo)
 }
 
 var opsSpec = bench.Spec{Services: 12, Endpoints: 3, NodePortEvery: 4, EmptyEvery: 5}
 
 func newOpsRig(t *testing.T) *opsRig {
 	t.Helper()
+	return newOpsRigWith(t, opsSpec)
+}
+
+// newOpsRigWith is newOpsRig with the tables and hints of spec.
+func newOpsRigWith(t *testing.T, spec bench.Spec) *opsRig {
+	t.Helper()
 	iptables.RequireBackend(t, iptables.BackendNFT, false)
-	r := &opsRig{t: t, ns: iptables.NewTestNetns(t), spec: opsSpec}
+	r := &opsRig{t: t, ns: iptables.NewTestNetns(t), spec: spec}
 	r.hints = model.HintsFor(watch.Expected(bench.NodeName, r.spec.ClusterState()))
 	r.restore(r.spec.IPTablesRestore())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -76,6 +84,9 @@ func (r *opsRig) apply() iptables.NFTStats {
 	for {
 		select {
 		case ev := <-r.w.Events():
+			if r.noOps {
+				ev.Ops, ev.OpsComplete = nil, false
+			}
 			if err := r.nr.ApplyEvent(context.Background(), ev); err != nil {
 				r.t.Fatal(err)
 			}
