@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -10,30 +11,30 @@ import (
 // which service ports a pod address backs, on which port, found by a lookup
 // per address rather than a scan of every desired frontend. It holds the
 // endpoints whose node is this one, or unknown (an EndpointSlice without
-// nodeName), and is updated per changed service, as mergedDesired is. Its
-// fields are changed only by its methods.
+// nodeName), and is updated per changed service, as mergedDesired is. An
+// address backs one service port in the common case, so each holds a short
+// slice rather than a map of its own. Its fields are changed only by its
+// methods.
 type endpointIndex struct {
 	node   string
-	byAddr map[netip.Addr]map[endpointKey]model.ServiceEndpoint
+	byAddr map[netip.Addr][]model.ServiceEndpoint
 }
 
-// endpointKey is one endpoint of an address: a service port and the
-// endpoint's port.
-type endpointKey struct {
-	service model.ServicePort
-	port    uint16
+// sameEndpoint reports whether e is the endpoint of service sp on port.
+func sameEndpoint(e model.ServiceEndpoint, sp model.ServicePort, port uint16) bool {
+	return e.Service == sp && e.Addr.Port() == port
 }
 
 // replace swaps a service's desired frontends prev for next.
 func (x *endpointIndex) replace(prev, next map[model.Frontend]model.Verdict) {
 	for _, v := range prev {
 		for _, e := range v.Endpoints {
-			a := e.Addr.Addr().Unmap()
-			if m := x.byAddr[a]; m != nil {
-				delete(m, endpointKey{v.Service, e.Addr.Port()})
-				if len(m) == 0 {
-					delete(x.byAddr, a)
-				}
+			a, port := e.Addr.Addr().Unmap(), e.Addr.Port()
+			es := slices.DeleteFunc(x.byAddr[a], func(o model.ServiceEndpoint) bool { return sameEndpoint(o, v.Service, port) })
+			if len(es) == 0 {
+				delete(x.byAddr, a)
+			} else {
+				x.byAddr[a] = es
 			}
 		}
 	}
@@ -42,19 +43,23 @@ func (x *endpointIndex) replace(prev, next map[model.Frontend]model.Verdict) {
 			if e.NodeName != "" && e.NodeName != x.node {
 				continue
 			}
-			a := e.Addr.Addr().Unmap()
-			m := x.byAddr[a]
-			if m == nil {
-				if x.byAddr == nil {
-					x.byAddr = map[netip.Addr]map[endpointKey]model.ServiceEndpoint{}
-				}
-				m = map[endpointKey]model.ServiceEndpoint{}
-				x.byAddr[a] = m
-			}
-			m[endpointKey{v.Service, e.Addr.Port()}] = model.ServiceEndpoint{Service: v.Service, Addr: e.Addr,
-				Ready: e.Ready, Terminating: e.Terminating}
+			x.put(e.Addr.Addr().Unmap(), model.ServiceEndpoint{Service: v.Service, Addr: e.Addr,
+				Ready: e.Ready, Terminating: e.Terminating})
 		}
 	}
+}
+
+// put sets one endpoint of address a, replacing the same service port's.
+func (x *endpointIndex) put(a netip.Addr, se model.ServiceEndpoint) {
+	if x.byAddr == nil {
+		x.byAddr = map[netip.Addr][]model.ServiceEndpoint{}
+	}
+	es := x.byAddr[a]
+	if i := slices.IndexFunc(es, func(o model.ServiceEndpoint) bool { return sameEndpoint(o, se.Service, se.Addr.Port()) }); i >= 0 {
+		es[i] = se
+		return
+	}
+	x.byAddr[a] = append(es, se)
 }
 
 // rebuild starts over from every service's desired state, for node.
@@ -69,8 +74,8 @@ func (x *endpointIndex) rebuild(node string, bySvc map[model.ServiceName]map[mod
 func (x *endpointIndex) lookup(ips []netip.Addr) map[netip.Addr][]model.ServiceEndpoint {
 	out := map[netip.Addr][]model.ServiceEndpoint{}
 	for _, ip := range ips {
-		for _, e := range x.byAddr[ip.Unmap()] {
-			out[ip] = append(out[ip], e)
+		if es := x.byAddr[ip.Unmap()]; len(es) > 0 {
+			out[ip] = slices.Clone(es)
 		}
 	}
 	return out
