@@ -2,10 +2,6 @@ package datapath
 
 import (
 	"context"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/netdrift/netdrift/internal/datapath/cilium"
 	"github.com/netdrift/netdrift/internal/model"
@@ -20,21 +16,11 @@ func OpenCilium(bpffs string) Reader {
 // DetectCilium reports whether Cilium's service maps are pinned in bpffs
 // ("" = the first bpf mount) and says where. Detection reads no map.
 func DetectCilium(bpffs string) (string, bool) {
-	if bpffs == "" {
-		var err error
-		if bpffs, err = cilium.BPFFSFromSystem(); err != nil {
-			return "", false
-		}
+	p, ok := cilium.Pinned(bpffs)
+	if !ok {
+		return "", false
 	}
-	for _, name := range cilium.ServiceMapNames {
-		p := filepath.Join(bpffs, "tc", "globals", name)
-		if _, err := os.Stat(p); err == nil {
-			return "Cilium service map " + p + " (kube-proxy replacement)", true
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", false
-		}
-	}
-	return "", false
+	return "Cilium service map " + p + " (kube-proxy replacement)", true
 }
 
 // ResolveWithCilium is Resolve, and when no kube-proxy state is found and

@@ -187,46 +187,58 @@ func bpfMountsExcept(keep string) ([]string, error) {
 	return out, nil
 }
 
-// mountsOfType lists mount points of a filesystem type from mountinfo.
-func mountsOfType(fstype string) ([]string, error) {
+// mount is one line of /proc/self/mountinfo: mount point and type.
+type mount struct{ point, fstype string }
+
+// mounts lists this mount namespace's mounts.
+func mounts() ([]mount, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []string
+	var out []mount
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
 		fields, postF := strings.Fields(pre), strings.Fields(post)
-		if ok && len(fields) >= 5 && len(postF) > 0 && postF[0] == fstype {
-			out = append(out, fields[4])
+		if ok && len(fields) >= 5 && len(postF) > 0 {
+			out = append(out, mount{point: fields[4], fstype: postF[0]})
 		}
 	}
 	return out, sc.Err()
 }
 
+// mountsOfType lists mount points of a filesystem type.
+func mountsOfType(fstype string) ([]string, error) {
+	ms, err := mounts()
+	var out []string
+	for _, m := range ms {
+		if m.fstype == fstype {
+			out = append(out, m.point)
+		}
+	}
+	return out, err
+}
+
 // unmountUnder detaches every mount below dir (the nodes' bpf filesystems)
 // so the lab directory can be removed.
 func unmountUnder(dir string) error {
-	f, err := os.Open("/proc/self/mountinfo")
+	ms, err := mounts()
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	var errs []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 || !strings.HasPrefix(fields[4], dir+string(os.PathSeparator)) {
+	for _, m := range ms {
+		if !strings.HasPrefix(m.point, dir+string(os.PathSeparator)) {
 			continue
 		}
-		if err := unix.Unmount(fields[4], unix.MNT_DETACH); err != nil {
-			errs = append(errs, fields[4]+": "+err.Error())
+		if err := unix.Unmount(m.point, unix.MNT_DETACH); err != nil {
+			errs = append(errs, m.point+": "+err.Error())
 		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("unmount: %s", strings.Join(errs, "; "))
 	}
-	return sc.Err()
+	return nil
 }

@@ -34,19 +34,7 @@ func TestCiliumScenarios(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces, bpf filesystems and maps")
 	}
-	e := &env{mode: "cilium"}
-	t.Cleanup(func() { e.stop(t) })
-	for _, sc := range ciliumScenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			e.get(t)
-			defer func() {
-				if t.Failed() {
-					e.dumpLogs(t)
-				}
-			}()
-			sc.run(t, e)
-		})
-	}
+	runScenarios(t, &env{mode: "cilium"}, ciliumScenarios)
 }
 
 // testCiliumConverged: a Service with two pods; every agent reports no

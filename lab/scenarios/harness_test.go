@@ -60,19 +60,24 @@ func TestScenarios(t *testing.T) {
 	}
 	for _, mode := range []string{"iptables", "nftables"} {
 		t.Run(mode, func(t *testing.T) {
-			e := &env{mode: mode}
-			t.Cleanup(func() { e.stop(t) })
-			for _, sc := range scenarios {
-				t.Run(sc.name, func(t *testing.T) {
-					e.get(t)
-					defer func() {
-						if t.Failed() {
-							e.dumpLogs(t)
-						}
-					}()
-					sc.run(t, e)
-				})
-			}
+			runScenarios(t, &env{mode: mode}, scenarios)
+		})
+	}
+}
+
+// runScenarios runs each scenario as a subtest against e's lab, started
+// by the first that needs it and stopped when t ends.
+func runScenarios(t *testing.T, e *env, list []scenario) {
+	t.Cleanup(func() { e.stop(t) })
+	for _, sc := range list {
+		t.Run(sc.name, func(t *testing.T) {
+			e.get(t)
+			defer func() {
+				if t.Failed() {
+					e.dumpLogs(t)
+				}
+			}()
+			sc.run(t, e)
 		})
 	}
 }

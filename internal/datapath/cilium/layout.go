@@ -27,9 +27,6 @@ const (
 	backends6Name = "cilium_lb6_backends_v3"
 )
 
-// ServiceMapNames are the services maps of both families, as pinned.
-var ServiceMapNames = []string{services4Name, services6Name}
-
 // mapLayout is what a map must be for this package to decode it.
 type mapLayout struct {
 	name      string

@@ -223,12 +223,21 @@ func parseLBFlags(v string) (flags, flags2 uint8, err error) {
 // is the service type.
 func lbFlagWord(w string, first bool) (uint8, uint8, bool) {
 	if first {
-		f, ok := map[string]uint8{"ClusterIP": 0, "NodePort": flagNodePort, "ExternalIPs": flagExternalIP,
-			"LoadBalancer": flagLoadBalancer, "HostPort": flagHostPort, "LocalRedirect": 0}[w]
-		if w == "LocalRedirect" {
+		switch w {
+		case "ClusterIP":
+			return 0, 0, true
+		case "NodePort":
+			return flagNodePort, 0, true
+		case "ExternalIPs":
+			return flagExternalIP, 0, true
+		case "LoadBalancer":
+			return flagLoadBalancer, 0, true
+		case "HostPort":
+			return flagHostPort, 0, true
+		case "LocalRedirect":
 			return 0, flag2LocalRedirect, true
 		}
-		return f, 0, ok
+		return 0, 0, false
 	}
 	switch w {
 	case "Local":

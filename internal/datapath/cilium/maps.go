@@ -204,6 +204,24 @@ func (t *tables) readFamily(bpffs string, svcL, beL mapLayout) (bool, error) {
 	return true, nil
 }
 
+// Pinned reports where a services map of either family is pinned under
+// bpffs ("" = the first bpf mount). It stats the pins; it opens no map.
+func Pinned(bpffs string) (string, bool) {
+	if bpffs == "" {
+		var err error
+		if bpffs, err = BPFFSFromSystem(); err != nil {
+			return "", false
+		}
+	}
+	for _, name := range []string{services4Name, services6Name} {
+		p := filepath.Join(bpffs, globalsDir, name)
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+	}
+	return "", false
+}
+
 // BPFFSFromSystem finds the bpffs as Cilium's tools do.
 func BPFFSFromSystem() (string, error) {
 	f, err := os.Open("/proc/self/mountinfo")

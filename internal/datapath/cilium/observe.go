@@ -1,10 +1,11 @@
 package cilium
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
-	"sort"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -42,11 +43,7 @@ type frontendSlots struct {
 func observe(svcs []svcEntry, backends map[uint32]backendEntry, hints model.Hints) model.Observed {
 	obs := model.Observed{Datapath: model.ModeCilium, Frontends: map[model.Frontend]model.Verdict{}}
 	groups := groupFrontends(svcs)
-	keys := make([]feKey, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
+	keys := slices.SortedFunc(maps.Keys(groups), keyCompare)
 	skipped := map[string]int{}
 	for _, k := range keys {
 		g := groups[k]
@@ -75,7 +72,7 @@ func observe(svcs []svcEntry, backends map[uint32]backendEntry, hints model.Hint
 		}
 		obs.Frontends[fe] = v
 	}
-	for _, why := range sortedKeys(skipped) {
+	for _, why := range slices.Sorted(maps.Keys(skipped)) {
 		obs.Warnings = append(obs.Warnings, fmt.Sprintf("%d %s not compared", skipped[why], why))
 	}
 	return obs
@@ -220,24 +217,6 @@ func joinWarn(a, b string) string {
 	return a + "; " + b
 }
 
-func keyLess(a, b feKey) bool {
-	if c := a.addr.Compare(b.addr); c != 0 {
-		return c < 0
-	}
-	if a.port != b.port {
-		return a.port < b.port
-	}
-	if a.proto != b.proto {
-		return a.proto < b.proto
-	}
-	return a.scope < b.scope
-}
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+func keyCompare(a, b feKey) int {
+	return cmp.Or(a.addr.Compare(b.addr), cmp.Compare(a.port, b.port), cmp.Compare(a.proto, b.proto), cmp.Compare(a.scope, b.scope))
 }

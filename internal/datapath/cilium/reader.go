@@ -23,6 +23,7 @@ type Reader struct {
 
 	mu    sync.Mutex
 	hints model.Hints
+	bpffs string // Config.BPFFS, or the first bpf mount once found
 }
 
 // Name is the datapath mode.
@@ -41,12 +42,9 @@ func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	if err := ctx.Err(); err != nil {
 		return model.Observed{}, err
 	}
-	fs := r.Config.BPFFS
-	if fs == "" {
-		var err error
-		if fs, err = BPFFSFromSystem(); err != nil {
-			return model.Observed{}, err
-		}
+	fs, err := r.fs()
+	if err != nil {
+		return model.Observed{}, err
 	}
 	t, err := readTables(fs)
 	if err != nil {
@@ -60,6 +58,24 @@ func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 		obs.Warnings = append(obs.Warnings, "only "+t.families[0]+" service maps are pinned: the other family is not compared")
 	}
 	return obs, nil
+}
+
+// fs is the bpffs to read: the configured one, else the first bpf mount,
+// looked up in mountinfo until found, not on every read.
+func (r *Reader) fs() (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bpffs == "" {
+		r.bpffs = r.Config.BPFFS
+	}
+	if r.bpffs == "" {
+		fs, err := BPFFSFromSystem()
+		if err != nil {
+			return "", err
+		}
+		r.bpffs = fs
+	}
+	return r.bpffs, nil
 }
 
 // LastReadCPU: reads are in process; callers use wall time.
