@@ -10,7 +10,7 @@ import (
 // OpenCilium builds the reader of Cilium's service maps pinned in bpffs
 // ("" = the first bpf mount, as Cilium's tools find it).
 func OpenCilium(bpffs string) Reader {
-	return ciliumReader{&cilium.Reader{Config: cilium.Config{BPFFS: bpffs}}}
+	return ciliumReader{Reader: &cilium.Reader{Config: cilium.Config{BPFFS: bpffs}}}
 }
 
 // DetectCilium reports whether Cilium's service maps are pinned in bpffs
@@ -39,10 +39,10 @@ func ResolveWithCilium(ctx context.Context, flagMode, netns, bpffs string) (mode
 
 // ciliumReader: Cilium's maps publish no change events; every read is a
 // full, in-process read.
-type ciliumReader struct{ *cilium.Reader }
-
-func (ciliumReader) ApplyChange(context.Context, ChangeEvent) error { return nil }
-func (ciliumReader) Evented() bool                                  { return false }
+type ciliumReader struct {
+	*cilium.Reader
+	unevented
+}
 
 var _ Reader = ciliumReader{}
 

@@ -12,13 +12,16 @@ import (
 	"github.com/netdrift/netdrift/internal/model"
 )
 
+// modeNames are the modes Open builds, for error messages.
+const modeNames = "iptables, nftables, ipvs or cilium"
+
 // ParseMode checks a --datapath value: auto or a mode name.
 func ParseMode(s string) (string, error) {
 	switch s {
 	case "auto", model.ModeIPTables, model.ModeNFTables, model.ModeIPVS, model.ModeCilium:
 		return s, nil
 	}
-	return "", fmt.Errorf("unknown datapath mode %q (want auto, iptables, nftables, ipvs or cilium)", s)
+	return "", fmt.Errorf("unknown datapath mode %q (want auto, %s)", s, modeNames)
 }
 
 // Open builds the reader for a datapath mode inside netns ("" = own): a
@@ -31,11 +34,11 @@ func Open(mode, netns string) (Reader, error) {
 	case model.ModeNFTables:
 		return nftablesReader{&nftables.Reader{Config: nftables.Config{NetNS: netns}}}, nil
 	case model.ModeIPVS:
-		return ipvsReader{ipvs.NewReader(ipvs.Config{NetNS: netns})}, nil
+		return ipvsReader{Reader: ipvs.NewReader(ipvs.Config{NetNS: netns})}, nil
 	case model.ModeCilium:
 		return OpenCilium(""), nil
 	}
-	return nil, fmt.Errorf("unknown datapath mode %q (want iptables, nftables or ipvs)", mode)
+	return nil, fmt.Errorf("unknown datapath mode %q (want %s)", mode, modeNames)
 }
 
 // Resolve turns --datapath (auto or a mode) into a mode and the reason.
@@ -53,13 +56,21 @@ type nftablesReader struct{ *nftables.Reader }
 func (nftablesReader) LastReadCPU() time.Duration { return 0 }
 func (nftablesReader) Evented() bool              { return true }
 
+// unevented is the part of Reader a source without nf_tables change events
+// (IPVS, Cilium's maps) has no use for: it polls.
+type unevented struct{}
+
+func (unevented) ApplyChange(context.Context, ChangeEvent) error { return nil }
+func (unevented) Evented() bool                                  { return false }
+
 // ipvsReader adds the parts of Reader IPVS has no use for: IPVS publishes
 // no change events, and reads are in process.
-type ipvsReader struct{ *ipvs.Reader }
+type ipvsReader struct {
+	*ipvs.Reader
+	unevented
+}
 
-func (ipvsReader) ApplyChange(context.Context, ChangeEvent) error { return nil }
-func (ipvsReader) LastReadCPU() time.Duration                     { return 0 }
-func (ipvsReader) Evented() bool                                  { return false }
+func (ipvsReader) LastReadCPU() time.Duration { return 0 }
 
 // Resync: the IPVS reader reads everything on every Snapshot already.
 func (ipvsReader) Resync() {}

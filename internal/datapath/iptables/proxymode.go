@@ -1,6 +1,9 @@
 package iptables
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Which kube-proxy mode wrote a dump is told from the rules traffic meets,
 // never from chain declarations. A node whose kube-proxy changed mode keeps
@@ -35,15 +38,7 @@ var ipvsSets = []string{"--match-set KUBE-CLUSTER-IP", "--match-set KUBE-NODE-PO
 // iptables mode writes: a service, endpoint, external, firewall or
 // local-traffic chain, or KUBE-NODEPORTS.
 func iptablesModeTarget(t string) bool {
-	if t == chainNodePorts {
-		return true
-	}
-	for _, p := range []string{chainPrefixSVC, chainPrefixSVL, chainPrefixEXT, chainPrefixFW, chainPrefixXLB, chainPrefixSEP} {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	return false
+	return t == chainNodePorts || isServiceChainTarget(t)
 }
 
 // ruleModes walks nat KUBE-SERVICES and every kube-proxy chain it reaches
@@ -64,7 +59,7 @@ func ruleModes(nat *ipTable) (iptablesMode, ipvsMode bool) {
 			switch {
 			case t == "DNAT" || iptablesModeTarget(t):
 				iptablesMode = true
-			case hasAny(r.text, ipvsSets) || isOneOf(t, ipvsChains):
+			case hasAny(r.text, ipvsSets) || slices.Contains(ipvsChains, t):
 				ipvsMode = true
 			}
 			if strings.HasPrefix(t, "KUBE-") && !seen[t] && nat.chain(t) != nil {
@@ -93,15 +88,6 @@ func ipvsModeDump(d ipDump) (int, bool) {
 func hasAny(s string, subs []string) bool {
 	for _, sub := range subs {
 		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-func isOneOf(s string, set []string) bool {
-	for _, x := range set {
-		if s == x {
 			return true
 		}
 	}
