@@ -35,7 +35,7 @@ func (a *Agent) observedLocked(pub model.Observed) model.Observed {
 func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	s := State{
 		Node: a.cfg.NodeName, Datapath: a.mode, DatapathReason: a.reason,
-		Ready: true, Now: now, LastAudit: now,
+		Now: now, LastAudit: now,
 		Observed: a.state.Observed,
 	}
 	if readOK {

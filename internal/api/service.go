@@ -46,13 +46,14 @@ func ServiceViewOf(s agent.State, key string, pr Providers) ServiceView {
 	sort.SliceStable(v.Endpoints, func(i, j int) bool { return v.Endpoints[i].Port < v.Endpoints[j].Port })
 	v.Findings = append(v.Findings, trackedWithConnections(filterTracked(s.Stale, key), s.Now, pr.Hurt)...)
 	v.PendingMismatches = append(v.PendingMismatches, trackedWithConnections(filterTracked(s.Pending, key), s.Now, pr.Hurt)...)
+	sk, skOK := model.ParseServiceName(key)
 	for _, p := range s.PendingChanges {
-		if p.Service.String() == key {
+		if skOK && p.Service == sk {
 			v.Pending = append(v.Pending, PendingOf([]drift.PendingChange{p}, s.Now)...)
 		}
 	}
 	for _, l := range s.Recent {
-		if l.Service.String() == key {
+		if skOK && l.Service == sk {
 			v.Lag = append(v.Lag, LagSampleOf(l))
 		}
 	}

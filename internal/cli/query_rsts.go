@@ -26,7 +26,6 @@ func RunRSTs(args []string, stdout, stderr io.Writer) int {
 	for k := range r.Totals {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
 	for k := range r.ByState {
 		if _, ok := r.Totals[k]; !ok {
 			keys = append(keys, k)

@@ -3,12 +3,14 @@ package cli
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/netdrift/netdrift/internal/nodecheck/fromapi"
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
@@ -69,14 +71,8 @@ func resolveVIPs(cs *watch.ClusterState, ips []netip.Addr, port uint16) ([]netip
 // serviceOf is the Service one of whose addresses ip is, or nil.
 func serviceOf(cs *watch.ClusterState, ip netip.Addr) *corev1.Service {
 	for _, s := range cs.Services {
-		addrs := append(append([]string{s.Spec.ClusterIP}, s.Spec.ClusterIPs...), s.Spec.ExternalIPs...)
-		for _, in := range s.Status.LoadBalancer.Ingress {
-			addrs = append(addrs, in.IP)
-		}
-		for _, a := range addrs {
-			if p, err := netip.ParseAddr(a); err == nil && p.Unmap() == ip {
-				return s
-			}
+		if slices.Contains(fromapi.ServiceIPs([]*corev1.Service{s}), ip) {
+			return s
 		}
 	}
 	return nil
