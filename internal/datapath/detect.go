@@ -147,6 +147,9 @@ func (d ModeDetector) probeIPVS(ctx context.Context, netns string) (string, erro
 		return "", err
 	}
 	iptablesMode, ipvsMode, err := iptables.RuleModes(ctx, netns)
+	if errors.Is(err, model.ErrUnsupported) {
+		return "", nil // no iptables command to read the rules with: the link alone decides nothing
+	}
 	if err != nil {
 		return "", fmt.Errorf("link kube-ipvs0 exists; reading nat KUBE-SERVICES to tell whether kube-proxy runs in IPVS mode: %w", err)
 	}
