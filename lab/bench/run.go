@@ -61,7 +61,10 @@ type Config struct {
 	// OfflineKeep/<mode>-<scale>/ (cluster.json, dump) for profiling.
 	OfflineKeep string
 	LabName     string
-	Logf        func(format string, args ...any)
+	// SoakEvery: sample both processes' RSS, the agent's goroutines and
+	// findings this often over the churn windows (0: not at all).
+	SoakEvery time.Duration
+	Logf      func(format string, args ...any)
 }
 
 func (c *Config) defaults() error {
@@ -188,6 +191,7 @@ type Result struct {
 	AgentMem, ProxyMem Mem
 	Monitor            *MonitorStats // the nf_tables listener over the churn windows (nil: none ran)
 	WatchOnly          bool          // the watch-only reference ran over the windows
+	Soak               []SoakPoint   // Config.SoakEvery's samples over the churn windows
 	Notes              []string
 	Err                error
 }
@@ -394,6 +398,10 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		}()
 	}
 
+	if cfg.SoakEvery > 0 {
+		soak := startSoak(ctx, cfg.SoakEvery, a, procs)
+		defer func() { res.Soak = soak.Stop() }()
+	}
 	cursor := 0
 	for _, rate := range cfg.Rates {
 		if err := waitAgentClean(ctx, a, cfg.Drain, 500*time.Millisecond); err != nil {
