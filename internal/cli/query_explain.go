@@ -68,10 +68,10 @@ func printExplain(w io.Writer, v api.ServiceView) {
 		writeFindings(w, "PENDING", v.PendingMismatches)
 	}
 	for _, p := range v.Pending {
-		fmt.Fprintf(w, "pending %s change, delivered %.1fs ago, not yet programmed\n", p.Change, p.AgeSeconds)
+		fmt.Fprintf(w, "pending %s change, delivered %s ago, not yet programmed\n", p.Change, seconds(p.AgeSeconds))
 	}
 	for _, l := range v.Lag {
-		fmt.Fprintf(w, "lag: %s change programmed %.3fs after delivery\n", l.Change, l.NodeLagSeconds)
+		fmt.Fprintf(w, "lag: %s change programmed %s after delivery\n", l.Change, seconds(l.NodeLagSeconds))
 	}
 	if r := v.RSTs; r != nil {
 		fmt.Fprintf(w, "RSTs from terminating pods: %d (terminating %d, deleted %d)\n", r.Total, r.Terminating, r.Deleted)

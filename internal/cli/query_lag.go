@@ -32,9 +32,9 @@ func RunLag(args []string, stdout, stderr io.Writer) int {
 		n, e := l.NodeLag[k], l.NetworkLatency[k]
 		e50, e99 := "-", "-" // no trigger times: T2-T0 unknown, not zero
 		if e.Count > 0 {
-			e50, e99 = secs(e.P50), secs(e.P99)
+			e50, e99 = seconds(e.P50), seconds(e.P99)
 		}
-		t.add(k, fmt.Sprint(n.Count), secs(n.P50), secs(n.P99), secs(n.Max), e50, e99)
+		t.add(k, fmt.Sprint(n.Count), seconds(n.P50), seconds(n.P99), seconds(n.Max), e50, e99)
 	}
 	t.write(stdout)
 	if len(l.Samples) > 0 {
@@ -47,14 +47,14 @@ func RunLag(args []string, stdout, stderr io.Writer) int {
 		for _, x := range l.Samples[start:] {
 			e2e := "-"
 			if x.NetworkLatencySeconds != nil {
-				e2e = secs(*x.NetworkLatencySeconds)
+				e2e = seconds(*x.NetworkLatencySeconds)
 			}
-			s.add(x.Service, x.Change, x.T1.Format("15:04:05.000"), secs(x.NodeLagSeconds), e2e)
+			s.add(x.Service, x.Change, clock(x.T1), seconds(x.NodeLagSeconds), e2e)
 		}
 		s.write(stdout)
 	}
 	for _, p := range l.Pending {
-		fmt.Fprintf(stdout, "pending: %s %s for %.1fs\n", p.Service, p.Change, p.AgeSeconds)
+		fmt.Fprintf(stdout, "pending: %s %s for %s\n", p.Service, p.Change, seconds(p.AgeSeconds))
 	}
 	return code
 }

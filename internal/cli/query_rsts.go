@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 
 	"github.com/netdrift/netdrift/internal/api"
@@ -44,7 +45,7 @@ func RunRSTs(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "unsettled: %d RSTs sent before any known deletion request, not yet counted as ready or terminating\n", r.Unsettled)
 	}
 	if r.RecommendedPreStopSeconds != nil {
-		fmt.Fprintf(stdout, "recommended preStop sleep: %.0fs\n", *r.RecommendedPreStopSeconds)
+		fmt.Fprintf(stdout, "recommended preStop sleep: %s\n", preStop(*r.RecommendedPreStopSeconds))
 	}
 	start := len(r.Events) - 20
 	if start < 0 {
@@ -56,7 +57,7 @@ func RunRSTs(args []string, stdout, stderr io.Writer) int {
 		// 12+8+26+14+21+9 columns + 5 gaps of 2 = 100.
 		e := newTable("TIME", "POD", "RST", "SERVICE", "CLIENT", "AFTER DEL").limit(12, 26, 8, 14, 21, 9)
 		for _, ev := range r.Events[start:] {
-			e.add(ev.Time.Format("15:04:05.000"), ev.Namespace+"/"+ev.Pod, rstDirection(ev.Direction), dash(ev.Service), ev.Client, age(ev.SecondsSinceDeletion))
+			e.add(clock(ev.Time), ev.Namespace+"/"+ev.Pod, rstDirection(ev.Direction), dash(ev.Service), ev.Client, age(ev.SecondsSinceDeletion))
 		}
 		e.write(stdout)
 	}
@@ -73,3 +74,7 @@ func rstDirection(d string) string {
 	}
 	return d
 }
+
+// preStop is a recommended preStop sleep: whole seconds, as a pod spec
+// takes them.
+func preStop(v float64) string { return seconds(math.Round(v)) }

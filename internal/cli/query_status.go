@@ -37,19 +37,19 @@ func printStatus(w io.Writer, s api.Status) {
 	watch := yesNo(s.Watch.Healthy) + "  " + s.Watch.Reason
 	t.add("watch healthy", watch)
 	if s.Watch.LeaseDelaySeconds != nil {
-		t.add("lease delay", fmt.Sprintf("%.3fs", *s.Watch.LeaseDelaySeconds))
+		t.add("lease delay", seconds(*s.Watch.LeaseDelaySeconds))
 	}
-	t.add("pending changes", fmt.Sprintf("%d (oldest %.1fs)", s.PendingChanges, s.OldestPendingChangeSeconds))
+	t.add("pending changes", fmt.Sprintf("%d (oldest %s)", s.PendingChanges, seconds(s.OldestPendingChangeSeconds)))
 	t.add("stale findings", fmt.Sprint(s.Findings))
 	t.add("pending mismatches", fmt.Sprint(s.PendingMismatches))
 	if s.RSTProbe != nil {
 		t.add("rst probe", strings.TrimSpace(yesNo(s.RSTProbe.Up)+" "+s.RSTProbe.Mode+"  "+s.RSTProbe.Reason))
 	}
 	if s.RecommendedPreStopSeconds != nil {
-		t.add("recommended preStop", fmt.Sprintf("%.0fs", *s.RecommendedPreStopSeconds))
+		t.add("recommended preStop", preStop(*s.RecommendedPreStopSeconds))
 	}
 	for _, src := range s.Sources {
-		v := fmt.Sprintf("%s  %.3fs", upDown(src.Up), src.DurationSeconds)
+		v := upDown(src.Up) + "  " + seconds(src.DurationSeconds)
 		if src.Error != "" {
 			v += "  " + src.Error
 		}

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // Exit statuses: 0 ok / no findings, 1 findings, 2 error, 3 no view (the
@@ -198,4 +200,71 @@ func wrap(line string, width int, indent string) []string {
 		}
 	}
 	return append(out, cur)
+}
+
+// duration is how every table prints a duration: Go's compact notation
+// (850µs, 35ms, 35.2ms, 7.5s, 12.3s, 2m3s, 1h5m) with three significant
+// digits below a minute, whole seconds from a minute, whole minutes from an
+// hour, and no trailing zero unit ("2m", not "2m0s"). A negative duration
+// keeps its sign.
+func duration(d time.Duration) string {
+	if d < 0 {
+		return "-" + duration(-d)
+	}
+	switch {
+	case d >= time.Hour:
+		d = d.Round(time.Minute)
+	case d >= time.Minute:
+		d = d.Round(time.Second)
+	default:
+		unit := time.Duration(1)
+		for x := d; x >= 1000; x /= 10 {
+			unit *= 10
+		}
+		d = d.Round(unit)
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// seconds is duration for a number of seconds (the API's *_seconds
+// fields); "-" for a value that is no duration (NaN, infinite, beyond
+// time.Duration's range).
+func seconds(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > float64(math.MaxInt64)/float64(time.Second) {
+		return "-"
+	}
+	return duration(time.Duration(math.Round(v * float64(time.Second))))
+}
+
+// age is seconds for an optional value: "-" when absent.
+func age(s *float64) string {
+	if s == nil {
+		return "-"
+	}
+	return seconds(*s)
+}
+
+// timestamp is how the -o wide columns print a time: RFC 3339 in UTC, with
+// milliseconds when the time has any ("-" for the zero time).
+func timestamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.999Z07:00")
+}
+
+// clock is the time of day (UTC) the narrow tables print for a recent
+// event; -o wide prints the full timestamp.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("15:04:05.000")
 }
