@@ -47,10 +47,10 @@ func TestDuration(t *testing.T) {
 
 func TestTimestamp(t *testing.T) {
 	at := time.Date(2026, 11, 29, 15, 29, 52, 500e6, time.FixedZone("CET", 3600))
-	if got := timestamp(at); got != "2026-11-29T14:29:52.5Z" {
+	if got := timestamp(at); got != "2026-11-29T14:29:52.500Z" {
 		t.Errorf("timestamp = %q", got)
 	}
-	if got := timestamp(at.Truncate(time.Second)); got != "2026-11-29T14:29:52Z" {
+	if got := timestamp(at.Truncate(time.Second)); got != "2026-11-29T14:29:52.000Z" {
 		t.Errorf("timestamp = %q", got)
 	}
 	if got, want := clock(at), "14:29:52.500"; got != want {
