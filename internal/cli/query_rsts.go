@@ -88,6 +88,8 @@ func rstDirection(d string) string {
 		return "sent"
 	case "sent_to_watched":
 		return "received"
+	case "both_watched":
+		return "both"
 	}
 	return d
 }
