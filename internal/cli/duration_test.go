@@ -30,6 +30,7 @@ func TestDuration(t *testing.T) {
 		{time.Hour + 5*time.Minute + 29*time.Second, "1h5m"},
 		{3 * time.Hour, "3h"},
 		{-35 * time.Millisecond, "-35ms"},
+		{math.MinInt64, "-2562047h47m"},
 	} {
 		if got := duration(c.d); got != c.want {
 			t.Errorf("duration(%v) = %q, want %q", c.d, got, c.want)

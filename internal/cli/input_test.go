@@ -85,3 +85,15 @@ func TestDiffInputsStdinAndGzip(t *testing.T) {
 		t.Fatalf("two flags on standard input: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// TestDiffRefusesEmptyClusterOnStdin: a cluster file refused by the checks
+// is read again to name the mistake; on standard input that second read
+// gets the same bytes, and the refusal names standard input.
+func TestDiffRefusesEmptyClusterOnStdin(t *testing.T) {
+	pipeStdin(t, []byte(`{"apiVersion":"v1","kind":"List","items":[]}`))
+	var out, errb bytes.Buffer
+	code, _ := Run(Env{}, []string{"diff", "--node", "worker-a", "--cluster", "-", "--iptables-save", fixture.Path(t, "worker-a.iptables-save")}, &out, &errb)
+	if code != ExitError || out.Len() != 0 || !strings.HasPrefix(errb.String(), "netdrift diff: - (standard input) holds no Services and no EndpointSlices") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}

@@ -273,7 +273,7 @@ func wrap(line string, width int, indent string) []string {
 // keeps its sign.
 func duration(d time.Duration) string {
 	if d < 0 {
-		return "-" + duration(-d)
+		return "-" + duration(-max(d, -math.MaxInt64)) // -MinInt64 overflows
 	}
 	switch {
 	case d >= time.Hour:
