@@ -104,7 +104,7 @@ func RunDiff(args []string, stdout, stderr io.Writer) int {
 	if *out == "json" {
 		printJSON(stdout, rep)
 	} else {
-		printFindingsTable(stdout, rep.Node, rep.Datapath, rep.Findings, rep.Warnings)
+		printFindingsTable(stdout, rep.Node, rep.Datapath, rep.Findings, rep.Warnings, *out == "wide")
 	}
 	if len(findings) > 0 {
 		return ExitFindings
@@ -128,32 +128,47 @@ func loadCluster(paths []string, node string) (*watch.ClusterState, error) {
 	return cs, nil
 }
 
-func printFindingsTable(w io.Writer, node, dp string, fs []api.Finding, warnings []string) {
+func printFindingsTable(w io.Writer, node, dp string, fs []api.Finding, warnings []string, wide bool) {
 	fmt.Fprintf(w, "node %s  datapath %s  findings %d\n", node, dp, len(fs))
-	writeFindings(w, "KIND", fs)
+	writeFindings(w, "KIND", fs, wide)
 	for _, wn := range warnings {
 		fmt.Fprintln(w, "warning:", wn)
 	}
 }
 
 // writeFindings prints findings as a table that fits 100 columns, with each
-// finding's detail on the line below it.
-func writeFindings(w io.Writer, title string, fs []api.Finding) {
+// finding's detail on the line below it; wide cuts nothing and adds when
+// each finding was first seen (RFC 3339).
+func writeFindings(w io.Writer, title string, fs []api.Finding, wide bool) {
 	if len(fs) == 0 {
 		return
 	}
 	// The kind is never cut: it is what the reader acts on.
 	t := newTable(title, "SERVICE", "FRONTEND", "BACKEND", "AGE").limit(0, 26, 24, 22, 7).names(1, 2, 3)
+	if wide {
+		t = newTable(title, "SERVICE", "FRONTEND", "BACKEND", "AGE", "FIRST SEEN")
+	}
 	for _, f := range fs {
 		fe := f.Frontend
 		if fe == "" {
 			fe = f.Subject
 		}
-		t.add(f.Kind, dash(strings.TrimSuffix(f.Service+":"+f.Port, ":")), dash(fe), dash(f.Backend), age(f.AgeSeconds))
+		row := []string{f.Kind, dash(strings.TrimSuffix(f.Service+":"+f.Port, ":")), dash(fe), dash(f.Backend), age(f.AgeSeconds)}
+		if wide {
+			row = append(row, firstSeen(f.FirstSeen))
+		}
+		t.add(row...)
 		t.add("  ↳ " + f.Detail)
 		if f.Connections != nil {
 			t.add(fmt.Sprintf("  ↳ %d new connections sent to this backend while found", *f.Connections))
 		}
 	}
 	t.writeSpanning(w)
+}
+
+func firstSeen(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return timestamp(*t)
 }

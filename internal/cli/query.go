@@ -71,15 +71,6 @@ func dash(s string) string {
 	return s
 }
 
-func age(s *float64) string {
-	if s == nil {
-		return "-"
-	}
-	return (time.Duration(*s * float64(time.Second))).Round(100 * time.Millisecond).String()
-}
-
-func secs(v float64) string { return fmt.Sprintf("%.3fs", v) }
-
 func yesNo(b bool) string {
 	if b {
 		return "yes"

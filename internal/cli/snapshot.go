@@ -49,16 +49,35 @@ func RunSnapshot(args []string, stdout, stderr io.Writer) int {
 		printJSON(stdout, rep)
 		return ExitOK
 	}
-	fmt.Fprintf(stdout, "datapath %s  frontends %d\n", rep.Datapath, len(rep.Frontends))
-	t := newTable("FRONTEND", "KIND", "PROTO", "SERVICE", "ACTION", "BACKENDS").limit(24, 13, 5, 28, 7, 40).names(0, 3)
-	for _, f := range rep.Frontends {
-		t.add(f.Frontend, f.FrontendKind, f.Protocol, strings.TrimPrefix(f.Service+":"+f.Port, ":"), f.Action, strings.Join(f.Backends, ","))
-	}
-	t.write(stdout)
-	for _, w := range rep.Warnings {
-		fmt.Fprintln(stdout, "warning:", w)
-	}
+	printSnapshot(stdout, rep, *out == "wide")
 	return ExitOK
+}
+
+// backendsWidth is the room the snapshot table gives a frontend's backends
+// (-o wide: all of them).
+const backendsWidth = 40
+
+// printSnapshot is snapshot's table. A backend list longer than its column
+// shows its first backends and how many more there are; wide shows all.
+func printSnapshot(w io.Writer, rep api.SnapshotReport, wide bool) {
+	fmt.Fprintf(w, "datapath %s  frontends %d\n", rep.Datapath, len(rep.Frontends))
+	t := newTable("FRONTEND", "KIND", "PROTO", "SERVICE", "ACTION", "BACKENDS").limit(24, 13, 5, 28, 7, 0).names(0, 3).wide(wide)
+	room, more := backendsWidth, 0
+	if wide {
+		room = 0
+	}
+	for _, f := range rep.Frontends {
+		backends, n := listCell(f.Backends, room)
+		more += n
+		t.add(f.Frontend, f.FrontendKind, f.Protocol, strings.TrimPrefix(f.Service+":"+f.Port, ":"), f.Action, backends)
+	}
+	t.write(w)
+	if more > 0 {
+		fmt.Fprintln(w, moreNote(more, "more backends"))
+	}
+	for _, x := range rep.Warnings {
+		fmt.Fprintln(w, "warning:", x)
+	}
 }
 
 func snapshotReport(obs model.Observed) api.SnapshotReport {

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -29,6 +27,7 @@ func RunTraceRSTs(lister ServicesLister, args []string, stdout, stderr io.Writer
 	dur := fs.Duration("duration", 30*time.Second, "how long to watch")
 	mode := fs.String("mode", "", "force a probe mode (default: chosen from kernel features)")
 	out := fs.String("o", "table", "output: table or json")
+	watch := fs.Bool("watch", false, "print each RST as it arrives (time, sent/received, from -> to, reason); with -o json one JSON object per line")
 	if err := fs.Parse(args); err != nil {
 		return ExitError
 	}
@@ -58,8 +57,10 @@ func RunTraceRSTs(lister ServicesLister, args []string, stdout, stderr io.Writer
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	opts := rst.TraceOptions{IPs: list, Port: watchPort, Duration: *dur, JSON: *out == "json", Mode: m}
-	if err := runTrace(ctx, opts, resolved, stdout); err != nil {
+	opts := rst.TraceOptions{IPs: list, Port: watchPort, Duration: *dur, Mode: m}
+	o := &traceOutput{stdout: stdout, stderr: stderr, json: *out == "json", watch: *watch, resolved: resolved,
+		ips: list, port: watchPort, duration: *dur}
+	if err := runTrace(ctx, opts, o); err != nil {
 		if capture.IsPermission(err) && !strings.Contains(err.Error(), "CAP_") {
 			err = capture.ProbeHint(err)
 		}
@@ -69,30 +70,17 @@ func RunTraceRSTs(lister ServicesLister, args []string, stdout, stderr io.Writer
 	return ExitOK
 }
 
-// runTrace runs the trace and says which backends were watched for each
-// Service address: lines before the table, or a "services" member of the
-// JSON report.
-func runTrace(ctx context.Context, opts rst.TraceOptions, resolved []vipBackends, stdout io.Writer) error {
-	if len(resolved) == 0 {
-		return rst.RunTrace(ctx, opts, stdout)
+// runTrace runs the trace, printing through o: the attach line, the
+// events with --watch, the counts.
+func runTrace(ctx context.Context, opts rst.TraceOptions, o *traceOutput) error {
+	opts.Attached = o.attached
+	if o.watch {
+		opts.Event = o.event
 	}
-	var buf bytes.Buffer
-	if err := rst.RunTrace(ctx, opts, &buf); err != nil {
-		return err
-	}
-	if !opts.JSON {
-		_, err := io.WriteString(stdout, describeVIPs(resolved)+buf.String())
-		return err
-	}
-	var rep map[string]json.RawMessage
-	if err := json.Unmarshal(buf.Bytes(), &rep); err != nil {
-		return err
-	}
-	svcs, err := json.Marshal(resolved)
+	res, err := rst.Trace(ctx, opts)
 	if err != nil {
 		return err
 	}
-	rep["services"] = svcs
-	printJSON(stdout, rep)
+	o.result(res)
 	return nil
 }
