@@ -8,23 +8,23 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 )
 
-// RunStatus is `netdrift status`: readiness, sources and watch health
+// runStatus is `netdrift status`: readiness, sources and watch health
 // (/v1/status).
-func RunStatus(args []string, stdout, stderr io.Writer) int {
+func runStatus(q *queryFlags, stdout, stderr io.Writer) int {
 	var s api.Status
-	q, ok := fetch("status", "/v1/status", args, stderr, &s)
-	if !ok {
+	if !fetch(q, "/v1/status", stderr, &s) {
 		return ExitError
 	}
-	if q.out == "json" {
-		printJSON(stdout, s)
+	if q.document() {
+		q.print(stdout, s)
 	} else {
-		printStatus(stdout, s)
+		printStatus(stdout, s, q.wide())
 	}
 	return ExitOK
 }
 
-func printStatus(w io.Writer, s api.Status) {
+// printStatus writes the status table; wide adds the wide-only rows.
+func printStatus(w io.Writer, s api.Status, wide bool) {
 	t := newTable("FIELD", "VALUE").limit(0, 79) // 19 ("recommended preStop") + 2 + 79 = 100
 	t.add("node", s.Node)
 	t.add("datapath", s.Datapath+"  ("+s.DatapathReason+")")
@@ -67,12 +67,11 @@ func printStatus(w io.Writer, s api.Status) {
 	t.write(w)
 }
 
-// RunDrift is `netdrift drift`: the stale findings and pending mismatches
+// runDrift is `netdrift drift`: the stale findings and pending mismatches
 // (/v1/drift).
-func RunDrift(args []string, stdout, stderr io.Writer) int {
+func runDrift(q *queryFlags, stdout, stderr io.Writer) int {
 	var d api.Drift
-	q, ok := fetch("drift", "/v1/drift", args, stderr, &d)
-	if !ok {
+	if !fetch(q, "/v1/drift", stderr, &d) {
 		return ExitError
 	}
 	code := ExitOK
@@ -80,15 +79,16 @@ func RunDrift(args []string, stdout, stderr io.Writer) int {
 		code = ExitFindings
 	}
 	code = sayNoView(q, d.View, stdout, stderr, code)
-	if q.out == "json" {
-		printJSON(stdout, d)
+	if q.document() {
+		q.print(stdout, d)
 	} else {
-		printDrift(stdout, d)
+		printDrift(stdout, d, q.wide())
 	}
 	return code
 }
 
-func printDrift(w io.Writer, d api.Drift) {
+// printDrift writes the findings tables; wide adds the wide-only columns.
+func printDrift(w io.Writer, d api.Drift, wide bool) {
 	fmt.Fprintf(w, "node %s  datapath %s  findings %d  pending %d\n", d.Node, d.Datapath, len(d.Findings), len(d.Pending))
 	writeFindings(w, "STALE", d.Findings)
 	writeFindings(w, "PENDING", d.Pending)
