@@ -291,7 +291,7 @@ func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.L
 		g.Go(func() error { return serveHTTP(ctx, "--pprof-listen", f.pprofListen, pprofHandler(), log) })
 	}
 	if f.secureListen != "" {
-		h, tlsCfg, err := secureHandler(f, client, w.handler, log)
+		h, tlsCfg, err := secureHandler(ctx, f, client, w.handler, log)
 		if err != nil {
 			return err
 		}
