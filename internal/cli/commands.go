@@ -75,3 +75,19 @@ func newExplainCommand(env Env) *cobra.Command {
 	}
 	return cmd
 }
+
+// Run runs the responder command line args (args[0] the command) as the
+// netdrift binary would, and reports whether args[0] is a responder
+// command; a front end builds its tree with NewRoot and runs it with
+// Execute instead.
+func Run(env Env, args []string, stdout, stderr io.Writer) (int, bool) {
+	if len(args) == 0 {
+		return ExitError, false
+	}
+	for _, c := range NewCommands(env) {
+		if c.Name() == args[0] {
+			return Execute(context.Background(), NewRoot("netdrift", env), args, stdout, stderr), true
+		}
+	}
+	return ExitError, false
+}

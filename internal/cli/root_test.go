@@ -223,3 +223,35 @@ func TestNodeNeedsReach(t *testing.T) {
 		t.Errorf("--node with --agent: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestPluginRootName: the kubectl plugin's root, built under the name
+// "kubectl netdrift", names itself so in usage lines and errors.
+func TestPluginRootName(t *testing.T) {
+	var out, errb bytes.Buffer
+	root := NewRoot("kubectl netdrift", Env{})
+	if code := Execute(context.Background(), root, []string{"status", "--help"}, &out, &errb); code != ExitOK ||
+		!strings.Contains(out.String(), "kubectl netdrift status [flags]") {
+		t.Errorf("status --help: exit %d: %s", code, out.String())
+	}
+	root = NewRoot("kubectl netdrift", Env{})
+	if code := Execute(context.Background(), root, []string{"status", "--bogus"}, &out, &errb); code != ExitError ||
+		!strings.HasPrefix(errb.String(), "kubectl netdrift status: unknown flag: --bogus (see 'kubectl netdrift status --help')") {
+		t.Errorf("status --bogus: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestWideIsATable: -o wide of every query command is a table with the
+// default table's exit status and first line (the wide-only columns are
+// the renderers').
+func TestWideIsATable(t *testing.T) {
+	url := fixedAgent(t)
+	for _, args := range [][]string{{"status"}, {"drift"}, {"explain", "shop/web"}, {"lag"}, {"rsts"}} {
+		var table, wide, errb bytes.Buffer
+		tcode := run(Env{}, append(args, "--agent", url), &table, &errb)
+		wcode := run(Env{}, append(args, "--agent", url, "-o", "wide"), &wide, &errb)
+		first := strings.SplitN(table.String(), "\n", 2)[0]
+		if wcode != tcode || first == "" || !strings.HasPrefix(wide.String(), first) || errb.Len() != 0 {
+			t.Errorf("netdrift %s -o wide: exit %d (table %d), stderr %q, output %.80q", args[0], wcode, tcode, errb.String(), wide.String())
+		}
+	}
+}
