@@ -75,7 +75,7 @@ func NewRoot(name string, env Env, extra ...*cobra.Command) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// A bare program name is a usage error, as it always was.
+			// A bare program name is a usage error: the usage, on stderr, exit 2.
 			cmd.SetOut(cmd.ErrOrStderr())
 			_ = cmd.Help()
 			return exit(ExitError)

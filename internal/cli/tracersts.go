@@ -43,7 +43,9 @@ func newTraceRSTsCommand(list ServicesLister) *cobra.Command {
 	fs.StringVar(&f.ips, "ip", "", "`IP[,IP...]` to watch: pod IPs, or a Service's address with --cluster or a kubeconfig (its backends are watched)")
 	fs.UintVar(&f.port, "port", 0, "only RSTs on this `PORT` of the watched address (0 = any; the Service's port for a Service address)")
 	fs.StringArrayVar(&f.clusters, "cluster", nil, "`FILE` of cluster objects (kubectl get services,endpointslices -A -o json) to resolve Service addresses to their backends (repeatable)")
-	f.kube = AddKubeFlags(fs, ClientFlags())
+	kube := ClientFlags()
+	kube.ClusterName = nil // --cluster names cluster files here; --context selects the kubeconfig's cluster
+	f.kube = AddKubeFlags(fs, kube)
 	fs.DurationVar(&f.dur, "duration", 30*time.Second, "how long to watch")
 	fs.StringVar(&f.mode, "mode", "", "force a probe `MODE`: tracepoint, tp_btf or fentry (default: chosen from kernel features)")
 	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion("auto", "tracepoint", "tp_btf", "fentry"))
