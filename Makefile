@@ -14,7 +14,7 @@ all: build
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-LDFLAGS_VERSION := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+LDFLAGS_VERSION = -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS_VERSION)" -o $(BIN)/netdrift ./cmd/agent
