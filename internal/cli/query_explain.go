@@ -9,20 +9,27 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 )
 
-// RunExplain is `netdrift explain NAMESPACE/SERVICE`: the service's desired
+// serviceArg is explain's argument: NAMESPACE/NAME, or NAME with
+// -n NAMESPACE (as kubectl names an object).
+func serviceArg(arg, namespace string) (ns, name string, err error) {
+	ns, name, found := strings.Cut(arg, "/")
+	if !found {
+		ns, name = namespace, arg
+	}
+	switch {
+	case found && namespace != "" && namespace != ns:
+		return "", "", usagef("%s is in namespace %s, not -n %s: give one namespace", arg, ns, namespace)
+	case ns == "" || name == "" || strings.Contains(name, "/"):
+		return "", "", usagef("want NAMESPACE/NAME (or NAME with -n NAMESPACE), not %q", arg)
+	}
+	return ns, name, nil
+}
+
+// runExplain is `netdrift explain NAMESPACE/SERVICE`: the service's desired
 // and observed verdicts per frontend and its findings (/v1/services/...).
-func RunExplain(args []string, stdout, stderr io.Writer) int {
-	q, pos, ok := parseQuery("explain", args, stderr, 1)
-	if !ok {
-		return ExitError
-	}
-	ns, name, found := strings.Cut(pos[0], "/")
-	if !found || ns == "" || name == "" || strings.Contains(name, "/") {
-		fmt.Fprintln(stderr, "netdrift explain: want NAMESPACE/NAME")
-		return ExitError
-	}
+func runExplain(q *queryFlags, ns, name string, stdout, stderr io.Writer) int {
 	var v api.ServiceView
-	if !q.get("/v1/services/"+url.PathEscape(ns)+"/"+url.PathEscape(name), &v, stderr, "explain") {
+	if !q.get("/v1/services/"+url.PathEscape(ns)+"/"+url.PathEscape(name), &v, stderr) {
 		return ExitError
 	}
 	code := ExitOK
@@ -31,10 +38,10 @@ func RunExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	// Blind, "not known" is no answer: exit 3, not 2.
 	code = sayNoView(q, v.View, stdout, stderr, code)
-	if q.out == "json" {
-		printJSON(stdout, v)
+	if q.document() {
+		q.print(stdout, v)
 	} else {
-		printExplain(stdout, v, q.out == "wide")
+		printExplain(stdout, v, q.wide())
 	}
 	return code
 }

@@ -8,20 +8,19 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 )
 
-// RunLag is `netdrift lag`: the lag per change kind, the recent samples and
-// the changes not yet programmed (/v1/lag).
-func RunLag(args []string, stdout, stderr io.Writer) int {
+// runLag is `netdrift lag`: the lag per change kind, the recent samples and
+// the changes not yet programmed (/v1/lag). -o wide: q.wide().
+func runLag(q *queryFlags, stdout, stderr io.Writer) int {
 	var l api.Lag
-	q, ok := fetch("lag", "/v1/lag", args, stderr, &l)
-	if !ok {
+	if !fetch(q, "/v1/lag", stderr, &l) {
 		return ExitError
 	}
 	code := sayNoView(q, l.View, stdout, stderr, ExitOK)
-	if q.out == "json" {
-		printJSON(stdout, l)
+	if q.document() {
+		q.print(stdout, l)
 		return code
 	}
-	printLag(stdout, l, q.out == "wide")
+	printLag(stdout, l, q.wide())
 	return code
 }
 

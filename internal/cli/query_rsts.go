@@ -9,20 +9,19 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 )
 
-// RunRSTs is `netdrift rsts`: the RST counts by service and state and the
-// sampled events (/v1/rsts).
-func RunRSTs(args []string, stdout, stderr io.Writer) int {
+// runRSTs is `netdrift rsts`: the RST counts by service and state and the
+// sampled events (/v1/rsts). -o wide: q.wide().
+func runRSTs(q *queryFlags, stdout, stderr io.Writer) int {
 	var r api.RSTReport
-	q, ok := fetch("rsts", "/v1/rsts", args, stderr, &r)
-	if !ok {
+	if !fetch(q, "/v1/rsts", stderr, &r) {
 		return ExitError
 	}
 	code := sayNoView(q, r.View, stdout, stderr, ExitOK)
-	if q.out == "json" {
-		printJSON(stdout, r)
+	if q.document() {
+		q.print(stdout, r)
 		return code
 	}
-	printRSTs(stdout, r, q.out == "wide")
+	printRSTs(stdout, r, q.wide())
 	return code
 }
 

@@ -8,18 +8,17 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 )
 
-// RunStatus is `netdrift status`: readiness, sources and watch health
+// runStatus is `netdrift status`: readiness, sources and watch health
 // (/v1/status).
-func RunStatus(args []string, stdout, stderr io.Writer) int {
+func runStatus(q *queryFlags, stdout, stderr io.Writer) int {
 	var s api.Status
-	q, ok := fetch("status", "/v1/status", args, stderr, &s)
-	if !ok {
+	if !fetch(q, "/v1/status", stderr, &s) {
 		return ExitError
 	}
-	if q.out == "json" {
-		printJSON(stdout, s)
+	if q.document() {
+		q.print(stdout, s)
 	} else {
-		printStatus(stdout, s, q.out == "wide")
+		printStatus(stdout, s, q.wide())
 	}
 	return ExitOK
 }
@@ -78,12 +77,11 @@ func printStatus(w io.Writer, s api.Status, wide bool) {
 	t.write(w)
 }
 
-// RunDrift is `netdrift drift`: the stale findings and pending mismatches
+// runDrift is `netdrift drift`: the stale findings and pending mismatches
 // (/v1/drift).
-func RunDrift(args []string, stdout, stderr io.Writer) int {
+func runDrift(q *queryFlags, stdout, stderr io.Writer) int {
 	var d api.Drift
-	q, ok := fetch("drift", "/v1/drift", args, stderr, &d)
-	if !ok {
+	if !fetch(q, "/v1/drift", stderr, &d) {
 		return ExitError
 	}
 	code := ExitOK
@@ -91,10 +89,10 @@ func RunDrift(args []string, stdout, stderr io.Writer) int {
 		code = ExitFindings
 	}
 	code = sayNoView(q, d.View, stdout, stderr, code)
-	if q.out == "json" {
-		printJSON(stdout, d)
+	if q.document() {
+		q.print(stdout, d)
 	} else {
-		printDrift(stdout, d, q.out == "wide")
+		printDrift(stdout, d, q.wide())
 	}
 	return code
 }

@@ -2,10 +2,11 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/capture"
@@ -14,42 +15,57 @@ import (
 	"github.com/netdrift/netdrift/internal/watch"
 )
 
-func RunSnapshot(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var dumps dumpFlags
-	var clusters multiFlag
-	dumps.register(fs)
-	fs.Var(&clusters, "cluster", "optional cluster objects, to name comment-less chains (repeatable)")
-	node := fs.String("node", "", "node name, with --cluster")
-	out := fs.String("o", "table", "output: table or json")
-	if err := fs.Parse(args); err != nil {
-		return ExitError
+// snapshotFlags are the flags of `netdrift snapshot`.
+type snapshotFlags struct {
+	node     string
+	clusters []string
+	dumps    dumpFlags
+	*output
+}
+
+func newSnapshotCommand() *cobra.Command {
+	f := &snapshotFlags{}
+	cmd := &cobra.Command{
+		Use:     "snapshot (--iptables-save FILE | --nft-json FILE | ... | --netns NAME)",
+		Short:   "print the observed datapath (from a dump or the live kernel)",
+		Example: "  netdrift snapshot --iptables-save worker-a.iptables-save -o yaml",
+		Args:    exactArgs(0),
 	}
-	if err := checkOutput(*out); err != nil {
-		fmt.Fprintln(stderr, "netdrift snapshot:", err)
-		return ExitError
+	fs := cmd.Flags()
+	f.dumps.register(fs)
+	fs.StringArrayVar(&f.clusters, "cluster", nil, "optional `FILE` of cluster objects, to name comment-less chains (repeatable)")
+	fs.StringVar(&f.node, "node", "", "`NODE` name, with --cluster")
+	f.output = addOutputFlag(cmd, allOutputs...)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := f.check(); err != nil {
+			return err
+		}
+		return exit(runSnapshot(f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 	}
+	return cmd
+}
+
+func runSnapshot(f *snapshotFlags, stdout, stderr io.Writer) int {
 	desired := model.Desired{}
-	if len(clusters) > 0 {
-		cs, err := clusterfile.LoadFiles(clusters...)
+	if len(f.clusters) > 0 {
+		cs, err := clusterfile.LoadFiles(f.clusters...)
 		if err != nil {
 			fmt.Fprintln(stderr, "netdrift snapshot:", err)
 			return ExitError
 		}
-		desired = watch.Expected(*node, cs)
+		desired = watch.Expected(f.node, cs)
 	}
-	obs, err := capture.Observe(context.Background(), dumps.Files, desired)
+	obs, err := capture.Observe(context.Background(), f.dumps.Files, desired)
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift snapshot:", err)
 		return ExitError
 	}
 	rep := snapshotReport(obs.Observed)
-	if *out == "json" {
-		printJSON(stdout, rep)
+	if f.document() {
+		f.print(stdout, rep)
 		return ExitOK
 	}
-	printSnapshot(stdout, rep, *out == "wide")
+	printSnapshot(stdout, rep, f.wide())
 	return ExitOK
 }
 

@@ -1,10 +1,9 @@
 // Package cli holds netdrift's responder commands: the queries of a running
 // agent (status, drift, explain, lag, rsts), the offline analysis of captures
-// (diff, snapshot) and trace-rsts. Tables for people, -o json for tools.
+// (diff, snapshot) and trace-rsts. Tables for people, -o json|yaml for tools.
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -150,19 +149,6 @@ func (t *table) collides(col int) bool {
 		seen[short] = r[col]
 	}
 	return false
-}
-
-func printJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func checkOutput(o string) error {
-	if o != "table" && o != "json" {
-		return fmt.Errorf("-o must be table or json, not %q", o)
-	}
-	return nil
 }
 
 // writeSpanning is write, but a row with a single cell is printed as is,

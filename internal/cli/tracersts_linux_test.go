@@ -139,7 +139,10 @@ func runTraceUntil(t *testing.T, args []string, act func(), ready func([]streamL
 	t.Helper()
 	log := newStreamLog()
 	done := make(chan int, 1)
-	go func() { done <- RunTraceRSTs(nil, args, streamWriter{log, "stdout"}, streamWriter{log, "stderr"}) }()
+	go func() {
+		code, _ := Run(Env{}, append([]string{"trace-rsts"}, args...), streamWriter{log, "stdout"}, streamWriter{log, "stderr"})
+		done <- code
+	}()
 	select {
 	case <-log.attached:
 	case code := <-done:
