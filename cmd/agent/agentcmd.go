@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -19,10 +18,10 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/cli"
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/nodecheck"
@@ -219,30 +218,6 @@ func runAgent(fs *pflag.FlagSet, f agentFlags, stderr io.Writer) int {
 	return cli.ExitOK
 }
 
-// loadConfig is the API client configuration as client-go's tools find it:
-// the kubeconfig flags when one is given (clientcmd's loading rules, with
-// --context, --server ... as overrides), else $KUBECONFIG, else the
-// in-cluster configuration in a pod, else ~/.kube/config.
-func loadConfig(kube cli.KubeConfig) (*rest.Config, error) {
-	if !kube.Explicit() {
-		cfg, err := rest.InClusterConfig()
-		if err == nil {
-			return cfg, nil
-		}
-		if !errors.Is(err, rest.ErrNotInCluster) {
-			return nil, err
-		}
-	}
-	if !kube.Explicit() {
-		// Left to itself clientcmd would fall back to localhost:8080.
-		raw, err := kube.Flags.ToRawKubeConfigLoader().RawConfig()
-		if err == nil && len(raw.Clusters) == 0 || clientcmd.IsEmptyConfig(err) {
-			return nil, errors.New("no API client configuration: not in a pod, no ~/.kube/config; pass --kubeconfig FILE or set $KUBECONFIG")
-		}
-	}
-	return kube.Flags.ToRESTConfig()
-}
-
 // restConfig is the agent's client configuration. Compression is off
 // unless asked for: a watch stream that began as a streaming list stays
 // gzipped for its whole life, so every delivery is inflated frame by
@@ -250,7 +225,7 @@ func loadConfig(kube cli.KubeConfig) (*rest.Config, error) {
 // cluster network; the control plane's own components turn it off for
 // the same reason.
 func restConfig(kube cli.KubeConfig, compression bool) (*rest.Config, error) {
-	cfg, err := loadConfig(kube)
+	cfg, err := kube.Load()
 	if err != nil {
 		return nil, err
 	}
@@ -286,33 +261,18 @@ func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.L
 	defer w.close()
 	g, ctx := errgroup.WithContext(ctx)
 	w.start(ctx, g)
-	g.Go(func() error { return serveHTTP(ctx, "--listen", f.listen, w.handler, log) })
+	g.Go(func() error { return api.Serve(ctx, "--listen", f.listen, w.handler, nil, log) })
 	if f.pprofListen != "" {
-		g.Go(func() error { return serveHTTP(ctx, "--pprof-listen", f.pprofListen, pprofHandler(), log) })
+		g.Go(func() error { return api.Serve(ctx, "--pprof-listen", f.pprofListen, pprofHandler(), nil, log) })
 	}
 	if f.secureListen != "" {
 		h, tlsCfg, err := secureHandler(ctx, f, client, w.handler, log)
 		if err != nil {
 			return err
 		}
-		g.Go(func() error { return serveTLS(ctx, f.secureListen, h, tlsCfg, log) })
+		g.Go(func() error { return api.Serve(ctx, "--secure-listen", f.secureListen, h, tlsCfg, log) })
 	}
 	return g.Wait()
-}
-
-// serveHTTP serves h on addr (given by flag) until ctx ends.
-func serveHTTP(ctx context.Context, flagName, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("%s: %w", flagName, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() { <-ctx.Done(); _ = srv.Close() }()
-	log.Info("serving", "addr", ln.Addr().String())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 // agentProcs sets GOMAXPROCS: 1 by default. The agent's work is one loop

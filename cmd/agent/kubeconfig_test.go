@@ -54,7 +54,7 @@ func TestLoadConfigOrder(t *testing.T) {
 		{[]string{"--kubeconfig", fromFlag}, "https://192.0.2.20:6443"},
 		{[]string{"--server", "https://192.0.2.30:6443"}, "https://192.0.2.30:6443"},
 	} {
-		cfg, err := loadConfig(kubeconfigFlags(t, c.args...))
+		cfg, err := kubeconfigFlags(t, c.args...).Load()
 		if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
@@ -62,7 +62,7 @@ func TestLoadConfigOrder(t *testing.T) {
 			t.Errorf("%v with $KUBECONFIG=%s: host %q token %q, want %s and the file's token", c.args, fromEnv, cfg.Host, cfg.BearerToken, c.host)
 		}
 	}
-	if _, err := loadConfig(kubeconfigFlags(t, "--context", "nonexistent")); err == nil {
+	if _, err := kubeconfigFlags(t, "--context", "nonexistent").Load(); err == nil {
 		t.Error("--context nonexistent: no error")
 	}
 	// No flag, no $KUBECONFIG, in a pod: the in-cluster configuration
@@ -72,12 +72,12 @@ func TestLoadConfigOrder(t *testing.T) {
 	}
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("HOME", t.TempDir())
-	if _, err := loadConfig(kubeconfigFlags(t)); err == nil || !contains(err.Error(), "serviceaccount") {
+	if _, err := kubeconfigFlags(t).Load(); err == nil || !contains(err.Error(), "serviceaccount") {
 		t.Errorf("in a pod without $KUBECONFIG: %v, want the in-cluster token's error", err)
 	}
 	// Not in a pod, nothing configured: an error saying what to pass.
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	if _, err := loadConfig(kubeconfigFlags(t)); err == nil || !contains(err.Error(), "--kubeconfig") {
+	if _, err := kubeconfigFlags(t).Load(); err == nil || !contains(err.Error(), "--kubeconfig") {
 		t.Errorf("nothing configured: %v, want a hint naming --kubeconfig", err)
 	}
 }

@@ -12,10 +12,10 @@ import (
 )
 
 // servicesFromAPI is the CLI's ServicesLister: trace-rsts resolves Service
-// addresses with the agent's own client settings (loadConfig: the
+// addresses with the agent's own client settings (KubeConfig.Load: the
 // kubeconfig flags, $KUBECONFIG, in-cluster, ~/.kube/config).
 func servicesFromAPI(ctx context.Context, kube cli.KubeConfig) (*watch.ClusterState, error) {
-	cfg, err := loadConfig(kube)
+	cfg, err := kube.Load()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}

@@ -6,48 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/spf13/pflag"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-
 	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/watch"
 )
-
-// KubeConfig is a command's API client configuration: kubectl's flags
-// (--kubeconfig, --context, --server, --token ...; cli-runtime's
-// ConfigFlags) and the flag set they were parsed with.
-type KubeConfig struct {
-	Flags *genericclioptions.ConfigFlags
-	set   *pflag.FlagSet
-}
-
-// ClientFlags are kubectl's client flags without those a command that
-// lists cluster-wide and keeps no discovery cache has no use for
-// (-n/--namespace, --cache-dir); a command nils more before AddKubeFlags.
-func ClientFlags() *genericclioptions.ConfigFlags {
-	cf := genericclioptions.NewConfigFlags(false)
-	cf.Namespace, cf.CacheDir = nil, nil
-	return cf
-}
-
-// AddKubeFlags registers cf's flags on fs.
-func AddKubeFlags(fs *pflag.FlagSet, cf *genericclioptions.ConfigFlags) KubeConfig {
-	own := pflag.NewFlagSet("kubeconfig", pflag.ContinueOnError)
-	cf.AddFlags(own)
-	fs.AddFlagSet(own)
-	return KubeConfig{Flags: cf, set: own}
-}
-
-// Explicit reports whether the user chose an API client configuration: a
-// kubeconfig flag given, or $KUBECONFIG set. Without either, a command in
-// a pod uses the in-cluster configuration.
-func (k KubeConfig) Explicit() bool {
-	given := os.Getenv("KUBECONFIG") != ""
-	if k.set != nil {
-		k.set.VisitAll(func(f *pflag.Flag) { given = given || f.Changed })
-	}
-	return given
-}
 
 // ServicesLister lists the cluster's Services and EndpointSlices through
 // the API with the configuration kube says. The binary provides it (Env;
