@@ -1,0 +1,103 @@
+package reach
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+)
+
+// forward port-forwards an ephemeral local port on 127.0.0.1 to port of
+// pod, through the API server, and returns the local port and the release
+// function that stops the forward and waits for it to end.
+func (r *Reacher) forward(ctx context.Context, pod string, port int) (int, func(), error) {
+	dialer, err := r.dialer(pod)
+	if err != nil {
+		return 0, nil, err
+	}
+	fwdCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ready := make(chan struct{})
+	pf, err := portforward.NewOnAddressesWithContext(fwdCtx, dialer, []string{"127.0.0.1"},
+		[]string{"0:" + strconv.Itoa(port)}, ready, io.Discard, r.ErrOut)
+	if err != nil {
+		cancel()
+		return 0, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- pf.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		if err == nil {
+			err = errors.New("port-forward ended before it was ready")
+		}
+		return 0, nil, err
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return 0, nil, ctx.Err()
+	}
+	ports, err := pf.GetPorts()
+	if err != nil || len(ports) != 1 {
+		cancel()
+		<-done
+		return 0, nil, fmt.Errorf("port-forward: local port: %v", err)
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { cancel(); <-done }) }
+	return int(ports[0].Local), release, nil
+}
+
+// dialer is kubectl port-forward's: WebSockets (SPDY tunnelled over a
+// WebSocket) first, SPDY when the API server refuses the upgrade or an
+// HTTPS proxy is in the way.
+func (r *Reacher) dialer(pod string) (httpstream.Dialer, error) {
+	u := r.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(r.namespace).
+		Name(pod).SubResource("portforward").URL()
+	transport, upgrader, err := spdy.RoundTripperFor(r.cfg)
+	if err != nil {
+		return nil, err
+	}
+	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	ws, err := portforward.NewSPDYOverWebsocketDialer(u, r.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return portforward.NewFallbackDialer(ws, spdyDialer, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	}), nil
+}
+
+// explainForwardError asks the API server whether the caller may create
+// pods/portforward (a SelfSubjectAccessReview, which every authenticated
+// user may create) so a refusal names the missing permission.
+func (r *Reacher) explainForwardError(ctx context.Context, pod, node string, err error) error {
+	allowed, reviewErr := r.mayPortForward(ctx, pod)
+	if reviewErr == nil && !allowed {
+		return fmt.Errorf("you may not port-forward to the agent pod %s on node %q: the responder needs RBAC verb create on pods/portforward in namespace %q (the chart's netdrift-responder Role; docs/install.md): %w",
+			pod, node, r.namespace, err)
+	}
+	return fmt.Errorf("port-forward to the agent pod %s/%s on node %q: %w", r.namespace, pod, node, err)
+}
+
+func (r *Reacher) mayPortForward(ctx context.Context, pod string) (bool, error) {
+	review := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authzv1.ResourceAttributes{
+			Namespace: r.namespace, Verb: "create", Resource: "pods", Subresource: "portforward", Name: pod,
+		}}}
+	got, err := r.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return got.Status.Allowed, nil
+}
