@@ -12,6 +12,7 @@ all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN)/netdrift ./cmd/agent
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN)/kubectl-netdrift ./cmd/kubectl-netdrift
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
