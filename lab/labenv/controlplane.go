@@ -42,6 +42,8 @@ func (l *Lab) apiserverArgs() []string {
 		"--service-account-signing-key-file=" + p.SAKey,
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=Node,RBAC",
+		// The kubelet stand-ins (nodestream.go) by node IP: lab node names do not resolve.
+		"--kubelet-preferred-address-types=InternalIP",
 		// Pods here run no containers and mount nothing; skipping the
 		// ServiceAccount admission avoids racing the controller that
 		// creates the "default" account (Options.ServiceAccountAdmission).
