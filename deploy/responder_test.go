@@ -20,7 +20,7 @@ func TestResponderRole(t *testing.T) {
 	}
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"get", "create"}},
 	}
 	if !reflect.DeepEqual(r.Rules, want) {
 		t.Errorf("rules %+v\nwant %+v", r.Rules, want)

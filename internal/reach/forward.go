@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	authzv1 "k8s.io/api/authorization/v1"
@@ -78,22 +79,37 @@ func (r *Reacher) dialer(pod string) (httpstream.Dialer, error) {
 	}), nil
 }
 
-// explainForwardError asks the API server whether the caller may create
-// pods/portforward (a SelfSubjectAccessReview, which every authenticated
+// portForwardVerbs are the verbs pods/portforward is authorized with: the
+// WebSocket upgrade (a GET) is checked as get and as create, the SPDY one
+// (a POST) as create.
+var portForwardVerbs = []string{"get", "create"}
+
+// explainForwardError asks the API server which verbs on pods/portforward
+// the caller lacks (SelfSubjectAccessReviews, which every authenticated
 // user may create) so a refusal names the missing permission.
 func (r *Reacher) explainForwardError(ctx context.Context, pod, node string, err error) error {
-	allowed, reviewErr := r.mayPortForward(ctx, pod)
-	if reviewErr == nil && !allowed {
-		return fmt.Errorf("you may not port-forward to the agent pod %s on node %q: the responder needs RBAC verb create on pods/portforward in namespace %q (the chart's netdrift-responder Role; docs/install.md): %w",
-			pod, node, r.namespace, err)
+	var missing []string
+	for _, verb := range portForwardVerbs {
+		allowed, reviewErr := r.may(ctx, verb, pod)
+		if reviewErr != nil {
+			missing = nil
+			break
+		}
+		if !allowed {
+			missing = append(missing, verb)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("you may not port-forward to the agent pod %s on node %q: the responder needs RBAC verbs get and create on pods/portforward in namespace %q, and lacks %s (the chart's netdrift-responder Role; docs/install.md): %w",
+			pod, node, r.namespace, strings.Join(missing, " and "), err)
 	}
 	return fmt.Errorf("port-forward to the agent pod %s/%s on node %q: %w", r.namespace, pod, node, err)
 }
 
-func (r *Reacher) mayPortForward(ctx context.Context, pod string) (bool, error) {
+func (r *Reacher) may(ctx context.Context, verb, pod string) (bool, error) {
 	review := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authzv1.ResourceAttributes{
-			Namespace: r.namespace, Verb: "create", Resource: "pods", Subresource: "portforward", Name: pod,
+			Namespace: r.namespace, Verb: verb, Resource: "pods", Subresource: "portforward", Name: pod,
 		}}}
 	got, err := r.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {

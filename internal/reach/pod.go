@@ -57,7 +57,7 @@ func podState(p *corev1.Pod) string {
 // listError turns a failed LIST into advice; Forbidden names the permission.
 func listError(err error, ns string) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("you may not list pods in namespace %q: the responder needs RBAC verbs get and list on pods and create on pods/portforward there (the chart's netdrift-responder Role; docs/install.md): %w", ns, err)
+		return fmt.Errorf("you may not list pods in namespace %q: the responder needs RBAC verbs get and list on pods and get and create on pods/portforward there (the chart's netdrift-responder Role; docs/install.md): %w", ns, err)
 	}
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("namespace %q not found: pass the agents' namespace with -n: %w", ns, err)

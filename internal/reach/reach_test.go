@@ -2,9 +2,11 @@ package reach
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,5 +147,31 @@ func TestReachNeedsANode(t *testing.T) {
 	}
 	if _, _, err := r.Reach(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "--node") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestExplainForwardErrorNamesMissingVerbs(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview)
+		r.Status.Allowed = r.Spec.ResourceAttributes.Verb == "create" // create granted, get not
+		return true, r, nil
+	})
+	r := newWith(nil, cs, "ops")
+	err := r.explainForwardError(context.Background(), "netdrift-x", "n1", errors.New("upgrade refused"))
+	for _, want := range []string{"you may not port-forward", `namespace "ops"`, "lacks get (", "upgrade refused"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	cs = fake.NewClientset()
+	cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview)
+		r.Status.Allowed = true
+		return true, r, nil
+	})
+	err = newWith(nil, cs, "ops").explainForwardError(context.Background(), "netdrift-x", "n1", errors.New("connection reset"))
+	if strings.Contains(err.Error(), "may not") || !strings.Contains(err.Error(), "connection reset") {
+		t.Errorf("allowed caller: %q", err)
 	}
 }
