@@ -15,17 +15,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/klog/v2"
 )
 
 // forward port-forwards an ephemeral local port on 127.0.0.1 to port of
 // pod, through the API server, and returns the local port and the release
 // function that stops the forward and waits for it to end.
-func (r *Reacher) forward(ctx context.Context, pod string, port int) (int, func(), error) {
+func (r *Reacher) forward(ctx context.Context, pod string, port int, errs *lastError) (int, func(), error) {
 	dialer, err := r.dialer(pod)
 	if err != nil {
 		return 0, nil, err
 	}
-	fwdCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The forward outlives ctx (until release); its errors go to errs.
+	fwdCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), errs.logger()))
 	ready := make(chan struct{})
 	pf, err := portforward.NewOnAddressesWithContext(fwdCtx, dialer, []string{"127.0.0.1"},
 		[]string{"0:" + strconv.Itoa(port)}, ready, io.Discard, r.ErrOut)

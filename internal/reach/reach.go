@@ -68,9 +68,16 @@ func (r *Reacher) Reach(ctx context.Context, node string) (baseURL string, relea
 		return "", nil, err
 	}
 	port := agentPort(pod)
-	local, release, err := r.forward(ctx, pod.Name, port)
+	errs := &lastError{}
+	local, release, err := r.forward(ctx, pod.Name, port, errs)
 	if err != nil {
 		return "", nil, r.explainForwardError(ctx, pod.Name, node, err)
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", local), release, nil
+	base := fmt.Sprintf("http://127.0.0.1:%d", local)
+	if err := probe(ctx, base, errs); err != nil {
+		release()
+		return "", nil, fmt.Errorf("the agent on node %q does not answer on port %d of pod %s/%s (Running): %w; see kubectl -n %s logs %s",
+			node, port, r.namespace, pod.Name, err, r.namespace, pod.Name)
+	}
+	return base, release, nil
 }

@@ -3,6 +3,8 @@ package reach
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -173,5 +175,29 @@ func TestExplainForwardErrorNamesMissingVerbs(t *testing.T) {
 	err = newWith(nil, cs, "ops").explainForwardError(context.Background(), "netdrift-x", "n1", errors.New("connection reset"))
 	if strings.Contains(err.Error(), "may not") || !strings.Contains(err.Error(), "connection reset") {
 		t.Errorf("allowed caller: %q", err)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer ok.Close()
+	if err := probe(context.Background(), ok.URL, &lastError{}); err != nil {
+		t.Errorf("healthy agent: %v", err)
+	}
+	errs := &lastError{}
+	errs.logger().Error(errors.New("dial tcp 10.0.0.1:9760: connect: connection refused"), "An error occurred forwarding")
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	if err := probe(context.Background(), closed.URL, errs); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("refused forward: %v, want the forward's logged error", err)
+	}
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
+	defer bad.Close()
+	if err := probe(context.Background(), bad.URL, &lastError{}); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("503: %v", err)
 	}
 }

@@ -82,6 +82,22 @@ func testPlugin(t *testing.T, e *env) {
 		t.Errorf("unknown node: exit %d, stderr %q", code, stderr)
 	}
 
+	// An agent that does not listen: its pod is Running, the forward's dial fails.
+	if err := l.StopAgent("node-3"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runPlugin(t, l, bin, l.Kubeconfig(), "status", "--node", "node-3")
+	t.Logf("agent on node-3 stopped: exit %d, stderr:\n%s", code, stderr)
+	if code != 2 || !strings.Contains(stderr, `the agent on node "node-3" does not answer on port 9760`) || !strings.Contains(stderr, "connection refused") {
+		t.Errorf("agent not listening: exit %d, want 2 and the refused dial", code)
+	}
+	if _, err := l.StartAgent("node-3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitAgentsReady(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+
 	testPluginClusterDrift(t, e, bin)
 }
 
