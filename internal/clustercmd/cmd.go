@@ -20,7 +20,7 @@ const (
 	ExitNoView   = 3
 )
 
-// ExitError is returned by a command whose answer has a non-zero exit
+// exitError is returned by a command whose answer has a non-zero exit
 // status; the answer has been printed.
 type exitError struct{ code int }
 

@@ -76,6 +76,23 @@ func TestClusterDriftCommand(t *testing.T) {
 	}
 }
 
+func TestClusterStatusAndLagCommands(t *testing.T) {
+	r := nr("node-1", "v1", 0, true)
+	r.Report.Heartbeat.Time = time.Now()
+	r.Report.Lag = report.Lag{Samples: 3, ByKind: map[string]report.Percentiles{"all": {Count: 3, P50: 0.2, P90: 0.5, P99: 0.9, Max: 0.9}}}
+	var seen []string
+	srv := apiServer(t, []string{"node-1", "node-2"}, []report.NodeReport{r}, &seen)
+	defer srv.Close()
+	out, err := runCmd(t, srv, "status", "-o", "yaml")
+	if ExitCode(err) != ExitFindings || !strings.Contains(out, "kind: ClusterStatus") || !strings.Contains(out, "missing: 1") {
+		t.Errorf("status -o yaml: exit %d (node-2 has no agent: want 1):\n%s", ExitCode(err), out)
+	}
+	out, err = runCmd(t, srv, "lag")
+	if ExitCode(err) != ExitOK || !strings.Contains(out, "node-1  ok     3        200ms  500ms  900ms") || !strings.Contains(out, "no lag samples: node-2") {
+		t.Errorf("lag: exit %d:\n%s", ExitCode(err), out)
+	}
+}
+
 func TestClusterCommandRefusesBadInputBeforeAnyRequest(t *testing.T) {
 	var seen []string
 	srv := apiServer(t, nil, nil, &seen)
