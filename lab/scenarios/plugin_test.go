@@ -150,6 +150,18 @@ func testPluginClusterDrift(t *testing.T, e *env, bin string) {
 	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Kind != "ClusterDrift" || len(d.Nodes) != 1 || d.Nodes[0].Node != "node-2" {
 		t.Errorf("-o json: %v %s", err, out)
 	}
+
+	// cluster status: every agent reports, current; node-2 alone has findings.
+	out, stderr, code = runPlugin(t, l, bin, l.Kubeconfig(), "cluster", "status", "-o", "json")
+	var s struct {
+		Kind    string `json:"kind"`
+		Summary struct {
+			Nodes, OK, WithFindings int
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 || s.Kind != "ClusterStatus" || s.Summary.Nodes != 3 || s.Summary.OK != 3 || s.Summary.WithFindings != 1 {
+		t.Errorf("cluster status: exit %d, %v, stdout %s, stderr %s", code, err, out, stderr)
+	}
 }
 
 func pluginBinary(t *testing.T) string {
