@@ -12,14 +12,18 @@
 // <node IP>:<port> where a kubelet's runtime would dial localhost:<port> in
 // the pod's network namespace.
 //
-// The API server is not authenticated (a kubelet checks its client
-// certificate): nodestream listens only on the lab bridge, which nothing
-// outside the lab's namespaces reaches.
+// As a kubelet's, the server requires a client certificate signed by
+// --client-ca-file (the API server's --kubelet-client-certificate) and
+// serves one the API server verifies (--kubelet-certificate-authority).
+// Any holder of such a certificate may forward: a kubelet would also ask
+// the API server whether the caller may (SubjectAccessReview); the lab's
+// only such caller is the API server.
 package main
 
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,24 +39,27 @@ import (
 func main() {
 	listen := flag.String("listen", "", "address to serve TLS on: <node IP>:10250")
 	dialIP := flag.String("dial-ip", "", "the node IP forwarded streams connect to")
+	certFile := flag.String("tls-cert-file", "", "serving certificate")
+	keyFile := flag.String("tls-key-file", "", "serving certificate's key")
+	clientCA := flag.String("client-ca-file", "", "CA of the client certificates accepted (the API server's)")
 	flag.Parse()
-	if err := run(*listen, *dialIP); err != nil {
+	if err := run(*listen, *dialIP, *certFile, *keyFile, *clientCA); err != nil {
 		log.Fatalf("nodestream: %v", err)
 	}
 }
 
-func run(listen, dialIP string) error {
-	if listen == "" || net.ParseIP(dialIP) == nil {
-		return errors.New("need --listen <node IP>:10250 and --dial-ip <node IP>")
+func run(listen, dialIP, certFile, keyFile, clientCA string) error {
+	if listen == "" || net.ParseIP(dialIP) == nil || certFile == "" || keyFile == "" || clientCA == "" {
+		return errors.New("need --listen <node IP>:10250, --dial-ip <node IP>, --tls-cert-file, --tls-key-file and --client-ca-file")
 	}
-	cert, err := selfSigned(dialIP)
+	tlsConfig, err := serverTLS(certFile, keyFile, clientCA)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
 		Addr:              listen,
 		Handler:           newHandler(dialIP),
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		// No HTTP/2: SPDY and WebSocket upgrades need HTTP/1.1.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
@@ -71,4 +78,22 @@ func run(listen, dialIP string) error {
 		return err
 	}
 	return nil
+}
+
+// serverTLS serves certFile and requires client certificates signed by clientCA.
+func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	pem, err := os.ReadFile(clientCA)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate", clientCA)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
+		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil
 }
