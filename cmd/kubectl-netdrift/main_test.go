@@ -44,3 +44,11 @@ func TestUnreadableKubeconfig(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
+
+func TestBadAgentSelector(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"status", "--node", "n1", "--agent-selector", "app in (", "--server", "https://127.0.0.1:1"}, &out, &errb)
+	if code != cli.ExitError || !strings.Contains(errb.String(), `agent selector "app in ("`) {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}

@@ -34,32 +34,36 @@ var nodeCommandList = []nodeCommand{
 func nodeCommands(kube *genericclioptions.ConfigFlags, code *int) []*cobra.Command {
 	var out []*cobra.Command
 	for _, nc := range nodeCommandList {
-		var node, output string
+		var node, output, selector string
 		c := &cobra.Command{
 			Use: nc.use, Short: nc.short, Args: cobra.ExactArgs(nc.args),
 			RunE: func(c *cobra.Command, args []string) error {
 				if node == "" {
 					return errNoNode
 				}
-				*code = askNode(c, kube, nc.name, node, output, args)
+				*code = askNode(c, kube, nc.name, node, output, selector, args)
 				return nil
 			},
 		}
 		c.Flags().StringVar(&node, "node", "", "the node whose agent to ask")
 		c.Flags().StringVarP(&output, "output", "o", "table", "output: table or json")
+		c.Flags().StringVar(&selector, "agent-selector", reach.AgentSelector, "label selector of the agent pods (the chart's DaemonSet)")
 		out = append(out, c)
 	}
 	return out
 }
 
 // askNode reaches node's agent and runs the responder command against it.
-func askNode(c *cobra.Command, kube *genericclioptions.ConfigFlags, name, node, output string, args []string) int {
+func askNode(c *cobra.Command, kube *genericclioptions.ConfigFlags, name, node, output, selector string, args []string) int {
 	cfg, err := kube.ToRESTConfig()
 	if err != nil {
 		c.PrintErrf("kubectl netdrift %s: %v\n", name, err)
 		return cli.ExitError
 	}
 	r, err := reach.New(cfg, agentNamespace(kube))
+	if err == nil {
+		err = r.SetSelector(selector)
+	}
 	if err != nil {
 		c.PrintErrf("kubectl netdrift %s: %v\n", name, err)
 		return cli.ExitError

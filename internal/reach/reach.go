@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -54,6 +55,16 @@ func newWith(cfg *rest.Config, cs kubernetes.Interface, namespace string) *Reach
 
 // Namespace is the agents' namespace.
 func (r *Reacher) Namespace() string { return r.namespace }
+
+// SetSelector replaces AgentSelector (a chart installed with nameOverride
+// labels its pods app.kubernetes.io/name=<override>).
+func (r *Reacher) SetSelector(selector string) error {
+	if _, err := labels.Parse(selector); err != nil || selector == "" {
+		return fmt.Errorf("agent selector %q: want a label selector such as %s", selector, AgentSelector)
+	}
+	r.selector = selector
+	return nil
+}
 
 // Reach finds node's agent pod and port-forwards a local port to its plain
 // HTTP port. baseURL is "http://127.0.0.1:PORT"; release stops the forward

@@ -201,3 +201,15 @@ func TestProbe(t *testing.T) {
 		t.Errorf("503: %v", err)
 	}
 }
+
+func TestSetSelector(t *testing.T) {
+	r := newWith(nil, fake.NewClientset(), "")
+	for _, bad := range []string{"", "app in (", "=x"} {
+		if err := r.SetSelector(bad); err == nil {
+			t.Errorf("selector %q accepted", bad)
+		}
+	}
+	if err := r.SetSelector("app.kubernetes.io/name=nd,app.kubernetes.io/component=agent"); err != nil || r.selector != "app.kubernetes.io/name=nd,app.kubernetes.io/component=agent" {
+		t.Errorf("valid selector: %v, %q", err, r.selector)
+	}
+}

@@ -130,11 +130,16 @@ func testPluginClusterDrift(t *testing.T, e *env, bin string) {
 		}
 		return false, "findings " + kinds(d.Findings)
 	})
+	// The responder command's exit status passes through: 1, findings.
+	out, stderr, code := runPlugin(t, l, bin, l.Kubeconfig(), "drift", "--node", "node-2")
+	if code != 1 || !strings.Contains(out, victim.backend()) {
+		t.Errorf("drift --node node-2: exit %d, stdout %q, stderr %q; want 1 and %s", code, out, stderr, victim.backend())
+	}
 	reports := nodeReports(t, l)
 	for _, a := range agents {
 		writeNodeReport(t, reports, a)
 	}
-	out, stderr, code := runPlugin(t, l, bin, l.Kubeconfig(), "cluster", "drift", "--backend", victim.IP)
+	out, stderr, code = runPlugin(t, l, bin, l.Kubeconfig(), "cluster", "drift", "--backend", victim.IP)
 	t.Logf("kubectl-netdrift cluster drift --backend %s (exit %d):\n%s%s", victim.IP, code, out, stderr)
 	if code != 1 || !strings.Contains(out, "node-2") || strings.Contains(out, "node-1") || strings.Contains(out, "node-3") ||
 		!strings.Contains(out, "1 of 3 nodes with rules that still DNAT to "+victim.IP) {
