@@ -18,6 +18,7 @@ LDFLAGS_VERSION = -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.bu
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS_VERSION)" -o $(BIN)/netdrift ./cmd/agent
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS_VERSION)" -o $(BIN)/kubectl-netdrift ./cmd/kubectl-netdrift
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -51,3 +52,21 @@ clean:
 	rm -rf $(BIN)
 
 include mk/bpf.mk mk/vm.mk mk/deploy.mk mk/image.mk mk/lab.mk mk/demo.mk mk/bench.mk mk/cilium.mk
+
+# kubectl-netdrift's krew release: one tarball per KREW_PLATFORMS entry (os/arch; a release
+# passes all four of deploy/krew/netdrift.yaml) in $(BIN)/krew, and $(BIN)/krew/netdrift.yaml,
+# the manifest with their sha256 and KREW_VERSION (default v + the chart's appVersion).
+KREW_PLATFORMS ?= linux/amd64
+KREW_VERSION ?= v$(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/helm/netdrift/Chart.yaml)
+.PHONY: krew-archive
+krew-archive:
+	@set -e; out=$(BIN)/krew; rm -rf $$out; mkdir -p $$out; \
+	sed 's/@VERSION@/$(KREW_VERSION)/g' deploy/krew/netdrift.yaml > $$out/netdrift.yaml.tmp; \
+	for p in $(KREW_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; stage=$$out/stage-$$os-$$arch; mkdir -p $$stage; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -ldflags "-X main.version=$(KREW_VERSION)" -o $$stage/kubectl-netdrift ./cmd/kubectl-netdrift; \
+	  tgz=$$out/kubectl-netdrift_$${os}_$${arch}.tar.gz; \
+	  tar -C $$stage --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - kubectl-netdrift | gzip -n > $$tgz; \
+	  sum=$$(sha256sum $$tgz | cut -d' ' -f1); sed -i "s/@SHA256_$${os}_$${arch}@/$$sum/" $$out/netdrift.yaml.tmp; \
+	  rm -rf $$stage; echo "$$tgz sha256 $$sum"; done; \
+	mv $$out/netdrift.yaml.tmp $$out/netdrift.yaml; \
+	if grep -q '@SHA256_' $$out/netdrift.yaml; then echo "$$out/netdrift.yaml: platforms not built keep their @SHA256_os_arch@ placeholder"; fi

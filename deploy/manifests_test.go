@@ -63,7 +63,8 @@ type manifests struct {
 	serviceAccount *corev1.ServiceAccount
 	clusterRole    *rbacv1.ClusterRole
 	crb            *rbacv1.ClusterRoleBinding
-	role           *rbacv1.Role
+	role           *rbacv1.Role // the agent's (node leases)
+	responder      *rbacv1.Role // responder-rbac.yaml: kubectl netdrift --node
 	roleBinding    *rbacv1.RoleBinding
 	ds             *appsv1.DaemonSet
 	svc            *corev1.Service
@@ -114,8 +115,12 @@ func loadManifests(t *testing.T) manifests {
 		m.assign(t, obj)
 	}
 	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet", "Service", "ServiceMonitor"} {
-		if seen[k] != 1 {
-			t.Errorf("%d %s objects, want 1", seen[k], k)
+		want := 1
+		if k == "Role" {
+			want = 2 // the agent's and the responders'
+		}
+		if seen[k] != want {
+			t.Errorf("%d %s objects, want %d", seen[k], k, want)
 		}
 	}
 	if len(seen) != 10 {
@@ -135,7 +140,11 @@ func (m *manifests) assign(t *testing.T, obj runtime.Object) {
 	case *rbacv1.ClusterRoleBinding:
 		m.crb = o
 	case *rbacv1.Role:
-		m.role = o
+		if strings.HasSuffix(o.Name, "-responder") {
+			m.responder = o
+		} else {
+			m.role = o
+		}
 	case *rbacv1.RoleBinding:
 		m.roleBinding = o
 	case *appsv1.DaemonSet:

@@ -12,7 +12,8 @@
 # iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
 # the alerts through the lab Prometheus: quiet under churn,
 # the watch alerts with the API server down, and
-# every dashboard panel's queries returning series) plus the scenario
+# every dashboard panel's queries returning series, and kubectl-netdrift
+# through the API server's port-forward and over NodeReports) plus the scenario
 # helpers' unit tests. make test-lab-alerts: the frozen-kube-proxy stale-DNAT alert (out of
 # make test: agents keep stale_frontend findings for Services deleted with their pods in
 # some runs, under investigation) and the slow alerts (ready refusals
@@ -33,8 +34,8 @@ demo-down:
 
 test-lab: build lab-bins
 	$(SCENARIO_GO) -timeout 30m -v \
-		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|panels|watchalert)$$' \
-		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|panels|watchalert)$$' ./scenarios
+		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|panels|plugin|watchalert)$$' \
+		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|panels|plugin|watchalert)$$' ./scenarios
 
 test-lab-alerts: build lab-bins
 	export NETDRIFT_LAB_SLOW_ALERTS=1; $(SCENARIO_GO) -timeout 30m -v \

@@ -16,6 +16,15 @@ type exitStatus struct{ code int }
 
 func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// StatusOf is the exit status err carries (made by ExitCode), if any.
+func StatusOf(err error) (int, bool) {
+	var st *exitStatus
+	if errors.As(err, &st) {
+		return st.code, true
+	}
+	return 0, false
+}
+
 // ExitCode turns a command's exit status into the error its RunE returns
 // (nil for 0): Execute exits with it and prints nothing more.
 func ExitCode(code int) error { return exit(code) }
@@ -120,4 +129,23 @@ func oneLine(s string) string {
 		}
 	}
 	return strings.ReplaceAll(strings.Join(parts, " "), "Did you mean this? ", "did you mean: ")
+}
+
+// ParseOnly finds the command args name under root and parses its flags
+// and arguments without running it: a documented command line that does
+// not parse is an error (tests of the docs).
+func ParseOnly(root *cobra.Command, args []string) error {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	cmd, rest, err := root.Find(args)
+	if err != nil {
+		return err
+	}
+	if cmd == root {
+		return fmt.Errorf("no command in %q", args)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		return err
+	}
+	return cmd.ValidateArgs(cmd.Flags().Args())
 }

@@ -199,7 +199,7 @@ func (l *Lab) DeleteNode(ctx context.Context, node string) error {
 	l.mu.Lock()
 	l.gone[i] = true
 	l.mu.Unlock()
-	for _, n := range []string{agentName(i), kubeProxyName(i)} {
+	for _, n := range []string{agentName(i), kubeProxyName(i), nodestreamName(i)} {
 		if p := l.proc(n); p != nil {
 			p.stop(5 * time.Second)
 		}

@@ -14,8 +14,9 @@ import (
 )
 
 // Binaries are the programs the lab builds from its go.mod: the upstream
-// ones, and watchonly (the live benchmark's API-watch reference).
-var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "watchonly"}
+// ones, watchonly (the live benchmark's API-watch reference) and nodestream
+// (the kubelet's port-forward endpoint, per node).
+var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "watchonly", "nodestream"}
 
 // ModuleDir is the lab module's root (where go.mod lives), found from this
 // source file's location (or, under -trimpath, `go env GOMOD`);

@@ -24,6 +24,7 @@ func (l *Lab) etcdArgs() []string {
 
 func (l *Lab) apiserverArgs() []string {
 	p := l.pki
+	kubeletCert, kubeletKey := l.kubeletClientCert()
 	admission := "--disable-admission-plugins=ServiceAccount"
 	if l.opts.ServiceAccountAdmission {
 		admission = "--enable-admission-plugins=ServiceAccount"
@@ -42,6 +43,10 @@ func (l *Lab) apiserverArgs() []string {
 		"--service-account-signing-key-file=" + p.SAKey,
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=Node,RBAC",
+		// The kubelet stand-ins (nodestream.go) by node IP: lab node names do not resolve.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate=" + kubeletCert, "--kubelet-client-key=" + kubeletKey,
+		"--kubelet-certificate-authority=" + p.CACert,
 		// Pods here run no containers and mount nothing; skipping the
 		// ServiceAccount admission avoids racing the controller that
 		// creates the "default" account (Options.ServiceAccountAdmission).
@@ -72,6 +77,9 @@ func (l *Lab) controllerManagerArgs() []string {
 // startControlPlane starts etcd, the API server and the controller manager
 // in the router namespace and waits until the API server is ready.
 func (l *Lab) startControlPlane(ctx context.Context) error {
+	if err := l.writeKubeletPKI(); err != nil {
+		return err
+	}
 	if _, err := l.start("etcd", routerNS(l.opts.Name), l.etcdArgs()); err != nil {
 		return err
 	}

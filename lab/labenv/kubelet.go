@@ -80,7 +80,7 @@ func (k *kubelet) observe(o any) {
 		return
 	}
 	node, err := nodeIndex(pod.Spec.NodeName)
-	if err != nil || node > k.l.opts.Nodes || k.l.nodeGone(node) {
+	if err != nil || node > k.l.opts.Nodes || k.l.nodeGone(node) || pod.Spec.HostNetwork { // host-network: agentpod.go
 		return
 	}
 	k.mu.Lock()

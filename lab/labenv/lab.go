@@ -122,6 +122,9 @@ func (l *Lab) up(ctx context.Context) error {
 	if err := l.registerNodes(ctx, runCtx); err != nil {
 		return err
 	}
+	if err := l.startNodestreams(ctx); err != nil {
+		return err
+	}
 	l.kubelet = newKubelet(l)
 	if err := l.kubelet.run(runCtx, &l.wg); err != nil {
 		return err

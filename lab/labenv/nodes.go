@@ -57,6 +57,7 @@ func (l *Lab) registerNode(ctx context.Context, i int) error {
 			Message: "netdrift lab kubelet stand-in", LastHeartbeatTime: now, LastTransitionTime: now,
 		}},
 		Capacity: corev1.ResourceList{}, Phase: corev1.NodeRunning,
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: KubeletPort}},
 	}
 	if _, err := l.cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return err
@@ -251,8 +252,10 @@ func (l *Lab) startAgent(i int) error {
 	if l.opts.ProxyMode == "cilium" { // the node's maps, as a DaemonSet mounts the node's /sys/fs/bpf
 		args = append(args, "--bpffs", l.nodeBPFFS(i))
 	}
-	_, err := l.startEnv(agentName(i), nodeNS(l.opts.Name, i), l.opts.AgentEnv, args)
-	return err
+	if _, err := l.startEnv(agentName(i), nodeNS(l.opts.Name, i), l.opts.AgentEnv, args); err != nil {
+		return err
+	}
+	return l.registerAgentPod(i)
 }
 
 // waitKubeProxy waits until kube-proxy on node i answers /healthz with 200

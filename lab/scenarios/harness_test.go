@@ -45,6 +45,7 @@ var scenarios = []scenario{
 	{"stalealert", testStaleDNATAlert},
 	{"panels", testPanels}, // after the stories that feed the panels
 	{"readonly", testReadOnly},
+	{"plugin", testPlugin}, // kubectl-netdrift through the API server and nodestream (before nodegone: all three nodes)
 	{"nodegone", testNodeGone},
 	// last: after the outage kube-proxy's and the controller manager's own
 	// informers back off for up to a minute, which would slow later scenarios.
