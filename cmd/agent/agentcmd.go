@@ -60,6 +60,7 @@ type agentFlags struct {
 	nodeGoneAfter    time.Duration
 	logLevel         string
 	procPath         string
+	report           reportFlags
 }
 
 func (f *agentFlags) register(fs *flag.FlagSet) {
@@ -94,6 +95,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.nodeGoneAfter, "node-gone-after", 5*time.Minute, "a node NotReady this long counts as gone")
 	fs.StringVar(&f.procPath, "proc-path", "/proc", "host /proc (to find pod namespaces behind veths; /host/proc in a container)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.report.register(fs)
 }
 
 // agentSettings are the flags turned into each package's configuration.
@@ -134,6 +136,7 @@ func (f *agentFlags) settings() (agentSettings, error) {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, f.report.validate())
 	if f.maxServiceSeries < 1 {
 		errs = append(errs, errors.New("--max-service-series must be at least 1"))
 	}

@@ -86,14 +86,14 @@ func OldestFirst(fs []api.Finding) []api.Finding {
 		case !a.FirstSeen.Equal(*b.FirstSeen):
 			return a.FirstSeen.Before(*b.FirstSeen)
 		}
-		return identity(a) < identity(b)
+		return Identity(a) < Identity(b)
 	})
 	return out
 }
 
-// identity is what names a finding in the change key: kind, service,
+// Identity is what names a finding in the change key: kind, service,
 // frontend, backend (its detail and evidence may vary between reads).
-func identity(f api.Finding) string {
+func Identity(f api.Finding) string {
 	return f.Kind + "|" + f.Service + "|" + f.Frontend + "|" + f.Backend
 }
 

@@ -16,7 +16,7 @@ import (
 func Key(in Inputs) string {
 	ids := make([]string, 0, len(in.Findings))
 	for _, f := range in.Findings {
-		ids = append(ids, identity(f))
+		ids = append(ids, Identity(f))
 	}
 	sort.Strings(ids)
 	st := in.Status
