@@ -8,8 +8,8 @@
 # Under `flock LOCK make demo` the lab's runner inherits the lock and holds it
 # while the lab stays up: run `make demo-down` without the lock.
 #
-# make test-lab: the lab scenarios CI runs (rollout and frozen kube-proxy in
-# iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
+# make test-lab: the lab scenarios CI runs (rollout, frozen kube-proxy and the node
+# reports with their own-node admission policies in iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
 # the alerts through the lab Prometheus: quiet under churn,
 # the watch alerts with the API server down, and
 # every dashboard panel's queries returning series) plus the scenario
@@ -29,10 +29,10 @@ demo: deps build lab-bins
 demo-down:
 	$(LAB_RUN) down -name $(DEMO_NAME)
 
-test-lab: build lab-bins
-	$(SCENARIO_GO) -timeout 30m -v \
-		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|panels|watchalert)$$' \
-		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|panels|watchalert)$$' ./scenarios
+test-lab: build lab-bins $(HELM)
+	export NETDRIFT_HELM=$(HELM); $(SCENARIO_GO) -timeout 30m -v \
+		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|nodereports|reportpolicy|panels|watchalert)$$' \
+		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|nodereports|reportpolicy|panels|watchalert)$$' ./scenarios
 
 test-lab-alerts: build lab-bins
 	export NETDRIFT_LAB_SLOW_ALERTS=1; $(SCENARIO_GO) -timeout 30m -v \
