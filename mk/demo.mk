@@ -21,7 +21,7 @@ DEMO_NAME ?= demo
 DEMO_SHOTS ?= $(CURDIR)/docs/demo-screenshots
 SCENARIO_GO := cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1
 
-.PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10 test-lab-alerts
+.PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10 test-lab-alerts bench-reports
 
 demo: deps build lab-bins
 	$(LAB_RUN) demo -name $(DEMO_NAME) -agent $(CURDIR)/$(BIN)/netdrift -screenshots $(DEMO_SHOTS)
@@ -47,3 +47,14 @@ test-lab-all: build lab-bins
 test-lab-rollout10: build lab-bins
 	export NETDRIFT_ROLLOUT10=1 NETDRIFT_ROLLOUT10_OUT=$(CURDIR)/$(LAB_DIR)/.cache/rollout10.txt; $(SCENARIO_GO) -timeout 40m -v \
 		-run 'TestScenarios/iptables/rollout10$$' ./scenarios
+
+# make bench-reports (root; not part of make test): BENCHMARKS.md "Node reports". A
+# one-node lab without agents, the NodeReport CRD, 5,000 simulated reports written at the
+# write policy's rollout rates and as fast as 16 writers go, kube-apiserver and etcd CPU and
+# RSS from /proc, LISTs of all 5,000. The table goes to $(BENCH_REPORTS_OUT).
+BENCH_REPORTS_OUT ?= $(CURDIR)/bin/bench-reports.md
+bench-reports: lab-bins
+	@test "$$(id -u)" = 0 || { echo "make bench-reports needs root (network namespaces)"; exit 1; }
+	mkdir -p $(dir $(BENCH_REPORTS_OUT))
+	export NETDRIFT_BENCH_REPORTS=1 BENCH_REPORTS_OUT=$(BENCH_REPORTS_OUT); cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) \
+		-count=1 -timeout 30m -v -run 'TestBenchReports$$' ./bench

@@ -22,7 +22,7 @@ func parseReportFlags(t *testing.T, args ...string) (reportFlags, error) {
 
 func TestReportFlagsDefaults(t *testing.T) {
 	f, err := parseReportFlags(t)
-	if err != nil || !f.enabled || f.condition || f.events || f.policy.Heartbeat != 2*time.Minute || f.policy.MinInterval != 30*time.Second || f.policy.MaxFindings != 20 {
+	if err != nil || !f.enabled || f.condition || f.events || f.policy.Heartbeat != 2*time.Minute || f.policy.MinInterval != time.Minute || f.policy.MaxFindings != 20 {
 		t.Fatalf("defaults %+v, err %v", f, err)
 	}
 }

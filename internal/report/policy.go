@@ -18,7 +18,7 @@ type Policy struct {
 // DefaultPolicy is the agent's default (the write load it causes is
 // computed in docs/architecture.md, "Node reports").
 func DefaultPolicy() Policy {
-	return Policy{Heartbeat: 2 * time.Minute, MinInterval: 30 * time.Second, MaxFindings: 20}
+	return Policy{Heartbeat: 2 * time.Minute, MinInterval: time.Minute, MaxFindings: 20}
 }
 
 // Validate says what is wrong with a policy, naming the flags.

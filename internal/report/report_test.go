@@ -117,6 +117,7 @@ func TestPolicyDue(t *testing.T) {
 		{"same key before heartbeat", 10 * time.Second, "k", NotDue, 2 * time.Minute},
 		{"changed within min-interval", 10 * time.Second, "k2", NotDue, 30 * time.Second},
 		{"changed after min-interval", 30 * time.Second, "k2", Changed, 30 * time.Second},
+		{"first change after a quiet spell: at once", 90 * time.Second, "k2", Changed, 90 * time.Second},
 		{"heartbeat", 2 * time.Minute, "k", Heartbeat, 2 * time.Minute},
 	}
 	for _, c := range cases {
