@@ -65,7 +65,7 @@ func Build(in Inputs, opts Options) Report {
 }
 
 func findingOf(f api.Finding) Finding {
-	out := Finding{Kind: f.Kind, Service: f.Service, Frontend: f.Frontend, Backend: f.Backend}
+	out := Finding{Kind: f.Kind, Service: f.Service, Frontend: f.Frontend, Backend: f.Backend, Subject: f.Subject}
 	if f.FirstSeen != nil {
 		out.Since = metav1.NewTime(f.FirstSeen.UTC())
 	}
@@ -92,9 +92,10 @@ func OldestFirst(fs []api.Finding) []api.Finding {
 }
 
 // Identity is what names a finding in the change key: kind, service,
-// frontend, backend (its detail and evidence may vary between reads).
+// frontend, backend, and for findings without a frontend their subject
+// (its detail and evidence may vary between reads).
 func Identity(f api.Finding) string {
-	return f.Kind + "|" + f.Service + "|" + f.Frontend + "|" + f.Backend
+	return f.Kind + "|" + f.Service + "|" + f.Frontend + "|" + f.Backend + "|" + f.Subject
 }
 
 // Degraded is the degraded sources ("source NAME: error") and the reader

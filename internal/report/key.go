@@ -9,7 +9,7 @@ import (
 )
 
 // Key is a report's change key: the set of stale findings (kind, service,
-// frontend, backend), whether the view is current and its code, whether the
+// frontend, backend, subject), whether the view is current and its code, whether the
 // watch is healthy, the degraded set and the datapath. A report is written
 // when its key changes; pending counts and lag percentiles ride along with
 // those writes and the heartbeat but do not cause one.

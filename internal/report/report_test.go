@@ -79,12 +79,20 @@ func TestDegradedNamesDownSourcesAndFallbacks(t *testing.T) {
 func TestKeyChangesWithFindingSetNotWithPendingOrDetail(t *testing.T) {
 	a := finding("stale_backend", "default/web", "10.0.0.1:8080", time.Minute)
 	b := finding("stale_backend", "default/web", "10.0.0.2:8080", time.Minute)
+	route := func(subject string) api.Finding {
+		f := finding("stale_route", "", "", time.Minute)
+		f.Frontend, f.Subject = "", subject
+		return f
+	}
 	base := Key(inputs(a, b))
 	same := inputs(b, a)
 	same.Status.PendingChanges, same.Status.OldestPendingChangeSeconds = 99, 42
 	same.Findings[0].Detail, same.Findings[0].Evidence = "other", []string{"e"}
 	if Key(same) != base {
 		t.Fatal("the key changed with order, pending counts or detail")
+	}
+	if Key(inputs(a, route("10.244.5.0/24 via 10.99.0.15"))) == Key(inputs(a, route("10.244.6.0/24 via 10.99.0.16"))) {
+		t.Error("two different stale routes (findings without a frontend) have one key")
 	}
 	for name, in := range map[string]Inputs{
 		"one finding fewer": inputs(a),

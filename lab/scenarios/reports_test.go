@@ -418,7 +418,8 @@ func checkPublisherState(t *testing.T, agents []*Agent) {
 
 // testReportPolicy: the own-node restriction, enforced by the API server. A ServiceAccount
 // with the chart's RBAC (and, here, delete on reports besides, so that the refusal is the
-// policy's) whose token is bound to a pod on node-1 writes node-1's report, node-1's
+// policy's) whose token is bound to a pod on node-1 writes (updates, deletes, creates)
+// node-1's report, node-1's
 // NetdriftStaleDatapath condition and events about node-1; node-2's report, status and
 // events are refused with the policy's message, and so is a change of another condition
 // of node-1 and every write by a token without a node claim.
@@ -442,6 +443,13 @@ func testReportPolicy(t *testing.T, e *env) {
 	})
 	if err := applyReport(ctx, agentDyn, "node-1"); err != nil {
 		t.Errorf("writing its own node's report: %v", err)
+	}
+	// Its own report may also go and come back: a delete, then an apply that creates.
+	if err := agentDyn.Resource(nodeReports).Delete(ctx, "node-1", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting its own node's report: %v", err)
+	}
+	if err := applyReport(ctx, agentDyn, "node-1"); err != nil {
+		t.Errorf("creating its own node's report: %v", err)
 	}
 	own := "bound to a pod on node-1, not on node-2"
 	forbidden(t, "write node-2's report", applyReport(ctx, agentDyn, "node-2"), own)

@@ -132,7 +132,7 @@ func conditionOf(r report.Report) *corev1.NodeCondition {
 		if i == messageFindings {
 			break
 		}
-		first = append(first, name(f.Kind, f.Service, f.Frontend, f.Backend))
+		first = append(first, name(f.Backend, f.Kind, f.Service, f.Frontend, f.Subject))
 	}
 	return &corev1.NodeCondition{Type: ConditionType, Status: corev1.ConditionTrue, Reason: ReasonStale,
 		Message: fmt.Sprintf("%d stale finding(s), first: %s (netdrift drift on this node lists them)", r.FindingsTotal, strings.Join(first, "; "))}
@@ -145,20 +145,22 @@ func names(fs []api.Finding) string {
 			out = append(out, fmt.Sprintf("and %d more", len(fs)-i))
 			break
 		}
-		out = append(out, name(f.Kind, f.Service, f.Frontend, f.Backend))
+		out = append(out, name(f.Backend, f.Kind, f.Service, f.Frontend, f.Subject))
 	}
 	return strings.Join(out, "; ")
 }
 
-func name(kind, svc, fe, be string) string {
-	s := kind
-	for _, p := range []string{svc, fe} {
+// name is "kind service frontend subject -> backend", skipping what is empty.
+func name(backend string, parts ...string) string {
+	var s []string
+	for _, p := range parts {
 		if p != "" {
-			s += " " + p
+			s = append(s, p)
 		}
 	}
-	if be != "" {
-		s += " -> " + be
+	out := strings.Join(s, " ")
+	if backend != "" {
+		out += " -> " + backend
 	}
-	return s
+	return out
 }
