@@ -56,15 +56,8 @@ func (f *reportFlags) publisher(ctx context.Context, node string, a *agent.Agent
 	clk := clock.RealClock{}
 	cfg := publish.Config{Node: node, Version: version, Policy: f.policy, Clock: clk, Log: log,
 		Writer: publish.Applier{Client: client.Discovery().RESTClient()},
-		Inputs: func() report.Inputs {
-			s := a.SummaryState()
-			return report.Inputs{Status: api.StatusOf(s, api.Providers{}), Findings: api.TrackedOf(s.Stale, s.Now)}
-		},
-		Lag: func() (map[string]api.Percentiles, int) {
-			s := a.LagState()
-			l := api.LagOf(s.Node, s.Recent, nil, s.Now)
-			return l.NodeLag, len(l.Samples)
-		},
+		Inputs: func() report.Inputs { return report.InputsOf(a.SummaryState()) },
+		Lag:    func() (map[string]api.Percentiles, int) { return report.LagOf(a.LagState()) },
 	}
 	if f.condition || f.events {
 		sig := &publish.NodeSignals{Node: node, Client: client, Condition: f.condition, Clock: clk, Log: log}
