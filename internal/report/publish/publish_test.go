@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/netdrift/netdrift/internal/api"
@@ -215,5 +216,27 @@ func TestNodeSignalsPatchOnlyTheirCondition(t *testing.T) {
 	}
 	if patches != 2 || after != 2 {
 		t.Fatalf("%d patches for two different conditions, %d after the same condition again; want 2 and 2", patches, after)
+	}
+}
+
+// One event per kind of change per write, naming the first three findings.
+func TestNodeSignalsRecordOneEventPerKindOfChange(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	s := &NodeSignals{Node: "node-1", Recorder: rec, Clock: clocktesting.NewFakeClock(time.Now()), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var raised []api.Finding
+	for _, b := range []string{"10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80", "10.0.0.4:80"} {
+		raised = append(raised, stale(b))
+	}
+	s.Written(context.Background(), report.Report{FindingsTotal: 4}, raised, []api.Finding{stale("10.0.0.9:80")})
+	s.Written(context.Background(), report.Report{FindingsTotal: 4}, nil, nil)
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	if len(got) != 2 ||
+		got[0] != "Warning StaleFindingsRaised 4 stale finding(s) raised (4 stale in all): stale_backend default/web -> 10.0.0.1:80; stale_backend default/web -> 10.0.0.2:80; stale_backend default/web -> 10.0.0.3:80; and 1 more" ||
+		got[1] != "Normal StaleFindingsCleared 1 stale finding(s) cleared (4 stale in all): stale_backend default/web -> 10.0.0.9:80" {
+		t.Fatalf("events %q", got)
 	}
 }
