@@ -6,6 +6,8 @@ import (
 	"flag"
 	"log/slog"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -49,7 +51,8 @@ func (f *reportFlags) validate() error {
 
 // publisher builds the NodeReport publisher over the agent's answers, or
 // nil when --node-report is off.
-func (f *reportFlags) publisher(ctx context.Context, node string, a *agent.Agent, client kubernetes.Interface, log *slog.Logger) *publish.Publisher {
+func (f *reportFlags) publisher(ctx context.Context, node string, a *agent.Agent, nodes func(string) *corev1.Node,
+	client kubernetes.Interface, log *slog.Logger) *publish.Publisher {
 	if !f.enabled {
 		return nil
 	}
@@ -58,6 +61,12 @@ func (f *reportFlags) publisher(ctx context.Context, node string, a *agent.Agent
 		Writer: publish.Applier{Client: client.Discovery().RESTClient()},
 		Inputs: func() report.Inputs { return report.InputsOf(a.SummaryState()) },
 		Lag:    func() (map[string]api.Percentiles, int) { return report.LagOf(a.LagState()) },
+		Owner: func() *metav1.OwnerReference { // from the watch's Node cache: current, and free
+			if n := nodes(node); n != nil {
+				return &metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}
+			}
+			return nil
+		},
 	}
 	if f.condition || f.events {
 		sig := &publish.NodeSignals{Node: node, Client: client, Condition: f.condition, Clock: clk, Log: log}

@@ -125,7 +125,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	w.hurt = hurt.New(func() (stale, pending []drift.Tracked) { return w.agent.Findings() }, clk.Now, 0, f.maxServiceSeries)
 	w.netns = f.netns
 	reg.MustRegister(w.hurt)
-	if w.report = f.report.publisher(ctx, f.nodeName, w.agent, client, log); w.report != nil {
+	if w.report = f.report.publisher(ctx, f.nodeName, w.agent, w.watcher.Node, client, log); w.report != nil {
 		reg.MustRegister(w.report.Collectors()...)
 	}
 	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt, Lag: w.agent.LagState, Summary: w.agent.SummaryState,

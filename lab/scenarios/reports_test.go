@@ -42,7 +42,8 @@ var nodeReports = schema.GroupVersionResource{Group: "netdrift.io", Version: "v1
 // nodeReport is the subset of a NodeReport the scenarios read.
 type nodeReport struct {
 	Metadata struct {
-		Name string `json:"name"`
+		Name            string                  `json:"name"`
+		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
 	Report struct {
 		AgentVersion  string    `json:"agentVersion"`
@@ -229,9 +230,17 @@ func testNodeReports(t *testing.T, e *env) {
 			if !ok || !r.Report.View.Current || time.Since(r.Report.Heartbeat) > time.Minute || r.Report.Datapath != e.mode {
 				return false, fmt.Sprintf("%s: %+v (present %v)", n.Name, r.Report, ok)
 			}
+			node, err := l.Clientset().CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			if o := r.Metadata.OwnerReferences; len(o) != 1 || o[0].Kind != "Node" || o[0].Name != n.Name || o[0].UID != node.UID {
+				return false, fmt.Sprintf("%s: owner references %+v, want its Node (uid %s)", n.Name, o, node.UID)
+			}
 		}
 		return true, ""
 	})
+	checkReportGoesWithItsNode(t, l, dyn)
 
 	frozen := "node-1"
 	_, pods := service(t, l, "ndr", []string{"node-2", "node-3"}, 0)
@@ -299,6 +308,35 @@ func testNodeReports(t *testing.T, e *env) {
 	checkCondition(t, l, frozen, corev1.ConditionFalse, "NoStaleFindings", "")
 	checkEvent(t, l, frozen, "StaleFindingsCleared", victim.backend(), deleted)
 	checkPublisherState(t, agents)
+}
+
+// checkReportGoesWithItsNode: a report owned by its Node, as the agents write them, is
+// deleted by the garbage collector when the Node is (a node removed from the cluster
+// leaves no report behind).
+func checkReportGoesWithItsNode(t *testing.T, l *labenv.Lab, dyn dynamic.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	cs := l.Clientset()
+	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gone-1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), "gone-1", metav1.DeleteOptions{}) })
+	body := mustJSON(map[string]any{"apiVersion": "netdrift.io/v1alpha1", "kind": "NodeReport",
+		"metadata": map[string]any{"name": "gone-1", "ownerReferences": []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "gone-1", UID: node.UID}}},
+		"report": map[string]any{"datapath": "iptables", "heartbeat": time.Now().UTC().Format(time.RFC3339), "heartbeatSeconds": 20,
+			"view": map[string]any{"current": true}, "watch": map[string]any{"synced": true, "healthy": true}, "findingsTotal": 0}})
+	if _, err := dyn.Resource(nodeReports).Patch(ctx, "gone-1", types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "netdrift-lab-probe"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Nodes().Delete(ctx, "gone-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	took := eventually(t, 90*time.Second, 500*time.Millisecond, "the report of a deleted Node garbage-collected", func() (bool, string) {
+		_, err := dyn.Resource(nodeReports).Get(ctx, "gone-1", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	t.Logf("the report of a deleted Node was garbage-collected %s after the delete", took.Round(100*time.Millisecond))
 }
 
 // checkTable: kubectl's view (the Table form of the LIST) shows the printer columns, and

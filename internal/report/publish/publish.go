@@ -44,8 +44,12 @@ type Config struct {
 	Lag     func() (map[string]api.Percentiles, int)
 	Writer  Writer
 	Signals Signals // nil: none
-	Clock   clock.WithTicker
-	Log     *slog.Logger
+	// Owner is the node's Node object as owner of the report (nil: unknown
+	// yet), so that the garbage collector deletes the report of a deleted
+	// Node; a new owner (a Node recreated under its name) is a change.
+	Owner func() *metav1.OwnerReference
+	Clock clock.WithTicker
+	Log   *slog.Logger
 	// Tick is how often the publisher looks at the agent's answers.
 	Tick time.Duration
 	// WriteTimeout bounds one write.
@@ -136,7 +140,14 @@ func (p *Publisher) Step(ctx context.Context) {
 		return
 	}
 	in := p.cfg.Inputs()
+	meta := metav1.ObjectMeta{Name: p.cfg.Node}
 	key := report.Key(in)
+	if p.cfg.Owner != nil {
+		if o := p.cfg.Owner(); o != nil {
+			meta.OwnerReferences = []metav1.OwnerReference{*o}
+			key += "/owner=" + string(o.UID)
+		}
+	}
 	why, _ := p.cfg.Policy.Due(now, key, p.last)
 	if why == report.NotDue {
 		return
@@ -145,7 +156,7 @@ func (p *Publisher) Step(ctx context.Context) {
 	wctx, cancel := context.WithTimeout(ctx, p.cfg.WriteTimeout)
 	err := p.cfg.Writer.Apply(wctx, &report.NodeReport{
 		TypeMeta:   metav1.TypeMeta{APIVersion: report.APIVersion, Kind: report.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: p.cfg.Node},
+		ObjectMeta: meta,
 		Report:     r,
 	})
 	cancel()

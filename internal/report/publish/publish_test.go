@@ -240,3 +240,23 @@ func TestNodeSignalsRecordOneEventPerKindOfChange(t *testing.T) {
 		t.Fatalf("events %q", got)
 	}
 }
+
+// The report is owned by its Node once the watch knows it; a new owner is a change.
+func TestPublisherOwnsTheReportByItsNode(t *testing.T) {
+	r := newRig(t)
+	var owner *metav1.OwnerReference
+	r.p.cfg.Owner = func() *metav1.OwnerReference { return owner }
+	r.step(0)
+	if len(r.w.applied[0].OwnerReferences) != 0 {
+		t.Fatalf("owner references %+v before the Node is known", r.w.applied[0].OwnerReferences)
+	}
+	owner = &metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "uid-1"}
+	r.step(10 * time.Second)
+	if r.writes() != 1 {
+		t.Fatal("a new owner was written within the min-interval")
+	}
+	r.step(20 * time.Second)
+	if r.writes() != 2 || len(r.w.applied[1].OwnerReferences) != 1 || r.w.applied[1].OwnerReferences[0].UID != "uid-1" {
+		t.Fatalf("after the min-interval: %d writes, owners %+v", r.writes(), r.w.applied[len(r.w.applied)-1].OwnerReferences)
+	}
+}
