@@ -73,17 +73,22 @@ func (r nodeReport) lists(backend string) bool {
 const chartArgs = "nodeCondition.enabled=true,nodeEvents.enabled=true"
 
 var (
-	reportObjectsOnce sync.Once
-	reportObjectsErr  error
+	reportObjectsMu sync.Mutex
+	reportObjects   = map[string]bool{} // by lab name: installed
 )
 
 // installReportObjects creates, once per lab, what the chart ships for node reports.
 func installReportObjects(t *testing.T, l *labenv.Lab) {
 	t.Helper()
-	reportObjectsOnce.Do(func() { reportObjectsErr = applyChartObjects(l) })
-	if reportObjectsErr != nil {
-		t.Fatal(reportObjectsErr)
+	reportObjectsMu.Lock()
+	defer reportObjectsMu.Unlock()
+	if reportObjects[l.Name()] {
+		return
 	}
+	if err := applyChartObjects(l); err != nil {
+		t.Fatal(err)
+	}
+	reportObjects[l.Name()] = true
 }
 
 func helmBinary() (string, error) {
