@@ -21,11 +21,13 @@ COPY cmd ./cmd
 COPY internal ./internal
 COPY bpf ./bpf
 ARG VERSION=dev
+ARG COMMIT=unknown
+ARG BUILD_DATE=unknown
 # The CA secret again: when the download layer above is reused from an earlier build but the
 # module cache mount is gone (pruned, another storage), go build fetches the modules itself.
 RUN --mount=type=secret,id=ca --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     if [ -s /run/secrets/ca ]; then export SSL_CERT_FILE=/run/secrets/ca; fi; \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.buildDate=${BUILD_DATE}" \
       -o /out/netdrift ./cmd/agent
 
 # A newer iptables/nft than the node's kube-proxy wrote with reads its rules; an older one

@@ -10,8 +10,14 @@ DEB_PKGS := iptables nftables iproute2 conntrack kmod clang llvm libbpf-dev prom
 
 all: build
 
+# The version, commit and build date `netdrift version` prints.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS_VERSION = -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN)/netdrift ./cmd/agent
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS_VERSION)" -o $(BIN)/netdrift ./cmd/agent
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -181,7 +181,7 @@ func BenchmarkOfflineDiffInProcess(b *testing.B) {
 			for b.Loop() {
 				var out bytes.Buffer
 				cpu += selfCPU(func() {
-					code := cli.RunDiff([]string{"--node", NodeName, "--cluster", cluster, "--iptables-save", dump}, &out, io.Discard)
+					code, _ := cli.Run(cli.Env{}, []string{"diff", "--node", NodeName, "--cluster", cluster, "--iptables-save", dump}, &out, io.Discard)
 					if code != cli.ExitOK {
 						b.Fatalf("exit %d:\n%.2000s", code, out.String())
 					}

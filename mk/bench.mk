@@ -77,4 +77,23 @@ bench-live: bench-deps build lab-bins
 # measured, never a time.
 test-bench-live-quick: build lab-bins
 	cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 10m -v \
-	  -run '^TestBenchLiveQuick$$|^TestParse|^TestMatch|^TestWorst|^TestReadSelf' ./bench
+	  -run '^TestBenchLiveQuick$$|^TestParse|^TestMatch|^TestWorst|^TestReadSelf|^TestSlope$$' ./bench
+
+# make soak (root, ~70 min; not in make test): per mode a one-node lab at
+# SOAK_SCALE endpoints, one SOAK_SECONDS churn window at SOAK_RATE changes/s,
+# sampling both processes' RSS, the agent's goroutines and findings every
+# SOAK_EVERY seconds: slopes, CPU ratio over the whole window, and failures
+# for any stale finding or unsampled change. Tables in $(BENCH_LIVE_OUT)/soak-*.txt.
+SOAK_MODES ?= nftables iptables-nft
+SOAK_SCALE ?= 100k
+SOAK_RATE ?= 20
+SOAK_SECONDS ?= 1800
+SOAK_EVERY ?= 30
+.PHONY: soak
+soak: bench-deps build lab-bins
+	@test "$$(id -u)" = 0 || { echo "make soak needs root (the lab: network namespaces, kube-proxy)"; exit 1; }
+	mkdir -p $(BENCH_LIVE_OUT)
+	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -c -o $(abspath $(BENCH_LIVE_OUT))/benchlive.test ./bench
+	set -o pipefail; cd $(LAB_DIR)/bench && NETDRIFT_SOAK=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift BENCH_LIVE_OUT=$(abspath $(BENCH_LIVE_OUT)) \
+	  SOAK_MODES='$(SOAK_MODES)' SOAK_SCALE=$(SOAK_SCALE) SOAK_RATE=$(SOAK_RATE) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_EVERY=$(SOAK_EVERY) \
+	  $(abspath $(BENCH_LIVE_OUT))/benchlive.test -test.run '^TestSoak$$' -test.v -test.timeout 12h 2>&1 | tee $(abspath $(BENCH_LIVE_OUT))/soak.log

@@ -19,12 +19,14 @@
 # 2m, agent down 5m). make test-lab-all: every scenario in both modes.
 DEMO_NAME ?= demo
 DEMO_SHOTS ?= $(CURDIR)/docs/demo-screenshots
+# what the demo prints is also written here (the transcript the docs show)
+DEMO_TRANSCRIPT ?= $(CURDIR)/docs/demo-transcript.txt
 SCENARIO_GO := cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1
 
 .PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10 test-lab-alerts bench-reports
 
 demo: deps build lab-bins
-	$(LAB_RUN) demo -name $(DEMO_NAME) -agent $(CURDIR)/$(BIN)/netdrift -screenshots $(DEMO_SHOTS)
+	set -o pipefail; { echo '$$ make demo'; $(LAB_RUN) demo -name $(DEMO_NAME) -agent $(CURDIR)/$(BIN)/netdrift -screenshots $(DEMO_SHOTS); } 2>&1 | tee $(DEMO_TRANSCRIPT)
 
 demo-down:
 	$(LAB_RUN) down -name $(DEMO_NAME)

@@ -159,6 +159,8 @@ ensure_base "$GO_BASE" create_golang
 
 build=(build -t "$image" --build-arg "GO_VERSION=$GO_VERSION" --build-arg "DEBIAN_RELEASE=$DEBIAN_RELEASE"
 	--build-arg "VERSION=${VERSION:-${image##*:}}"
+	--build-arg "COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+	--build-arg "BUILD_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	--label "org.opencontainers.image.version=${image##*:}"
 	--label "org.opencontainers.image.revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)")
 ca=${NETDRIFT_CA_FILE:-/etc/ssl/certs/ca-certificates.crt}

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -15,13 +13,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/netdrift/netdrift/internal/agent"
+	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/cli"
 	"github.com/netdrift/netdrift/internal/datapath"
 	"github.com/netdrift/netdrift/internal/nodecheck"
@@ -33,7 +33,7 @@ import (
 // agentFlags is the agent's whole configuration (no package globals).
 type agentFlags struct {
 	nodeName         string
-	kubeconfig       string
+	kube             cli.KubeConfig
 	listen           string
 	secureListen     string
 	pprofListen      string
@@ -63,18 +63,24 @@ type agentFlags struct {
 	report           reportFlags
 }
 
-func (f *agentFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
+// register adds the agent's flags, kubectl's client flags among them
+// (--kubeconfig, --context, --server ...; not --disable-compression: the
+// agent has --api-compression, off by default). A word in backquotes is
+// the placeholder help shows for the value.
+func (f *agentFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's `NAME` (default $NODE_NAME)")
+	kube := cli.ClientFlags()
+	kube.DisableCompression = nil
+	f.kube = cli.AddKubeFlags(fs, kube)
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:9760", "plain HTTP API and /metrics address (keep it local)")
-	fs.StringVar(&f.secureListen, "secure-listen", "", "TLS address authenticated by TokenReview + SubjectAccessReview (e.g. :9761)")
-	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:9762 (default off)")
-	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "certificate for --secure-listen (default: self-signed)")
-	fs.StringVar(&f.tlsKey, "tls-key-file", "", "key for --secure-listen")
-	fs.StringVar(&f.datapath, "datapath", "auto", "auto, iptables, nftables, ipvs or cilium (Cilium's kube-proxy replacement)")
+	fs.StringVar(&f.secureListen, "secure-listen", "", "TLS `ADDRESS` authenticated by TokenReview + SubjectAccessReview (e.g. :9761)")
+	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go runtime profiles (/debug/pprof/) on this loopback `ADDRESS`, e.g. 127.0.0.1:9762 (default off)")
+	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "certificate `FILE` (PEM) for --secure-listen (default: self-signed, for the node's name and addresses)")
+	fs.StringVar(&f.tlsKey, "tls-key-file", "", "key `FILE` (PEM) for --secure-listen")
+	fs.StringVar(&f.datapath, "datapath", "auto", "`MODE`: auto, iptables, nftables, ipvs or cilium (Cilium's kube-proxy replacement)")
 	fs.BoolVar(&f.ciliumTopology, "cilium-service-topology", false, "cilium mode: cilium-agent runs with enable-service-topology (it honours topology hints; off by default in Cilium)")
-	fs.StringVar(&f.bpffs, "bpffs", "", "the bpf filesystem Cilium pins its service maps in (default: the first bpf mount, as Cilium's tools find it)")
-	fs.StringVar(&f.netns, "netns", "", "read the datapath in this named network namespace (tests, lab)")
+	fs.StringVar(&f.bpffs, "bpffs", "", "the bpf filesystem `DIR` Cilium pins its service maps in (default: the first bpf mount, as Cilium's tools find it)")
+	fs.StringVar(&f.netns, "netns", "", "read the datapath in the named network namespace `NAME` (tests, lab)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")
 	fs.DurationVar(&f.fastPoll, "fast-poll", 100*time.Millisecond, "re-read interval while changes are pending")
 	fs.IntVar(&f.maxProcs, "max-procs", 1, "run Go code on at most this many CPUs at once (GOMAXPROCS; $GOMAXPROCS wins over the default); 0: the Go runtime's default (the CPU limit of the container, else the node's CPUs)")
@@ -86,16 +92,46 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 		"while the API server refuses connections, redial list/watch requests this often (±50 % jitter; 0 = client-go's backoff, up to 60 s)")
 	fs.BoolVar(&f.apiCompression, "api-compression", false,
 		"ask the API server to gzip responses (default off: in the cluster, gzipping every watch frame costs the API server and the agent more CPU than the bytes it saves; turn on over a slow or metered link)")
-	fs.IntVar(&f.maxServiceSeries, "max-service-series", 100, "cap on per-service metric series (the rest under service=\"_other\")")
+	fs.IntVar(&f.maxServiceSeries, "max-service-series", 100, "cap on per-service metric series (the rest under service=_other)")
 	fs.DurationVar(&f.rstWindow, "rst-window", 2*time.Minute, "keep watching a deleted pod's IP for RSTs this long")
-	fs.StringVar(&f.rstMode, "rst-probe-mode", "", "force the RST probe mode: auto, tracepoint, tp_btf or fentry")
+	fs.StringVar(&f.rstMode, "rst-probe-mode", "", "force the RST probe `MODE`: auto, tracepoint, tp_btf or fentry")
 	fs.BoolVar(&f.noRST, "no-rst-probe", false, "do not load the eBPF RST probe")
-	fs.StringVar(&f.clusterCIDRs, "cluster-cidr", "", "pod network CIDRs, comma separated (default: from Node podCIDRs)")
-	fs.StringVar(&f.routeMode, "route-mode", "auto", "pod route layout: auto, per-node or none")
+	fs.StringVar(&f.clusterCIDRs, "cluster-cidr", "", "pod network `CIDRs`, comma separated (default: from Node podCIDRs)")
+	fs.StringVar(&f.routeMode, "route-mode", "auto", "pod route layout `MODE`: auto, per-node or none")
 	fs.DurationVar(&f.nodeGoneAfter, "node-gone-after", 5*time.Minute, "a node NotReady this long counts as gone")
-	fs.StringVar(&f.procPath, "proc-path", "/proc", "host /proc (to find pod namespaces behind veths; /host/proc in a container)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.procPath, "proc-path", "/proc", "host /proc `DIR` (to find pod namespaces behind veths; /host/proc in a container)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
 	f.report.register(fs)
+}
+
+// agentCompletions are the values of the agent's enum flags, for shell
+// completion.
+var agentCompletions = map[string][]string{
+	"datapath":       {"auto", "iptables", "nftables", "ipvs", "cilium"},
+	"rst-probe-mode": {"auto", "tracepoint", "tp_btf", "fentry"},
+	"route-mode":     {"auto", "per-node", "none"},
+	"log-level":      {"debug", "info", "warn", "error"},
+}
+
+// newAgentCommand is `netdrift agent`, the per-node daemon.
+func newAgentCommand() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "run the per-node agent (DaemonSet)",
+		Long: "Run the per-node agent: it compares the node's datapath with the EndpointSlice watch cache and serves\n" +
+			"the API (--listen, --secure-listen) and /metrics. The API client configuration is --kubeconfig (and the\n" +
+			"other kubectl client flags), else $KUBECONFIG, else the in-cluster configuration, else ~/.kube/config.",
+		Args: cli.ExactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cli.ExitCode(runAgent(cmd.Flags(), f, cmd.ErrOrStderr()))
+		},
+	}
+	f.register(cmd.Flags())
+	for name, values := range agentCompletions {
+		_ = cmd.RegisterFlagCompletionFunc(name, cli.FixedCompletion(values...))
+	}
+	return cmd
 }
 
 // agentSettings are the flags turned into each package's configuration.
@@ -161,14 +197,8 @@ func (f *agentFlags) settings() (agentSettings, error) {
 	return st, errors.Join(errs...)
 }
 
-func runAgent(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f agentFlags
-	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return cli.ExitError
-	}
+// runAgent runs the agent with its parsed flags (fs: which were given).
+func runAgent(fs *pflag.FlagSet, f agentFlags, stderr io.Writer) int {
 	st, err := f.settings()
 	if err != nil {
 		fmt.Fprintln(stderr, "netdrift agent:", err)
@@ -191,32 +221,27 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	return cli.ExitOK
 }
 
-// restConfig is the client configuration. Compression is off unless asked
-// for: a watch stream that began as a streaming list stays gzipped for its
-// whole life, so every delivery is inflated frame by frame, a cost paid on
-// every change for bytes that stay inside the cluster network; the control
-// plane's own components turn it off for the same reason.
-func restConfig(kubeconfig string, compression bool) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig == "" {
-		cfg, err = rest.InClusterConfig()
-	} else {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
+// restConfig is the agent's client configuration. Compression is off
+// unless asked for: a watch stream that began as a streaming list stays
+// gzipped for its whole life, so every delivery is inflated frame by
+// frame, a cost paid on every change for bytes that stay inside the
+// cluster network; the control plane's own components turn it off for
+// the same reason.
+func restConfig(kube cli.KubeConfig, compression bool) (*rest.Config, error) {
+	cfg, err := kube.Load()
 	if err != nil {
 		return nil, err
 	}
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cfg.UserAgent = "netdrift/" + version
+	cfg.UserAgent = "netdrift/" + build().Version
 	cfg.QPS, cfg.Burst = 20, 40
 	cfg.DisableCompression = !compression
 	return cfg, nil
 }
 
 func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.Logger) error {
-	cfg, err := restConfig(f.kubeconfig, f.apiCompression)
+	cfg, err := restConfig(f.kube, f.apiCompression)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -239,33 +264,18 @@ func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.L
 	defer w.close()
 	g, ctx := errgroup.WithContext(ctx)
 	w.start(ctx, g)
-	g.Go(func() error { return serveHTTP(ctx, "--listen", f.listen, w.handler, log) })
+	g.Go(func() error { return api.Serve(ctx, "--listen", f.listen, w.handler, nil, log) })
 	if f.pprofListen != "" {
-		g.Go(func() error { return serveHTTP(ctx, "--pprof-listen", f.pprofListen, pprofHandler(), log) })
+		g.Go(func() error { return api.Serve(ctx, "--pprof-listen", f.pprofListen, pprofHandler(), nil, log) })
 	}
 	if f.secureListen != "" {
-		h, tlsCfg, err := secureHandler(f, client, w.handler, log)
+		h, tlsCfg, err := secureHandler(ctx, f, client, w.handler, log)
 		if err != nil {
 			return err
 		}
-		g.Go(func() error { return serveTLS(ctx, f.secureListen, h, tlsCfg, log) })
+		g.Go(func() error { return api.Serve(ctx, "--secure-listen", f.secureListen, h, tlsCfg, log) })
 	}
 	return g.Wait()
-}
-
-// serveHTTP serves h on addr (given by flag) until ctx ends.
-func serveHTTP(ctx context.Context, flagName, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("%s: %w", flagName, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() { <-ctx.Done(); _ = srv.Close() }()
-	log.Info("serving", "addr", ln.Addr().String())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 // agentProcs sets GOMAXPROCS: 1 by default. The agent's work is one loop
@@ -273,10 +283,8 @@ func serveHTTP(ctx context.Context, flagName, addr string, h http.Handler, log *
 // but adds scheduler wake-ups and spinning to every delivery (cost in
 // BENCHMARKS.md, "Live"). $GOMAXPROCS wins over the default, --max-procs
 // over both; 0 keeps the runtime's choice.
-func agentProcs(fs *flag.FlagSet, n int) {
-	given := false
-	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "max-procs" })
-	if n > 0 && (given || os.Getenv("GOMAXPROCS") == "") {
+func agentProcs(fs *pflag.FlagSet, n int) {
+	if n > 0 && (fs.Changed("max-procs") || os.Getenv("GOMAXPROCS") == "") {
 		runtime.GOMAXPROCS(n)
 	}
 }

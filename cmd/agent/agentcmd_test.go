@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -52,8 +52,8 @@ func TestAgentFlagsValidatedUpFront(t *testing.T) {
 // default and --max-procs over both.
 func TestAgentProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	parse := func(args ...string) (*flag.FlagSet, agentFlags) {
-		fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	parse := func(args ...string) (*pflag.FlagSet, agentFlags) {
+		fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
 		var f agentFlags
 		f.register(fs)
 		if err := fs.Parse(args); err != nil {
@@ -96,7 +96,7 @@ func TestAPICompression(t *testing.T) {
 		if err := os.WriteFile(kc, []byte(cfgText), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := restConfig(kc, on)
+		cfg, err := restConfig(kubeconfigFlags(t, "--kubeconfig", kc), on)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,5 +128,30 @@ func TestPprofHandler(t *testing.T) {
 	_, _ = b.ReadFrom(resp.Body)
 	if resp.StatusCode != 200 || !strings.Contains(b.String(), "heap profile") {
 		t.Errorf("heap profile: status %d, body %.80q", resp.StatusCode, b.String())
+	}
+}
+
+// TestAgentCommandLine: `netdrift agent --help` prints on stdout and exits
+// 0 showing kubectl's client flags; a single-dash long flag (Go's flag
+// package took it, pflag does not) exits 2 naming it; --datapath completes
+// its modes.
+func TestAgentCommandLine(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"agent", "--help"}, &out, &errb); code != 0 || errb.Len() != 0 {
+		t.Fatalf("agent --help: exit %d, stderr %q", code, errb.String())
+	}
+	for _, flag := range []string{"--kubeconfig string", "--context string", "--server string", "--node-name NAME", "--datapath MODE"} {
+		if !strings.Contains(out.String(), flag) {
+			t.Errorf("agent --help lacks %q", flag)
+		}
+	}
+	out.Reset()
+	if code := run([]string{"agent", "-node-name", "n1"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "-node-name") {
+		t.Errorf("agent -node-name: exit %d, stderr %q", code, errb.String())
+	}
+	out.Reset()
+	run([]string{"__complete", "agent", "--datapath", "ip"}, &out, &errb)
+	if got := strings.Fields(out.String()); len(got) != 3 || got[0] != "iptables" || got[1] != "ipvs" {
+		t.Errorf("complete agent --datapath ip: %q", out.String())
 	}
 }

@@ -106,7 +106,9 @@ func TestDiffProcess(t *testing.T) {
 			{"diff", "--cluster", td + "cluster.json", "--iptables-save", td + "worker-a.iptables-save"},
 			{"diff", "--node", "worker-a", "--cluster", bad, "--iptables-save", td + "worker-a.iptables-save"},
 			{"diff", "--node", "worker-a", "--cluster", td + "cluster.json", "--iptables-save", "/nonexistent"},
-			{"diff", "--node", "worker-a", "--cluster", td + "cluster.json", "--iptables-save", td + "worker-a.iptables-save", "-o", "yaml"},
+			{"diff", "--node", "worker-a", "--cluster", td + "cluster.json", "--iptables-save", td + "worker-a.iptables-save", "-o", "xml"},
+			{"diff", "--node", "worker-a", "--cluster", td + "cluster.json", "--iptables-save", td + "worker-a.iptables-save", "-node-name", "x"},
+			{"diff", "--bogus"},
 			{"nonsense"},
 		} {
 			_, errs, code := runBin(t, bin, args...)

@@ -5,47 +5,32 @@
 //	netdrift diff       analyse captured dumps offline
 //	netdrift snapshot   print what the datapath holds
 //	netdrift trace-rsts count RSTs for given IPs without a cluster
+//	netdrift version    print the build
+//	netdrift completion bash|zsh|fish|powershell
 package main
 
 import (
-	"fmt"
+	"context"
 	"io"
 	"os"
 
+	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/cli"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// Set at link time: -ldflags "-X main.version=... -X main.commit=...
+// -X main.buildDate=..." (the Makefile's build target, the Dockerfile);
+// what is left empty comes from the binary's build information.
+var version, commit, buildDate string
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func commands() []cli.Command {
-	return append([]cli.Command{{Name: "agent", Help: "run the per-node agent (DaemonSet)", Run: runAgent}},
-		append(cli.Commands(cli.Env{ServicesFromAPI: servicesFromAPI}),
-			cli.Command{Name: "version", Help: "print the version", Run: func(_ []string, out, _ io.Writer) int { fmt.Fprintln(out, version); return 0 }})...)
-}
+// build is this binary's version, commit, build date and Go version.
+func build() api.Version { return cli.BuildVersion(version, commit, buildDate) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		return cli.ExitError
-	}
-	for _, c := range commands() {
-		if c.Name == args[0] {
-			return c.Run(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "netdrift: unknown command %q\n", args[0])
-	usage(stderr)
-	return cli.ExitError
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: netdrift <command> [flags]\n\ncommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-11s %s\n", c.Name, c.Help)
-	}
+	env := cli.Env{ServicesFromAPI: servicesFromAPI, Version: build()}
+	return cli.Execute(context.Background(), cli.NewRoot("netdrift", env, newAgentCommand()), args, stdout, stderr)
 }

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"log/slog"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -28,7 +28,7 @@ type reportFlags struct {
 	events    bool
 }
 
-func (f *reportFlags) register(fs *flag.FlagSet) {
+func (f *reportFlags) register(fs *pflag.FlagSet) {
 	d := report.DefaultPolicy()
 	fs.BoolVar(&f.enabled, "node-report", true, "publish this node's NodeReport (netdrift.io/v1alpha1, named after the node) for cluster-wide queries; needs the CRD and RBAC of deploy/")
 	fs.DurationVar(&f.policy.Heartbeat, "node-report-heartbeat", d.Heartbeat, "write the NodeReport at least this often (readers call a report older than a few heartbeats stale)")

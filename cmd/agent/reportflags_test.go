@@ -1,16 +1,17 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func parseReportFlags(t *testing.T, args ...string) (reportFlags, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var f reportFlags
 	f.register(fs)

@@ -8,7 +8,7 @@ import (
 )
 
 func TestServicesFromAPIBadKubeconfig(t *testing.T) {
-	_, err := servicesFromAPI(context.Background(), filepath.Join(t.TempDir(), "missing"))
+	_, err := servicesFromAPI(context.Background(), kubeconfigFlags(t, "--kubeconfig", filepath.Join(t.TempDir(), "missing")))
 	if err == nil || !strings.HasPrefix(err.Error(), "kubeconfig: ") {
 		t.Fatalf("got %v", err)
 	}

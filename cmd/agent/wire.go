@@ -119,7 +119,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(rec.Collectors()...)
-	reg.MustRegister(metrics.NewCollector(w.agent.SummaryState, version, f.maxServiceSeries), metrics.NewNodeCollector(nf.Info))
+	reg.MustRegister(metrics.NewCollector(w.agent.SummaryState, build().Version, f.maxServiceSeries), metrics.NewNodeCollector(nf.Info))
 	reg.MustRegister(rst.NewMetrics(w.rst, f.maxServiceSeries), metrics.NewPreStop(w.agent.SummaryState))
 	// New connections to stale backends: fed by conntrack NEW events (start).
 	w.hurt = hurt.New(func() (stale, pending []drift.Tracked) { return w.agent.Findings() }, clk.Now, 0, f.maxServiceSeries)

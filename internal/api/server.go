@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,10 +51,7 @@ func writeJSON(w http.ResponseWriter, v any) { writeJSONStatus(w, http.StatusOK,
 func writeJSONStatus(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false) // evidence holds "->" and "<"; keep it readable
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_ = EncodeJSON(w, v) // with apiVersion and kind; evidence's "->" and "<" kept readable
 }
 
 // summary is the state without its frontend maps, for the handlers that

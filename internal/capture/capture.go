@@ -134,7 +134,8 @@ func captureHint(fam model.IPFamily) string {
 	return "add --iptables-save, or --nft-json with table ip kube-proxy"
 }
 
-// readDump reads a capture file, naming its flag in errors.
+// readDump reads a capture file ("-": standard input; gzip'd or not),
+// naming its flag in errors: clusterfile.ReadInput, the one input opener.
 func readDump(flag, path string) ([]byte, error) {
 	return clusterfile.ReadInput(path, flag)
 }
@@ -155,6 +156,7 @@ func observeIPTables(f Files, hints model.Hints) (Observation, error) {
 		if in.path == "" {
 			continue
 		}
+		name := clusterfile.InputName(in.path)
 		data, err := readDump(in.flag, in.path)
 		if err != nil {
 			return Observation{}, err
@@ -163,15 +165,15 @@ func observeIPTables(f Files, hints model.Hints) (Observation, error) {
 		switch got, mixed, ok := iptables.DumpFamily(data); {
 		case mixed:
 			return Observation{}, fmt.Errorf("%s %s holds both IPv4 and IPv6 addresses (iptables-save and ip6tables-save in one file?): "+
-				"give them as --iptables-save and --ip6tables-save", in.flag, in.path)
+				"give them as --iptables-save and --ip6tables-save", in.flag, name)
 		case ok && got != fam:
-			notes = append(notes, fmt.Sprintf("%s %s holds %s rules: read as %s", in.flag, in.path, got, got))
+			notes = append(notes, fmt.Sprintf("%s %s holds %s rules: read as %s", in.flag, name, got, got))
 			fam = got
 		}
 		if prev, dup := files[fam]; dup {
-			return Observation{}, fmt.Errorf("%s and %s both hold %s rules: give the ip6tables-save output as --ip6tables-save", prev, in.path, fam)
+			return Observation{}, fmt.Errorf("%s and %s both hold %s rules: give the ip6tables-save output as --ip6tables-save", prev, name, fam)
 		}
-		files[fam] = in.path
+		files[fam] = name
 		if !iptables.HasTable(data, "filter") {
 			noFilter[fam] = true
 		}
@@ -235,10 +237,10 @@ func observeNFT(f Files, hints model.Hints) (Observation, error) {
 		if name == "" || strings.HasPrefix(err.Error(), "ip6 ") && f.NFT6JSON != "" {
 			name = f.NFT6JSON
 		}
-		return Observation{}, fmt.Errorf("%s: %w", name, err)
+		return Observation{}, fmt.Errorf("%s: %w", clusterfile.InputName(name), err)
 	}
 	if len(tables) == 0 {
-		return Observation{}, noNFTTable(strings.TrimSpace(f.NFTJSON + " " + f.NFT6JSON))
+		return Observation{}, noNFTTable(strings.TrimSpace(clusterfile.InputName(f.NFTJSON) + " " + clusterfile.InputName(f.NFT6JSON)))
 	}
 	return Observation{Observed: obs, Families: tables}, nil
 }
@@ -250,10 +252,10 @@ func observeIPVS(f Files, hints model.Hints) (model.Observed, error) {
 	}
 	t, err := ipvs.ParseSave(data)
 	if err != nil {
-		return model.Observed{}, fmt.Errorf("%s: %w", f.IPVSAdm, err)
+		return model.Observed{}, fmt.Errorf("%s: %w", clusterfile.InputName(f.IPVSAdm), err)
 	}
 	if len(t.Services) == 0 {
-		return model.Observed{}, noVirtualServers(f.IPVSAdm)
+		return model.Observed{}, noVirtualServers(clusterfile.InputName(f.IPVSAdm))
 	}
 	return ipvs.Build(t, ipvs.OptionsFor(hints)), nil
 }
@@ -266,7 +268,7 @@ func observeCiliumLB(path string, hints model.Hints) (model.Observed, error) {
 	}
 	obs, err := cilium.ParseLBList(data, hints)
 	if err != nil {
-		return model.Observed{}, fmt.Errorf("%s: %w", path, err)
+		return model.Observed{}, fmt.Errorf("%s: %w", clusterfile.InputName(path), err)
 	}
 	return obs, nil
 }

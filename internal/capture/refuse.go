@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/netdrift/netdrift/internal/clusterfile"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
 )
 
@@ -56,7 +57,7 @@ func lineStart(data []byte, i int) bool {
 // rules.
 func noIPTablesRules(flag, path string) error {
 	return fmt.Errorf("%s %s holds no kube-proxy rules (no rule in chain KUBE-SERVICES): capture `iptables-save` as root "+
-		"in the node's host network namespace, where kube-proxy writes them; %s", flag, path, otherModes)
+		"in the node's host network namespace, where kube-proxy writes them; %s", flag, clusterfile.InputName(path), otherModes)
 }
 
 // noNFTTable is the refusal of nft JSON without a kube-proxy table.

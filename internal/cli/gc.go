@@ -3,6 +3,8 @@ package cli
 import (
 	"os"
 	"runtime/debug"
+
+	"github.com/netdrift/netdrift/internal/clusterfile"
 )
 
 // `netdrift diff` is a short-lived process that keeps most of what it
@@ -22,19 +24,15 @@ const (
 )
 
 // offlineGC sets the diff's GC policy for input files of the given paths
-// (none: a live read) unless the user set GOGC or GOMEMLIMIT, and returns
+// (none: a live read; standard input or a gzip'd file: of unknown size,
+// treated as a live read) unless the user set GOGC or GOMEMLIMIT, and returns
 // the function that restores the previous settings.
 func offlineGC(paths ...string) (restore func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	var size int64
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil {
-			size += st.Size()
-		}
-	}
-	if len(paths) == 0 || size == 0 {
+	size, known := inputBytes(paths)
+	if !known || size == 0 {
 		prev := debug.SetGCPercent(offlineGCPercent)
 		return func() { debug.SetGCPercent(prev) }
 	}
@@ -44,4 +42,21 @@ func offlineGC(paths ...string) (restore func()) {
 		debug.SetGCPercent(prev)
 		debug.SetMemoryLimit(prevLimit)
 	}
+}
+
+// inputBytes is the total size of the named inputs ("" is no input), and
+// whether all of them are known before reading.
+func inputBytes(paths []string) (int64, bool) {
+	var size int64
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		n, ok := clusterfile.InputSize(p)
+		if !ok {
+			return 0, false
+		}
+		size += n
+	}
+	return size, true
 }

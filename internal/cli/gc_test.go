@@ -41,6 +41,18 @@ func TestOfflineGCPolicy(t *testing.T) {
 	}
 	restore()
 
+	gz := filepath.Join(dir, "dump.gz")
+	if err := os.WriteFile(gz, []byte{0x1f, 0x8b, 8, 0}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, unknown := range []string{"-", gz} { // standard input, gzip: size unknown before reading
+		restore = offlineGC(a, unknown)
+		if p, l := gcSettings(); p != offlineGCPercent || l != l0 {
+			t.Errorf("%s: GOGC %d limit %d, want %d and the limit unchanged", unknown, p, l, offlineGCPercent)
+		}
+		restore()
+	}
+
 	t.Setenv("GOGC", "150") // the user's setting wins (the runtime read it at start)
 	restore = offlineGC(a, b)
 	if p, l := gcSettings(); p != p0 || l != l0 {

@@ -2,66 +2,88 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/netdrift/netdrift/internal/api"
+	"github.com/spf13/cobra"
 )
 
-// queryFlags are shared by the responder commands.
+// defaultAgent is the agent's plain local listener (--listen).
+const defaultAgent = "http://127.0.0.1:9760"
+
+// queryFlags are shared by the responder commands that ask a running
+// agent: where it is (--agent, or --node through Env.Reach), how to reach
+// its secure endpoint, and -o.
 type queryFlags struct {
 	agent string
-	out   string
+	node  string
+	tlsFlags
+	*output
+	env  Env
+	name string // the command's path, for messages: "netdrift status"
 }
 
-func parseQuery(name string, args []string, stderr io.Writer, positional int) (*queryFlags, []string, bool) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	q := &queryFlags{}
-	fs.StringVar(&q.agent, "agent", "http://127.0.0.1:9760", "the agent's API address")
-	fs.StringVar(&q.out, "o", "table", "output: table or json")
-	// Allow flags after the positional argument (explain NS/NAME -o json).
-	var pos []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return nil, nil, false
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			pos = append(pos, args[0])
-			args = args[1:]
-		}
-	}
-	if err := checkOutput(q.out); err != nil {
-		fmt.Fprintf(stderr, "netdrift %s: %v\n", name, err)
-		return nil, nil, false
-	}
-	if len(pos) != positional {
-		fmt.Fprintf(stderr, "netdrift %s: expected %d argument(s), got %d\n", name, positional, len(pos))
-		return nil, nil, false
-	}
-	return q, pos, true
+// newQuery registers the query flags on cmd.
+func newQuery(cmd *cobra.Command, env Env) *queryFlags {
+	q := &queryFlags{env: env, output: addOutputFlag(cmd, allOutputs...)}
+	fs := cmd.Flags()
+	fs.StringVar(&q.agent, "agent", defaultAgent, "the agent's API `URL` (its TLS endpoint: https://NODE_IP:9761, with --agent-token and --agent-ca-file)")
+	fs.StringVar(&q.node, "node", "", "ask the agent of this `NODE` through the kubectl plugin (kubectl netdrift), instead of --agent")
+	q.tlsFlags.register(fs)
+	return q
 }
 
-func (q *queryFlags) get(path string, v any, stderr io.Writer, name string) bool {
+// run checks the flags and runs body with the command's path set.
+func (q *queryFlags) run(cmd *cobra.Command, body func(stdout, stderr io.Writer) int) error {
+	q.name = cmd.CommandPath()
+	if err := q.output.check(); err != nil {
+		return err
+	}
+	if err := q.checkTLS(); err != nil {
+		return err
+	}
+	if q.node != "" && cmd.Flags().Changed("agent") {
+		return usagef("--node and --agent name the same thing: give one")
+	}
+	if q.node != "" && q.env.Reach == nil {
+		return usagef("--node needs the kubectl plugin: kubectl netdrift %s --node NODE (or use --agent URL)", cmd.Name())
+	}
+	return exit(body(cmd.OutOrStdout(), cmd.ErrOrStderr()))
+}
+
+// get GETs path from the agent into v; an error is printed and false
+// returned. With --node the agent's address comes from Env.Reach, and is
+// released after the request.
+func (q *queryFlags) get(path string, v any, stderr io.Writer) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := api.NewClient(q.agent).Get(ctx, path, v); err != nil {
-		fmt.Fprintf(stderr, "netdrift %s: %v\n", name, err)
+	base := q.agent
+	if q.node != "" {
+		url, release, err := q.env.Reach(ctx, q.node)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: reaching the agent of node %s: %v\n", q.name, q.node, err)
+			return false
+		}
+		if release != nil {
+			defer release()
+		}
+		base = url
+	}
+	c, err := q.client(base, stderr)
+	if err == nil {
+		err = c.Get(ctx, path, v)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", q.name, tlsHint(err))
 		return false
 	}
 	return true
 }
 
-// fetch parses a query command without arguments and GETs path into v.
-func fetch(name, path string, args []string, stderr io.Writer, v any) (*queryFlags, bool) {
-	q, _, ok := parseQuery(name, args, stderr, 0)
-	if !ok || !q.get(path, v, stderr, name) {
-		return nil, false
-	}
-	return q, true
+// fetch GETs path into v for a query command without arguments.
+func fetch(q *queryFlags, path string, stderr io.Writer, v any) bool {
+	return q.get(path, v, stderr)
 }
 
 func dash(s string) string {
@@ -70,15 +92,6 @@ func dash(s string) string {
 	}
 	return s
 }
-
-func age(s *float64) string {
-	if s == nil {
-		return "-"
-	}
-	return (time.Duration(*s * float64(time.Second))).Round(100 * time.Millisecond).String()
-}
-
-func secs(v float64) string { return fmt.Sprintf("%.3fs", v) }
 
 func yesNo(b bool) string {
 	if b {

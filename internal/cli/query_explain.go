@@ -9,20 +9,27 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 )
 
-// RunExplain is `netdrift explain NAMESPACE/SERVICE`: the service's desired
+// serviceArg is explain's argument: NAMESPACE/NAME, or NAME with
+// -n NAMESPACE (as kubectl names an object).
+func serviceArg(arg, namespace string) (ns, name string, err error) {
+	ns, name, found := strings.Cut(arg, "/")
+	if !found {
+		ns, name = namespace, arg
+	}
+	switch {
+	case found && namespace != "" && namespace != ns:
+		return "", "", usagef("%s is in namespace %s, not -n %s: give one namespace", arg, ns, namespace)
+	case ns == "" || name == "" || strings.Contains(name, "/"):
+		return "", "", usagef("want NAMESPACE/NAME (or NAME with -n NAMESPACE), not %q", arg)
+	}
+	return ns, name, nil
+}
+
+// runExplain is `netdrift explain NAMESPACE/SERVICE`: the service's desired
 // and observed verdicts per frontend and its findings (/v1/services/...).
-func RunExplain(args []string, stdout, stderr io.Writer) int {
-	q, pos, ok := parseQuery("explain", args, stderr, 1)
-	if !ok {
-		return ExitError
-	}
-	ns, name, found := strings.Cut(pos[0], "/")
-	if !found || ns == "" || name == "" || strings.Contains(name, "/") {
-		fmt.Fprintln(stderr, "netdrift explain: want NAMESPACE/NAME")
-		return ExitError
-	}
+func runExplain(q *queryFlags, ns, name string, stdout, stderr io.Writer) int {
 	var v api.ServiceView
-	if !q.get("/v1/services/"+url.PathEscape(ns)+"/"+url.PathEscape(name), &v, stderr, "explain") {
+	if !q.get("/v1/services/"+url.PathEscape(ns)+"/"+url.PathEscape(name), &v, stderr) {
 		return ExitError
 	}
 	code := ExitOK
@@ -31,15 +38,18 @@ func RunExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	// Blind, "not known" is no answer: exit 3, not 2.
 	code = sayNoView(q, v.View, stdout, stderr, code)
-	if q.out == "json" {
-		printJSON(stdout, v)
+	if q.document() {
+		q.print(stdout, v)
 	} else {
-		printExplain(stdout, v)
+		printExplain(stdout, v, q.wide())
 	}
 	return code
 }
 
-func printExplain(w io.Writer, v api.ServiceView) {
+// printExplain is explain's tables; wide cuts nothing and adds when each
+// finding was first seen and when each change was delivered and programmed
+// (RFC 3339).
+func printExplain(w io.Writer, v api.ServiceView, wide bool) {
 	if !v.Exists && len(v.Frontends) == 0 {
 		if blind(v.View) {
 			fmt.Fprintf(w, "service %s: not in the agent's watch cache nor in the datapath it last read, neither of which is current\n", v.Service)
@@ -49,14 +59,14 @@ func printExplain(w io.Writer, v api.ServiceView) {
 		return
 	}
 	fmt.Fprintf(w, "service %s  exists %s\n\n", v.Service, yesNo(v.Exists))
-	t := newTable("FRONTEND", "KIND", "PORT", "DESIRED", "OBSERVED", "MATCH").limit(24, 13, 10, 22, 22, 5)
+	t := newTable("FRONTEND", "KIND", "PORT", "DESIRED", "OBSERVED", "MATCH").limit(24, 13, 10, 22, 22, 5).wide(wide)
 	for _, f := range v.Frontends {
 		t.add(f.Frontend, f.FrontendKind, f.Port, verdictText(f.Desired), verdictText(f.Observed), yesNo(f.Match))
 	}
 	t.write(w)
 	if len(v.Endpoints) > 0 {
 		fmt.Fprintln(w)
-		e := newTable("ENDPOINT", "PORT", "NODE", "READY", "SERVING", "TERMINATING", "BACKEND", "WHY").limit(22, 10, 12, 5, 7, 11, 7, 30)
+		e := newTable("ENDPOINT", "PORT", "NODE", "READY", "SERVING", "TERMINATING", "BACKEND", "WHY").limit(22, 10, 12, 5, 7, 11, 7, 30).wide(wide)
 		for _, ep := range v.Endpoints {
 			e.add(ep.Address, ep.Port, dash(ep.Node), yesNo(ep.Ready), yesNo(ep.Serving), yesNo(ep.Terminating), yesNo(ep.Included), ep.Reason)
 		}
@@ -64,14 +74,22 @@ func printExplain(w io.Writer, v api.ServiceView) {
 	}
 	if len(v.Findings)+len(v.PendingMismatches) > 0 {
 		fmt.Fprintln(w)
-		writeFindings(w, "STALE", v.Findings)
-		writeFindings(w, "PENDING", v.PendingMismatches)
+		writeFindings(w, "STALE", v.Findings, wide)
+		writeFindings(w, "PENDING", v.PendingMismatches, wide)
 	}
 	for _, p := range v.Pending {
-		fmt.Fprintf(w, "pending %s change, delivered %.1fs ago, not yet programmed\n", p.Change, p.AgeSeconds)
+		at := ""
+		if wide {
+			at = " (" + timestamp(p.T1) + ")"
+		}
+		fmt.Fprintf(w, "pending %s change, delivered %s ago%s, not yet programmed\n", p.Change, seconds(p.AgeSeconds), at)
 	}
 	for _, l := range v.Lag {
-		fmt.Fprintf(w, "lag: %s change programmed %.3fs after delivery\n", l.Change, l.NodeLagSeconds)
+		at := ""
+		if wide {
+			at = fmt.Sprintf(" (delivered %s, programmed %s)", timestamp(l.T1), timestamp(l.T2))
+		}
+		fmt.Fprintf(w, "lag: %s change programmed %s after delivery%s\n", l.Change, seconds(l.NodeLagSeconds), at)
 	}
 	if r := v.RSTs; r != nil {
 		fmt.Fprintf(w, "RSTs from terminating pods: %d (terminating %d, deleted %d)\n", r.Total, r.Terminating, r.Deleted)

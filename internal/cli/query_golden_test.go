@@ -90,7 +90,7 @@ func TestQueryCommandsGolden(t *testing.T) {
 		t.Run(c.golden, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			args := append(c.args, "--agent", url)
-			code, _ := Run(Env{}, args, &out, &errb)
+			code := run(Env{}, args, &out, &errb)
 			if code != c.code {
 				t.Errorf("netdrift %s: exit %d, want %d (stderr %q)", strings.Join(c.args, " "), code, c.code, errb.String())
 			}
@@ -124,14 +124,14 @@ func TestQueryCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"status", "--agent", deadURL}, "agent at " + deadURL},
-		{[]string{"drift", "-o", "yaml", "--agent", url}, "-o must be table or json"},
+		{[]string{"drift", "-o", "xml", "--agent", url}, `-o must be table, wide, json or yaml, not "xml"`},
 		{[]string{"explain", "web", "--agent", url}, "want NAMESPACE/NAME"},
 		{[]string{"explain", "--agent", url}, "expected 1 argument"},
 		{[]string{"lag", "extra", "--agent", url}, "expected 0 argument"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
-		if code, _ := Run(Env{}, c.args, &out, &errb); code != ExitError {
+		if code := run(Env{}, c.args, &out, &errb); code != ExitError {
 			t.Errorf("netdrift %s: exit %d, want %d", strings.Join(c.args, " "), code, ExitError)
 		}
 		if !strings.Contains(errb.String(), c.want) {
@@ -166,7 +166,7 @@ func TestQueryTablesFitLongNames(t *testing.T) {
 	svc := st.Stale[0].Service.Service()
 	for _, args := range [][]string{{"status"}, {"drift"}, {"explain", svc}, {"lag"}, {"rsts"}} {
 		var out, errb bytes.Buffer
-		Run(Env{}, append(args, "--agent", srv.URL), &out, &errb)
+		run(Env{}, append(args, "--agent", srv.URL), &out, &errb)
 		if out.Len() == 0 {
 			t.Errorf("netdrift %s: no output (stderr %q)", args[0], errb.String())
 		}

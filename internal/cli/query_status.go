@@ -8,24 +8,26 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 )
 
-// RunStatus is `netdrift status`: readiness, sources and watch health
+// runStatus is `netdrift status`: readiness, sources and watch health
 // (/v1/status).
-func RunStatus(args []string, stdout, stderr io.Writer) int {
+func runStatus(q *queryFlags, stdout, stderr io.Writer) int {
 	var s api.Status
-	q, ok := fetch("status", "/v1/status", args, stderr, &s)
-	if !ok {
+	if !fetch(q, "/v1/status", stderr, &s) {
 		return ExitError
 	}
-	if q.out == "json" {
-		printJSON(stdout, s)
+	if q.document() {
+		q.print(stdout, s)
 	} else {
-		printStatus(stdout, s)
+		printStatus(stdout, s, q.wide())
 	}
 	return ExitOK
 }
 
-func printStatus(w io.Writer, s api.Status) {
-	t := newTable("FIELD", "VALUE").limit(0, 79) // 19 ("recommended preStop") + 2 + 79 = 100
+// printStatus is status's table; wide cuts nothing and adds the times of
+// the last audit, Lease renewal, delivery and each source's last success
+// (RFC 3339).
+func printStatus(w io.Writer, s api.Status, wide bool) {
+	t := newTable("FIELD", "VALUE").limit(0, 79).wide(wide) // 19 ("recommended preStop") + 2 + 79 = 100
 	t.add("node", s.Node)
 	t.add("datapath", s.Datapath+"  ("+s.DatapathReason+")")
 	t.add("ready", strings.TrimSpace(yesNo(s.Ready)+" "+s.ReadyReason))
@@ -36,20 +38,28 @@ func printStatus(w io.Writer, s api.Status) {
 	t.add("converged", yesNo(s.Converged))
 	watch := yesNo(s.Watch.Healthy) + "  " + s.Watch.Reason
 	t.add("watch healthy", watch)
-	if s.Watch.LeaseDelaySeconds != nil {
-		t.add("lease delay", fmt.Sprintf("%.3fs", *s.Watch.LeaseDelaySeconds))
+	if wide {
+		t.add("last lease renewal", timestamp(s.Watch.LastLeaseRenew))
+		t.add("last delivery", timestamp(s.Watch.LastDelivery))
+		t.add("last audit", timestamp(s.LastAudit))
 	}
-	t.add("pending changes", fmt.Sprintf("%d (oldest %.1fs)", s.PendingChanges, s.OldestPendingChangeSeconds))
+	if s.Watch.LeaseDelaySeconds != nil {
+		t.add("lease delay", seconds(*s.Watch.LeaseDelaySeconds))
+	}
+	t.add("pending changes", fmt.Sprintf("%d (oldest %s)", s.PendingChanges, seconds(s.OldestPendingChangeSeconds)))
 	t.add("stale findings", fmt.Sprint(s.Findings))
 	t.add("pending mismatches", fmt.Sprint(s.PendingMismatches))
 	if s.RSTProbe != nil {
 		t.add("rst probe", strings.TrimSpace(yesNo(s.RSTProbe.Up)+" "+s.RSTProbe.Mode+"  "+s.RSTProbe.Reason))
 	}
 	if s.RecommendedPreStopSeconds != nil {
-		t.add("recommended preStop", fmt.Sprintf("%.0fs", *s.RecommendedPreStopSeconds))
+		t.add("recommended preStop", preStop(*s.RecommendedPreStopSeconds))
 	}
 	for _, src := range s.Sources {
-		v := fmt.Sprintf("%s  %.3fs", upDown(src.Up), src.DurationSeconds)
+		v := upDown(src.Up) + "  " + seconds(src.DurationSeconds)
+		if wide {
+			v += "  last success " + timestamp(src.LastSuccess)
+		}
 		if src.Error != "" {
 			v += "  " + src.Error
 		}
@@ -67,12 +77,11 @@ func printStatus(w io.Writer, s api.Status) {
 	t.write(w)
 }
 
-// RunDrift is `netdrift drift`: the stale findings and pending mismatches
+// runDrift is `netdrift drift`: the stale findings and pending mismatches
 // (/v1/drift).
-func RunDrift(args []string, stdout, stderr io.Writer) int {
+func runDrift(q *queryFlags, stdout, stderr io.Writer) int {
 	var d api.Drift
-	q, ok := fetch("drift", "/v1/drift", args, stderr, &d)
-	if !ok {
+	if !fetch(q, "/v1/drift", stderr, &d) {
 		return ExitError
 	}
 	code := ExitOK
@@ -80,18 +89,19 @@ func RunDrift(args []string, stdout, stderr io.Writer) int {
 		code = ExitFindings
 	}
 	code = sayNoView(q, d.View, stdout, stderr, code)
-	if q.out == "json" {
-		printJSON(stdout, d)
+	if q.document() {
+		q.print(stdout, d)
 	} else {
-		printDrift(stdout, d)
+		printDrift(stdout, d, q.wide())
 	}
 	return code
 }
 
-func printDrift(w io.Writer, d api.Drift) {
+// printDrift is drift's tables (wide: writeFindings').
+func printDrift(w io.Writer, d api.Drift, wide bool) {
 	fmt.Fprintf(w, "node %s  datapath %s  findings %d  pending %d\n", d.Node, d.Datapath, len(d.Findings), len(d.Pending))
-	writeFindings(w, "STALE", d.Findings)
-	writeFindings(w, "PENDING", d.Pending)
+	writeFindings(w, "STALE", d.Findings, wide)
+	writeFindings(w, "PENDING", d.Pending, wide)
 	for _, x := range d.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", x)
 	}

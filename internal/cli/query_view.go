@@ -26,14 +26,14 @@ func noViewLine(v *api.View) string {
 }
 
 // sayNoView prints the "no view" line of a blind answer, before the table
-// on stdout, or on stderr when stdout carries JSON; it returns the exit
+// on stdout, or on stderr when stdout carries a document; it returns the exit
 // status such an answer has (ExitNoView), or ok when the view is current.
 func sayNoView(q *queryFlags, v *api.View, stdout, stderr io.Writer, ok int) int {
 	if !blind(v) {
 		return ok
 	}
 	w := stdout
-	if q.out == "json" {
+	if q.document() {
 		w = stderr
 	}
 	fmt.Fprintln(w, noViewLine(v))

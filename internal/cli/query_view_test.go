@@ -41,7 +41,7 @@ func TestQueryCommandsBlind(t *testing.T) {
 		{"status-blind.txt.golden", []string{"status"}, ExitOK},
 	} {
 		var out, errb bytes.Buffer
-		code, _ := Run(Env{}, append(c.args, "--agent", srv.URL), &out, &errb)
+		code := run(Env{}, append(c.args, "--agent", srv.URL), &out, &errb)
 		name := strings.Join(c.args, " ")
 		if code != c.code {
 			t.Errorf("netdrift %s: exit %d, want %d (stderr %q)", name, code, c.code, errb.String())

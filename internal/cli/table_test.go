@@ -18,7 +18,7 @@ func TestFindingsTableKeepsKindsAndTellsNamesApart(t *testing.T) {
 		{Kind: "endpoint_on_missing_node", Service: "team-a/short", Subject: "node-gone", Detail: strings.Repeat("word ", 40) + "end"},
 	}
 	var b bytes.Buffer
-	writeFindings(&b, "KIND", fs)
+	writeFindings(&b, "KIND", fs, false)
 	out := b.String()
 	for _, k := range []string{"missing_frontend ", "endpoint_on_missing_node "} {
 		if !strings.Contains(out, k) {

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -12,43 +9,71 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/netdrift/netdrift/internal/capture"
 	"github.com/netdrift/netdrift/internal/rst"
 )
 
-// RunTraceRSTs is trace-rsts; list resolves Service addresses through the
-// API (nil: only --cluster files).
-func RunTraceRSTs(lister ServicesLister, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("trace-rsts", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	ips := fs.String("ip", "", "IP[,IP...] to watch: pod IPs, or a Service's address with --cluster or --kubeconfig (its backends are watched)")
-	port := fs.Uint("port", 0, "only RSTs on this port of the watched address (0 = any; the Service's port for a Service address)")
-	var clusters multiFlag
-	fs.Var(&clusters, "cluster", "cluster objects (`kubectl get services,endpointslices -A -o json`) to resolve Service addresses to their backends (repeatable)")
-	kubeconfig := fs.String("kubeconfig", "", "resolve Service addresses through the API with this kubeconfig (default: in-cluster config inside a pod; none otherwise)")
-	dur := fs.Duration("duration", 30*time.Second, "how long to watch")
-	mode := fs.String("mode", "", "force a probe mode (default: chosen from kernel features)")
-	out := fs.String("o", "table", "output: table or json")
-	if err := fs.Parse(args); err != nil {
-		return ExitError
+// traceFlags are the flags of `netdrift trace-rsts`.
+type traceFlags struct {
+	ips      string
+	port     uint
+	clusters []string
+	kube     KubeConfig
+	dur      time.Duration
+	mode     string
+	watch    bool
+	*output
+}
+
+// newTraceRSTsCommand is trace-rsts; list resolves Service addresses
+// through the API (nil: only --cluster files).
+func newTraceRSTsCommand(list ServicesLister) *cobra.Command {
+	f := &traceFlags{}
+	cmd := &cobra.Command{
+		Use:   "trace-rsts --ip IP[,IP...]",
+		Short: "count RSTs for given IPs for a while, without a cluster",
+		Example: "  netdrift trace-rsts --ip 10.244.1.13 --duration 1m\n" +
+			"  netdrift trace-rsts --ip 10.96.0.10 --port 53 --kubeconfig ~/.kube/config",
+		Args: exactArgs(0),
 	}
-	if err := checkOutput(*out); err != nil {
-		fmt.Fprintln(stderr, "netdrift trace-rsts:", err)
-		return ExitError
+	fs := cmd.Flags()
+	fs.StringVar(&f.ips, "ip", "", "`IP[,IP...]` to watch: pod IPs, or a Service's address with --cluster or a kubeconfig (its backends are watched)")
+	fs.UintVar(&f.port, "port", 0, "only RSTs on this `PORT` of the watched address (0 = any; the Service's port for a Service address)")
+	fs.StringArrayVar(&f.clusters, "cluster", nil, "`FILE` of cluster objects (kubectl get services,endpointslices -A -o json) to resolve Service addresses to their backends (repeatable)")
+	kube := ClientFlags()
+	kube.ClusterName = nil // --cluster names cluster files here; --context selects the kubeconfig's cluster
+	f.kube = AddKubeFlags(fs, kube)
+	fs.DurationVar(&f.dur, "duration", 30*time.Second, "how long to watch")
+	fs.StringVar(&f.mode, "mode", "", "force a probe `MODE`: tracepoint, tp_btf or fentry (default: chosen from kernel features)")
+	fs.BoolVar(&f.watch, "watch", false, "print each RST as it arrives (time, sent/received, from -> to, reason); with -o json one JSON object per line")
+	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion("auto", "tracepoint", "tp_btf", "fentry"))
+	f.output = addOutputFlag(cmd, outTable, outJSON)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := f.check(); err != nil {
+			return err
+		}
+		return exit(runTraceRSTs(cmd.Context(), list, f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 	}
-	list, err := rst.ParseIPList(*ips)
-	if err != nil || *port > 65535 || *dur <= 0 {
+	return cmd
+}
+
+// runTraceRSTs runs trace-rsts with its flags.
+func runTraceRSTs(ctx context.Context, lister ServicesLister, f *traceFlags, stdout, stderr io.Writer) int {
+	list, err := rst.ParseIPList(f.ips)
+	if err != nil || f.port > 65535 || f.dur <= 0 {
 		fmt.Fprintln(stderr, "netdrift trace-rsts: need --ip IP[,IP...], a --port below 65536 and a positive --duration:", err)
 		return ExitError
 	}
-	m, err := rst.ParseMode(*mode)
-	if err != nil && *mode != "" {
+	m, err := rst.ParseMode(f.mode)
+	if err != nil && f.mode != "" {
 		fmt.Fprintln(stderr, "netdrift trace-rsts:", err)
 		return ExitError
 	}
-	watchPort := uint16(*port)
+	watchPort := uint16(f.port)
 	var resolved []vipBackends
-	cs, err := traceCluster(lister, clusters, *kubeconfig)
+	cs, err := traceCluster(lister, f.clusters, f.kube)
 	if err == nil && cs != nil {
 		list, watchPort, resolved, err = resolveVIPs(cs, list, watchPort)
 	}
@@ -56,10 +81,15 @@ func RunTraceRSTs(lister ServicesLister, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "netdrift trace-rsts:", err)
 		return ExitError
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	opts := rst.TraceOptions{IPs: list, Port: watchPort, Duration: *dur, JSON: *out == "json", Mode: m}
-	if err := runTrace(ctx, opts, resolved, stdout); err != nil {
+	opts := rst.TraceOptions{IPs: list, Port: watchPort, Duration: f.dur, Mode: m}
+	o := &traceOutput{stdout: stdout, stderr: stderr, json: f.format == outJSON, watch: f.watch, resolved: resolved,
+		ips: list, port: watchPort, duration: f.dur}
+	if err := runTrace(ctx, opts, o); err != nil {
 		if capture.IsPermission(err) && !strings.Contains(err.Error(), "CAP_") {
 			err = capture.ProbeHint(err)
 		}
@@ -69,30 +99,17 @@ func RunTraceRSTs(lister ServicesLister, args []string, stdout, stderr io.Writer
 	return ExitOK
 }
 
-// runTrace runs the trace and says which backends were watched for each
-// Service address: lines before the table, or a "services" member of the
-// JSON report.
-func runTrace(ctx context.Context, opts rst.TraceOptions, resolved []vipBackends, stdout io.Writer) error {
-	if len(resolved) == 0 {
-		return rst.RunTrace(ctx, opts, stdout)
+// runTrace runs the trace, printing through o: the attach line, the
+// events with --watch, the counts.
+func runTrace(ctx context.Context, opts rst.TraceOptions, o *traceOutput) error {
+	opts.Attached = o.attached
+	if o.watch {
+		opts.Event = o.event
 	}
-	var buf bytes.Buffer
-	if err := rst.RunTrace(ctx, opts, &buf); err != nil {
-		return err
-	}
-	if !opts.JSON {
-		_, err := io.WriteString(stdout, describeVIPs(resolved)+buf.String())
-		return err
-	}
-	var rep map[string]json.RawMessage
-	if err := json.Unmarshal(buf.Bytes(), &rep); err != nil {
-		return err
-	}
-	svcs, err := json.Marshal(resolved)
+	res, err := rst.Trace(ctx, opts)
 	if err != nil {
 		return err
 	}
-	rep["services"] = svcs
-	printJSON(stdout, rep)
+	o.result(res)
 	return nil
 }

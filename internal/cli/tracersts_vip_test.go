@@ -67,7 +67,7 @@ func TestResolveVIPs(t *testing.T) {
 // needed), with one line and nothing on stdout.
 func TestTraceRSTsRefusesUnresolvableVIP(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := RunTraceRSTs(nil, []string{"--ip", "10.97.230.30", "--cluster", fixture.Path(t, "cluster.json"), "--duration", "1s"}, &out, &errb)
+	code := run(Env{}, []string{"trace-rsts", "--ip", "10.97.230.30", "--cluster", fixture.Path(t, "cluster.json"), "--duration", "1s"}, &out, &errb)
 	if code != ExitError || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 ||
 		!strings.Contains(errb.String(), "Service shop/payments's address, and that Service has no endpoints") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())

@@ -29,7 +29,7 @@ func Check(cs *watch.ClusterState, paths []string) error {
 		if err != nil {
 			return err
 		}
-		shapes = append(shapes, inspect(data, p))
+		shapes = append(shapes, inspect(data, InputName(p)))
 	}
 	return refusal(cs, shapes)
 }

@@ -15,10 +15,15 @@ import (
 
 // LoadFiles reads files as `kubectl get services,endpointslices,nodes,pods
 // -A -o json|yaml` prints them and merges them. An object present in several
-// files (same kind, namespace and name) is taken from the last file.
+// files (same kind, namespace and name) is taken from the last file. A path
+// "-" is standard input (once); gzip'd files are read as they are
+// (ReadInput).
 func LoadFiles(paths ...string) (*watch.ClusterState, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no cluster files given")
+	}
+	if stdinCount(paths) > 1 {
+		return nil, errors.New("--cluster - given more than once: standard input is one input (save the other cluster files to files)")
 	}
 	var parts []*watch.ClusterState
 	for _, p := range paths {
@@ -26,7 +31,7 @@ func LoadFiles(paths ...string) (*watch.ClusterState, error) {
 		if err != nil {
 			return nil, err
 		}
-		cs, err := Load(data, p)
+		cs, err := Load(data, InputName(p))
 		if err != nil {
 			return nil, err
 		}
@@ -36,6 +41,16 @@ func LoadFiles(paths ...string) (*watch.ClusterState, error) {
 		return parts[0], nil // Load's result is merged already
 	}
 	return mergeStates(parts), nil
+}
+
+func stdinCount(paths []string) int {
+	n := 0
+	for _, p := range paths {
+		if p == Stdin {
+			n++
+		}
+	}
+	return n
 }
 
 // Load parses one file's contents: a v1 List (or any *List) or a

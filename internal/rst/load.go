@@ -27,7 +27,8 @@ type Config struct {
 	// not yet drained): 8*MaxWatched*(8 bytes * CPUs), e.g. 4 MiB at 1024
 	// and 64 CPUs; the endpoint-port map 4 per address.
 	MaxWatched int
-	// EventsPerSecond is the per-CPU event rate limit (default 100).
+	// EventsPerSecond is the per-CPU event rate limit (default
+	// DefaultEventsPerSecond).
 	EventsPerSecond int
 	// NoEvents disables the event ring buffer output (counters still count).
 	NoEvents bool
@@ -36,12 +37,16 @@ type Config struct {
 	TracefsDirs []string
 }
 
+// DefaultEventsPerSecond is the per-CPU event rate limit unless
+// Config.EventsPerSecond sets another.
+const DefaultEventsPerSecond = 100
+
 func (c Config) withDefaults() Config {
 	if c.MaxWatched <= 0 {
 		c.MaxWatched = 1024
 	}
 	if c.EventsPerSecond <= 0 {
-		c.EventsPerSecond = 100
+		c.EventsPerSecond = DefaultEventsPerSecond
 	}
 	if c.NoEvents {
 		c.EventsPerSecond = 0

@@ -1,12 +1,11 @@
 package rst
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/netip"
 	"os"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,32 +222,66 @@ func TestEvents(t *testing.T) {
 	}
 }
 
-// TestRunTrace runs the trace-rsts function for real and checks its JSON.
+// TestRunTrace runs the trace-rsts function for real: it says when it is
+// attached, counts the resets from then on on the watched port only, and
+// delivers one event per counted reset (well under the rate limit) before
+// it returns.
 func TestRunTrace(t *testing.T) {
 	requireRoot(t)
 	ensureTracefs(t)
 	pr := newPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out bytes.Buffer
-	opts := TraceOptions{IPs: []netip.Addr{pr.pod4, pr.pod6}, Port: 5432, Duration: time.Hour, JSON: true}
-	opts.started = func() {
+	var mu sync.Mutex
+	var attached []TraceStart
+	var events []Event
+	opts := TraceOptions{IPs: []netip.Addr{pr.pod4, pr.pod6}, Port: 5432, Duration: time.Hour}
+	opts.Attached = func(st TraceStart) {
+		mu.Lock()
+		attached = append(attached, st)
+		mu.Unlock()
 		go func() {
 			connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 5432), 6)
 			connectRefused(t, pr.clientNs, netip.AddrPortFrom(pr.pod4, 5433), 2) // other port: not counted
+			mu.Lock()
+			n := len(events)
+			mu.Unlock()
+			for deadline := time.Now().Add(10 * time.Second); n < 6 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+				mu.Lock()
+				n = len(events)
+				mu.Unlock()
+			}
 			cancel()
 		}()
 	}
-	if err := RunTrace(ctx, opts, &out); err != nil {
+	opts.Event = func(ev Event) {
+		mu.Lock()
+		events = append(events, ev)
+		mu.Unlock()
+	}
+	before := time.Now()
+	res, err := Trace(ctx, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var res TraceResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		t.Fatalf("%v: %s", err, out.Bytes())
-	}
+	mu.Lock()
+	defer mu.Unlock()
 	want := map[string]uint64{pr.pod4.String(): 6, pr.pod6.String(): 0}
 	if !reflect.DeepEqual(res.Counts, want) || res.Mode == ModeNone {
-		t.Errorf("trace output %s, want counts %v", out.Bytes(), want)
+		t.Errorf("counts %v mode %s, want %v", res.Counts, res.Mode, want)
+	}
+	if len(attached) != 1 || attached[0].Mode != res.Mode || attached[0].Time.Before(before) || !attached[0].Time.Equal(res.Started) {
+		t.Errorf("attached %+v, result mode %s started %s", attached, res.Mode, res.Started)
+	}
+	if len(events) != 6 || res.Events == nil || res.Events.Delivered != 6 {
+		t.Fatalf("%d events, result %+v; want 6", len(events), res.Events)
+	}
+	for i, ev := range events {
+		if ev.Sender.Addr() != pr.pod4 || ev.Sender.Port() != 5432 || ev.Peer.Addr() != pr.client4 || ev.Direction != SentBy ||
+			ev.Time.Before(attached[0].Time) {
+			t.Errorf("event %d: %+v", i, ev)
+		}
 	}
 }
 

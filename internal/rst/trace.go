@@ -2,12 +2,10 @@ package rst
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
-	"text/tabwriter"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,19 +14,43 @@ type TraceOptions struct {
 	IPs      []netip.Addr  // addresses to watch (--ip, comma separated)
 	Port     uint16        // only resets on this port of the watched address; 0 = any (--port)
 	Duration time.Duration // how long to watch (--duration)
-	JSON     bool          // -o json
 	Mode     Mode          // force a probe mode; "" selects automatically
 
-	started func() // test hook: called once the addresses are watched
+	// Attached, when set, is called once the probe is attached and every
+	// address is watched: resets from then on are counted, none before.
+	Attached func(TraceStart)
+	// Event, when set, receives each reset event as it arrives (--watch),
+	// from one goroutine, all before Trace returns. Events are samples:
+	// the kernel emits at most EventsPerSecond per second per CPU; the
+	// counts are exact regardless.
+	Event func(Event)
+}
+
+// TraceStart is the moment counting starts.
+type TraceStart struct {
+	Time   time.Time
+	Mode   Mode
+	Reason string // why this mode (Status.Reason)
 }
 
 // TraceResult is what trace-rsts prints.
 type TraceResult struct {
 	Mode            Mode              `json:"mode"`
+	Started         time.Time         `json:"started"` // when counting started (TraceStart.Time)
 	DurationSeconds float64           `json:"duration_seconds"`
 	Counts          map[string]uint64 `json:"counts"`  // sent_by + sent_to
 	SentBy          map[string]uint64 `json:"sent_by"` // resets the address sent (connection refused by it)
 	SentTo          map[string]uint64 `json:"sent_to"` // resets sent to the address
+	// Events says how many events were delivered, with TraceOptions.Event.
+	Events *TraceEvents `json:"events,omitempty"`
+}
+
+// TraceEvents are the event samples of a trace.
+type TraceEvents struct {
+	Delivered uint64 `json:"delivered"`
+	// NotSampled are resets without an event: over the kernel's rate limit,
+	// or lost to a full ring buffer.
+	NotSampled uint64 `json:"not_sampled"`
 }
 
 // ParseIPList parses "IP[,IP...]".
@@ -56,44 +78,109 @@ func ParseIPList(s string) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// RunTrace watches opts.IPs for opts.Duration (or until ctx ends) without a
-// cluster and writes the reset counts to w.
-func RunTrace(ctx context.Context, opts TraceOptions, w io.Writer) error {
+// eventsIdle is how long Trace keeps delivering events after the trace
+// ends, once none arrived for that long (up to eventsDrainMax): events of
+// resets just before the end are still in the ring buffer.
+const (
+	eventsIdle     = 50 * time.Millisecond
+	eventsDrainMax = time.Second
+)
+
+// Trace watches opts.IPs for opts.Duration (or until ctx ends) without a
+// cluster and returns the reset counts.
+func Trace(ctx context.Context, opts TraceOptions) (TraceResult, error) {
 	if len(opts.IPs) == 0 {
-		return errors.New("trace-rsts: no --ip given")
+		return TraceResult{}, errors.New("trace-rsts: no --ip given")
 	}
 	if opts.Duration <= 0 {
-		return errors.New("trace-rsts: --duration must be positive")
+		return TraceResult{}, errors.New("trace-rsts: --duration must be positive")
 	}
-	p, err := Load(Config{Mode: opts.Mode, NoEvents: true})
+	p, err := Load(Config{Mode: opts.Mode, NoEvents: opts.Event == nil})
 	if err != nil {
-		return fmt.Errorf("trace-rsts: %w", err)
+		return TraceResult{}, fmt.Errorf("trace-rsts: %w", err)
 	}
 	defer p.Close()
 	for _, ip := range opts.IPs {
 		if err := p.WatchPort(ip, opts.Port); err != nil {
-			return fmt.Errorf("trace-rsts: %w", err)
+			return TraceResult{}, fmt.Errorf("trace-rsts: %w", err)
 		}
 	}
 	start := time.Now()
-	if opts.started != nil {
-		opts.started()
+	if opts.Attached != nil {
+		st := p.Status()
+		opts.Attached(TraceStart{Time: start, Mode: st.Mode, Reason: st.Reason})
 	}
+	ev := startEvents(p, opts.Event)
 	t := time.NewTimer(opts.Duration)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+	delivered := ev.stop()
 	counts, err := p.Counts()
 	if err != nil {
-		return fmt.Errorf("trace-rsts: %w", err)
+		return TraceResult{}, fmt.Errorf("trace-rsts: %w", err)
 	}
 	res := NewTraceResult(p.Mode(), time.Since(start), opts.IPs, counts)
-	if opts.JSON {
-		return WriteTraceJSON(w, res)
+	res.Started = start
+	if opts.Event != nil {
+		stats, err := p.Stats()
+		if err != nil {
+			return TraceResult{}, fmt.Errorf("trace-rsts: %w", err)
+		}
+		res.Events = &TraceEvents{Delivered: delivered, NotSampled: stats.EventsRateLimited + stats.EventsLost}
 	}
-	return WriteTraceTable(w, res, opts.IPs)
+	return res, nil
+}
+
+// eventPump delivers a probe's events to a function until stopped.
+type eventPump struct {
+	cancel    context.CancelFunc
+	done      chan struct{}
+	last      atomic.Int64 // UnixNano of the last event delivered
+	delivered atomic.Uint64
+}
+
+// startEvents delivers p's events to fn (nil: none) from one goroutine.
+func startEvents(p *Probe, fn func(Event)) *eventPump {
+	e := &eventPump{done: make(chan struct{})}
+	if fn == nil {
+		close(e.done)
+		e.cancel = func() {}
+		return e
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	evs := p.Events(ctx)
+	go func() {
+		defer close(e.done)
+		for ev := range evs {
+			fn(ev)
+			e.delivered.Add(1)
+			e.last.Store(time.Now().UnixNano())
+		}
+	}()
+	return e
+}
+
+// stop waits until no event arrived for eventsIdle (at most
+// eventsDrainMax), stops the delivery and returns how many were delivered.
+func (e *eventPump) stop() uint64 {
+	end := time.Now()
+	for deadline := end.Add(eventsDrainMax); time.Now().Before(deadline); {
+		last := time.Unix(0, e.last.Load())
+		if last.Before(end) {
+			last = end
+		}
+		if time.Since(last) >= eventsIdle {
+			break
+		}
+		time.Sleep(eventsIdle / 5)
+	}
+	e.cancel()
+	<-e.done
+	return e.delivered.Load()
 }
 
 // NewTraceResult builds the result; every requested address appears, with 0
@@ -109,28 +196,4 @@ func NewTraceResult(mode Mode, d time.Duration, ips []netip.Addr, counts map[net
 		r.SentTo[k] = c.SentTo
 	}
 	return r
-}
-
-// WriteTraceJSON writes {"counts": {"IP": N, ...}, ...} (keys sorted by encoding/json).
-func WriteTraceJSON(w io.Writer, r TraceResult) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// WriteTraceTable writes a table in the order the addresses were given.
-func WriteTraceTable(w io.Writer, r TraceResult, ips []netip.Addr) error {
-	fmt.Fprintf(w, "rst probe mode %s, watched %.1fs\n", r.Mode, r.DurationSeconds)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "IP\tRSTS\tSENT_BY\tSENT_TO")
-	seen := map[string]bool{}
-	for _, ip := range ips {
-		k := ip.Unmap().String()
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", k, r.Counts[k], r.SentBy[k], r.SentTo[k])
-	}
-	return tw.Flush()
 }

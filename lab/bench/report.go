@@ -197,6 +197,9 @@ func (r *Result) Write(w io.Writer) {
 			}
 		}
 	}
+	if len(r.Soak) > 0 {
+		writeSoak(w, r.Soak)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}

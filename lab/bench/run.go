@@ -61,7 +61,10 @@ type Config struct {
 	// OfflineKeep/<mode>-<scale>/ (cluster.json, dump) for profiling.
 	OfflineKeep string
 	LabName     string
-	Logf        func(format string, args ...any)
+	// SoakEvery: sample both processes' RSS, the agent's goroutines and
+	// findings this often over the churn windows (0: not at all).
+	SoakEvery time.Duration
+	Logf      func(format string, args ...any)
 }
 
 func (c *Config) defaults() error {
@@ -188,6 +191,7 @@ type Result struct {
 	AgentMem, ProxyMem Mem
 	Monitor            *MonitorStats // the nf_tables listener over the churn windows (nil: none ran)
 	WatchOnly          bool          // the watch-only reference ran over the windows
+	Soak               []SoakPoint   // Config.SoakEvery's samples over the churn windows
 	Notes              []string
 	Err                error
 }
@@ -394,6 +398,10 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		}()
 	}
 
+	if cfg.SoakEvery > 0 {
+		soak := startSoak(ctx, cfg.SoakEvery, a, procs)
+		defer func() { res.Soak = soak.Stop() }()
+	}
 	cursor := 0
 	for _, rate := range cfg.Rates {
 		if err := waitAgentClean(ctx, a, cfg.Drain, 500*time.Millisecond); err != nil {
@@ -528,7 +536,8 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	for time.Since(d0) < cfg.Drain {
 		// Nothing pending counts only once the last change had time to be
 		// delivered: right after the window it may still be in the watch.
-		if err := a.Get(ctx, "/v1/status", &st); err == nil && st.PendingChanges == 0 && time.Since(d0) >= drainSettle {
+		if err := a.Get(ctx, "/v1/status", &st); err == nil && st.PendingChanges == 0 && time.Since(d0) >= drainSettle &&
+			accountedFor(ctx, a, am0, collected, w.Changes-w.ChangeErrors) {
 			break
 		}
 		if time.Since(lastPoll) > time.Second {
@@ -639,6 +648,25 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		w.MonWorst = WorstMatches(t2s, t1s, commits, monitorMatchWindow, w.MonTables, 3)
 	}
 	return w, nil
+}
+
+// accountedFor: the samples counted since the window began (the metric's
+// increase over am0) plus the supersessions listed cover want changes. On
+// a loaded machine the last changes can still be in the watch when nothing
+// is pending yet; the drain then waits for them (up to Config.Drain) rather
+// than count them missing.
+func accountedFor(ctx context.Context, a *scenarios.Agent, am0 scenarios.Samples, collected map[string]scenarios.LagSample, want int) bool {
+	am1, err := a.Metrics(ctx)
+	if err != nil {
+		return false
+	}
+	c0, _ := am0.Sum("netdrift_node_programming_lag_seconds_count", nil)
+	c1, _ := am1.Sum("netdrift_node_programming_lag_seconds_count", nil)
+	got := int(c1 - c0)
+	for _, s := range collected {
+		got += s.Superseded
+	}
+	return got >= want
 }
 
 // startMonitor binds the nf_tables listener in the node's namespace.

@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/netdrift/netdrift/lab/scenarios"
+)
+
+// SoakPoint is one sample of a long run (Config.SoakEvery): both processes'
+// resident memory, the agent's goroutines and its findings at that moment.
+type SoakPoint struct {
+	At                 time.Duration // since the sampler started (the first churn window)
+	AgentRSS, ProxyRSS int64
+	Goroutines         float64
+	Stale, Pending     int  // the agent's stale findings and pending mismatches (/v1/drift)
+	Err                bool // a sample that failed (the others still count)
+}
+
+// soakSampler samples every SoakEvery until stopped.
+type soakSampler struct {
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	points []SoakPoint
+}
+
+func startSoak(ctx context.Context, every time.Duration, a *scenarios.Agent, p pids) *soakSampler {
+	s := &soakSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	start := time.Now()
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			pt := sampleOnce(ctx, a, p)
+			pt.At = time.Since(start)
+			s.mu.Lock()
+			s.points = append(s.points, pt)
+			s.mu.Unlock()
+			select {
+			case <-s.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends the sampling and returns the points.
+func (s *soakSampler) Stop() []SoakPoint {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.points
+}
+
+func sampleOnce(ctx context.Context, a *scenarios.Agent, p pids) SoakPoint {
+	var pt SoakPoint
+	if m, err := ReadMem(p.agent); err == nil {
+		pt.AgentRSS = m.RSS
+	} else {
+		pt.Err = true
+	}
+	if m, err := ReadMem(p.proxy); err == nil {
+		pt.ProxyRSS = m.RSS
+	} else {
+		pt.Err = true
+	}
+	if ms, err := a.Metrics(ctx); err == nil {
+		pt.Goroutines, _ = ms.Sum("go_goroutines", nil)
+	} else {
+		pt.Err = true
+	}
+	var d struct {
+		Findings []struct{} `json:"findings"`
+		Pending  []struct{} `json:"pending"`
+	}
+	if err := a.Get(ctx, "/v1/drift", &d); err == nil {
+		pt.Stale, pt.Pending = len(d.Findings), len(d.Pending)
+	} else {
+		pt.Err = true
+	}
+	return pt
+}
+
+// Slope is the least-squares slope of f over the points, per hour (0 with
+// fewer than two points).
+func Slope(points []SoakPoint, f func(SoakPoint) float64) float64 {
+	var n, sx, sy, sxx, sxy float64
+	for _, p := range points {
+		if p.Err {
+			continue
+		}
+		x, y := p.At.Hours(), f(p)
+		n++
+		sx += x
+		sy += y
+		sxx += x * x
+		sxy += x * y
+	}
+	den := n*sxx - sx*sx
+	if n < 2 || den == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
+}
+
+func agentMiB(p SoakPoint) float64 { return float64(p.AgentRSS) / (1 << 20) }
+func proxyMiB(p SoakPoint) float64 { return float64(p.ProxyRSS) / (1 << 20) }
+func goroutines(p SoakPoint) float64 {
+	return p.Goroutines
+}
+
+// SoakSummary is what a soak shows: first, last, peak and slope of each
+// series, and the worst findings.
+type SoakSummary struct {
+	Points, Failed                                  int
+	Span                                            time.Duration
+	AgentFirst, AgentLast, AgentPeak                float64 // MiB
+	AgentSlope, ProxySlope                          float64 // MiB per hour
+	ProxyFirst, ProxyLast                           float64
+	GoroutinesFirst, GoroutinesLast, GoroutinesPeak float64
+	GoroutineSlope                                  float64 // per hour
+	MaxStale, StaleSamples                          int     // worst stale findings seen; samples that had any
+}
+
+// Summarize reduces the points.
+func Summarize(points []SoakPoint) SoakSummary {
+	var s SoakSummary
+	var ok []SoakPoint
+	for _, p := range points {
+		if p.Err {
+			s.Failed++
+			continue
+		}
+		ok = append(ok, p)
+	}
+	s.Points = len(ok)
+	if len(ok) == 0 {
+		return s
+	}
+	first, last := ok[0], ok[len(ok)-1]
+	s.Span = last.At - first.At
+	s.AgentFirst, s.AgentLast = agentMiB(first), agentMiB(last)
+	s.ProxyFirst, s.ProxyLast = proxyMiB(first), proxyMiB(last)
+	s.GoroutinesFirst, s.GoroutinesLast = first.Goroutines, last.Goroutines
+	for _, p := range ok {
+		s.AgentPeak = max(s.AgentPeak, agentMiB(p))
+		s.GoroutinesPeak = max(s.GoroutinesPeak, p.Goroutines)
+		s.MaxStale = max(s.MaxStale, p.Stale)
+		if p.Stale > 0 {
+			s.StaleSamples++
+		}
+	}
+	s.AgentSlope = Slope(ok, agentMiB)
+	s.ProxySlope = Slope(ok, proxyMiB)
+	s.GoroutineSlope = Slope(ok, goroutines)
+	return s
+}
+
+func writeSoak(w io.Writer, points []SoakPoint) {
+	s := Summarize(points)
+	fmt.Fprintf(w, "\nsoak: %d samples over %s (%d failed)\n", s.Points, s.Span.Round(time.Second), s.Failed)
+	fmt.Fprintf(w, "  agent RSS       first %.0f MiB, last %.0f MiB, peak %.0f MiB, slope %+.1f MiB/h\n", s.AgentFirst, s.AgentLast, s.AgentPeak, s.AgentSlope)
+	fmt.Fprintf(w, "  kube-proxy RSS  first %.0f MiB, last %.0f MiB, slope %+.1f MiB/h\n", s.ProxyFirst, s.ProxyLast, s.ProxySlope)
+	fmt.Fprintf(w, "  goroutines      first %.0f, last %.0f, peak %.0f, slope %+.1f/h\n", s.GoroutinesFirst, s.GoroutinesLast, s.GoroutinesPeak, s.GoroutineSlope)
+	fmt.Fprintf(w, "  stale findings  max %d, in %d of %d samples\n", s.MaxStale, s.StaleSamples, s.Points)
+}

@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/netdrift/netdrift/lab/labenv"
+)
+
+// TestSoak is `make soak`: per mode a one-node lab at SOAK_SCALE endpoints
+// (default 100k), one churn window of SOAK_SECONDS (default 1800) at
+// SOAK_RATE changes per second (default 20), sampling RSS, goroutines and
+// findings every SOAK_EVERY seconds (default 30). It reports the slopes
+// and fails on what must hold however long the run: no stale finding
+// (kube-proxy is healthy throughout), every change sampled or counted.
+// Skipped unless NETDRIFT_SOAK=1.
+func TestSoak(t *testing.T) {
+	if os.Getenv("NETDRIFT_SOAK") != "1" {
+		t.Skip("set NETDRIFT_SOAK=1 (make soak)")
+	}
+	needRoot(t)
+	bin := agentBinary(t)
+	ensureBins(t)
+	eps, err := ParseScale(fields(t, "SOAK_SCALE", "100k")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate, err := strconv.ParseFloat(fields(t, "SOAK_RATE", "20")[0], 64)
+	if err != nil || rate <= 0 {
+		t.Fatalf("SOAK_RATE: want changes per second, got %q", os.Getenv("SOAK_RATE"))
+	}
+	window := seconds(t, "SOAK_SECONDS", 1800)
+	every := seconds(t, "SOAK_EVERY", 30)
+	out := os.Getenv("BENCH_LIVE_OUT")
+	if out == "" {
+		out = filepath.Join(labenv.ModuleDir(), "..", "bin", "bench-live")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range fields(t, "SOAK_MODES", "nftables iptables-nft") {
+		t.Run(mode, func(t *testing.T) {
+			res := Run(context.Background(), Config{
+				Mode: mode, Endpoints: eps, Rates: []float64{rate}, Window: window, Idle: 10 * time.Second,
+				Agent: bin, Logf: t.Logf, SoakEvery: every, LabName: "so" + Modes[mode].Short,
+			})
+			var buf bytes.Buffer
+			res.Write(&buf)
+			fmt.Fprintf(&buf, "\ncommand: make soak SOAK_MODES=%s SOAK_SCALE=%s SOAK_RATE=%g SOAK_SECONDS=%.0f\n", mode, ScaleName(eps), rate, window.Seconds())
+			fmt.Print(buf.String())
+			file := filepath.Join(out, fmt.Sprintf("soak-%s-%s.txt", mode, ScaleName(eps)))
+			if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+				t.Error(err)
+			}
+			if res.Err != nil {
+				t.Fatalf("%v (partial results in %s)", res.Err, file)
+			}
+			checkSoak(t, res, window, every)
+		})
+	}
+}
+
+func checkSoak(t *testing.T, res *Result, window, every time.Duration) {
+	s := Summarize(res.Soak)
+	if want := int(window/every) / 2; s.Points < want {
+		t.Errorf("%d samples, want at least %d over %s", s.Points, want, window)
+	}
+	if s.MaxStale > 0 {
+		t.Errorf("stale findings against a healthy kube-proxy: up to %d, in %d samples", s.MaxStale, s.StaleSamples)
+	}
+	for _, w := range res.Churn {
+		if m := w.Missing(); m != 0 {
+			t.Errorf("%s: %d of %d changes have neither a sample nor a counted reason", w.Name, m, w.Changes)
+		}
+	}
+}
+
+// TestSlope checks the least-squares slope on exact lines and its guards.
+func TestSlope(t *testing.T) {
+	var pts []SoakPoint
+	for i := 0; i < 7; i++ {
+		pts = append(pts, SoakPoint{At: time.Duration(i) * 10 * time.Minute, AgentRSS: int64(80+3*i) << 20, Goroutines: 40})
+	}
+	// 3 MiB per 10 minutes = 18 MiB per hour; goroutines flat.
+	if got := Slope(pts, agentMiB); math.Abs(got-18) > 1e-9 {
+		t.Errorf("agent slope %v, want 18 MiB/h", got)
+	}
+	if got := Slope(pts, goroutines); got != 0 {
+		t.Errorf("goroutine slope %v, want 0", got)
+	}
+	pts[3].Err, pts[3].AgentRSS = true, 1<<40 // a failed sample is left out
+	if got := Slope(pts, agentMiB); math.Abs(got-18) > 1e-9 {
+		t.Errorf("slope with a failed sample %v, want 18", got)
+	}
+	if got := Slope(pts[:1], agentMiB); got != 0 {
+		t.Errorf("one point: slope %v, want 0", got)
+	}
+	s := Summarize(append(pts, SoakPoint{At: time.Hour, AgentRSS: 98 << 20, Stale: 2}))
+	if s.MaxStale != 2 || s.StaleSamples != 1 || s.Failed != 1 || s.AgentPeak != 98 {
+		t.Errorf("summary %+v", s)
+	}
+}
