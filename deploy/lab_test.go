@@ -170,6 +170,7 @@ func TestLabManifestsServerSideDryRun(t *testing.T) {
 		"",
 		"secureEndpoint.enabled=false,seccompProfile.type=RuntimeDefault",
 		"secureEndpoint.tlsSecretName=netdrift-tls,extraArgs[0]=--stale-after=30s,priorityClassName=system-cluster-critical",
+		"nodeCondition.enabled=true,nodeEvents.enabled=true,nodeReport.heartbeat=5m",
 	} {
 		args := []string{}
 		if set != "" {

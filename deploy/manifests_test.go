@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -70,6 +71,9 @@ type manifests struct {
 	svc            *corev1.Service
 	sm             *serviceMonitor
 	seccomp        *corev1.ConfigMap // the Localhost seccomp profile the init container installs
+	crd            map[string]any    // the NodeReport CRD (crd_test.go checks it)
+	policies       []*admissionregistrationv1.ValidatingAdmissionPolicy
+	bindings       []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
 
 // loadManifests decodes every document of daemonset.yaml into its typed object, strictly
@@ -108,13 +112,20 @@ func loadManifests(t *testing.T) manifests {
 			}
 			continue
 		}
+		if tm.Kind == "CustomResourceDefinition" {
+			if err := yaml.Unmarshal(js, &m.crd); err != nil {
+				t.Fatalf("%s: %v", tm.Kind, err)
+			}
+			continue
+		}
 		obj, _, err := dec.Decode(js, nil, nil)
 		if err != nil {
 			t.Fatalf("document %d (%s): %v", i, tm.Kind, err)
 		}
 		m.assign(t, obj)
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet", "Service", "ServiceMonitor"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet", "Service", "ServiceMonitor",
+		"CustomResourceDefinition", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		want := 1
 		if k == "Role" {
 			want = 2 // the agent's and the responders'
@@ -123,8 +134,8 @@ func loadManifests(t *testing.T) manifests {
 			t.Errorf("%d %s objects, want %d", seen[k], k, want)
 		}
 	}
-	if len(seen) != 10 {
-		t.Errorf("kinds %v, want exactly the ten above", sortedKeys(seen))
+	if len(seen) != 13 {
+		t.Errorf("kinds %v, want exactly the thirteen above", sortedKeys(seen))
 	}
 	return m
 }
@@ -153,6 +164,10 @@ func (m *manifests) assign(t *testing.T, obj runtime.Object) {
 		m.svc = o
 	case *corev1.ConfigMap:
 		m.seccomp = o
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		m.policies = append(m.policies, o)
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		m.bindings = append(m.bindings, o)
 	default:
 		t.Errorf("unexpected object %T", obj)
 	}
@@ -196,6 +211,9 @@ func TestRBACIsExactlyTheAllowedSet(t *testing.T) {
 	want = append(want,
 		permission{"cluster", "authentication.k8s.io", "tokenreviews", "create"},
 		permission{"cluster", "authorization.k8s.io", "subjectaccessreviews", "create"})
+	for _, v := range []string{"get", "create", "patch", "update"} { // the node's own NodeReport (node_restriction_test.go)
+		want = append(want, permission{"cluster", "netdrift.io", "nodereports", v})
+	}
 
 	got := append(permissions(t, "cluster", m.clusterRole.Rules), permissions(t, m.role.Namespace, m.role.Rules)...)
 	less := func(a, b permission) int {

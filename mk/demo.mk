@@ -8,8 +8,8 @@
 # Under `flock LOCK make demo` the lab's runner inherits the lock and holds it
 # while the lab stays up: run `make demo-down` without the lock.
 #
-# make test-lab: the lab scenarios CI runs (rollout and frozen kube-proxy in
-# iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
+# make test-lab: the lab scenarios CI runs (rollout, frozen kube-proxy and the node
+# reports with their own-node admission policies in iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
 # the alerts through the lab Prometheus: quiet under churn,
 # the watch alerts with the API server down, and
 # every dashboard panel's queries returning series, and kubectl-netdrift
@@ -24,7 +24,7 @@ DEMO_SHOTS ?= $(CURDIR)/docs/demo-screenshots
 DEMO_TRANSCRIPT ?= $(CURDIR)/docs/demo-transcript.txt
 SCENARIO_GO := cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1
 
-.PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10 test-lab-alerts
+.PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10 test-lab-alerts bench-reports
 
 demo: deps build lab-bins
 	set -o pipefail; { echo '$$ make demo'; $(LAB_RUN) demo -name $(DEMO_NAME) -agent $(CURDIR)/$(BIN)/netdrift -screenshots $(DEMO_SHOTS); } 2>&1 | tee $(DEMO_TRANSCRIPT)
@@ -32,10 +32,10 @@ demo: deps build lab-bins
 demo-down:
 	$(LAB_RUN) down -name $(DEMO_NAME)
 
-test-lab: build lab-bins
-	$(SCENARIO_GO) -timeout 30m -v \
-		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|panels|plugin|watchalert)$$' \
-		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|panels|plugin|watchalert)$$' ./scenarios
+test-lab: build lab-bins $(HELM)
+	export NETDRIFT_HELM=$(HELM); $(SCENARIO_GO) -timeout 30m -v \
+		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|nodereports|reportpolicy|panels|plugin|watchalert)$$' \
+		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|nodereports|reportpolicy|panels|plugin|watchalert)$$' ./scenarios
 
 test-lab-alerts: build lab-bins
 	export NETDRIFT_LAB_SLOW_ALERTS=1; $(SCENARIO_GO) -timeout 30m -v \
@@ -50,3 +50,14 @@ test-lab-all: build lab-bins
 test-lab-rollout10: build lab-bins
 	export NETDRIFT_ROLLOUT10=1 NETDRIFT_ROLLOUT10_OUT=$(CURDIR)/$(LAB_DIR)/.cache/rollout10.txt; $(SCENARIO_GO) -timeout 40m -v \
 		-run 'TestScenarios/iptables/rollout10$$' ./scenarios
+
+# make bench-reports (root; not part of make test): BENCHMARKS.md "Node reports". A
+# one-node lab without agents, the NodeReport CRD, 5,000 simulated reports written at the
+# write policy's rollout rates and as fast as 16 writers go, kube-apiserver and etcd CPU and
+# RSS from /proc, LISTs of all 5,000. The table goes to $(BENCH_REPORTS_OUT).
+BENCH_REPORTS_OUT ?= $(CURDIR)/bin/bench-reports.md
+bench-reports: lab-bins
+	@test "$$(id -u)" = 0 || { echo "make bench-reports needs root (network namespaces)"; exit 1; }
+	mkdir -p $(dir $(BENCH_REPORTS_OUT))
+	export NETDRIFT_BENCH_REPORTS=1 BENCH_REPORTS_OUT=$(BENCH_REPORTS_OUT); cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) \
+		-count=1 -timeout 30m -v -run 'TestBenchReports$$' ./bench

@@ -60,6 +60,7 @@ type agentFlags struct {
 	nodeGoneAfter    time.Duration
 	logLevel         string
 	procPath         string
+	report           reportFlags
 }
 
 // register adds the agent's flags, kubectl's client flags among them
@@ -100,6 +101,7 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.nodeGoneAfter, "node-gone-after", 5*time.Minute, "a node NotReady this long counts as gone")
 	fs.StringVar(&f.procPath, "proc-path", "/proc", "host /proc `DIR` (to find pod namespaces behind veths; /host/proc in a container)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
+	f.report.register(fs)
 }
 
 // agentCompletions are the values of the agent's enum flags, for shell
@@ -170,6 +172,7 @@ func (f *agentFlags) settings() (agentSettings, error) {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, f.report.validate())
 	if f.maxServiceSeries < 1 {
 		errs = append(errs, errors.New("--max-service-series must be at least 1"))
 	}

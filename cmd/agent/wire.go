@@ -23,6 +23,7 @@ import (
 	"github.com/netdrift/netdrift/internal/hurt"
 	"github.com/netdrift/netdrift/internal/metrics"
 	"github.com/netdrift/netdrift/internal/model"
+	"github.com/netdrift/netdrift/internal/report/publish"
 	"github.com/netdrift/netdrift/internal/rst"
 	"github.com/netdrift/netdrift/internal/watch"
 	"github.com/netdrift/netdrift/internal/watch/informer"
@@ -41,6 +42,7 @@ type wired struct {
 	netns     string
 	handler   http.Handler
 	log       *slog.Logger
+	report    *publish.Publisher // nil: --node-report off
 }
 
 // wireAgent builds the agent.
@@ -123,7 +125,11 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	w.hurt = hurt.New(func() (stale, pending []drift.Tracked) { return w.agent.Findings() }, clk.Now, 0, f.maxServiceSeries)
 	w.netns = f.netns
 	reg.MustRegister(w.hurt)
-	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt, Lag: w.agent.LagState, Summary: w.agent.SummaryState})
+	if w.report = f.report.publisher(ctx, f.nodeName, w.agent, w.watcher.Node, client, log); w.report != nil {
+		reg.MustRegister(w.report.Collectors()...)
+	}
+	w.handler = api.NewHandler(w.agent.State, reg, api.Providers{RSTs: w.rst, Hurt: w.hurt, Lag: w.agent.LagState, Summary: w.agent.SummaryState,
+		Report: reportStatus(w.report)})
 	return w, nil
 }
 
@@ -131,6 +137,9 @@ func (w *wired) start(ctx context.Context, g *errgroup.Group) {
 	w.watcher.Start(ctx)
 	g.Go(func() error { return w.agent.Run(ctx) })
 	g.Go(func() error { w.rst.Run(ctx); return nil })
+	if w.report != nil {
+		g.Go(func() error { w.report.Run(ctx); return nil })
+	}
 	g.Go(func() error {
 		err := node.WatchConntrackNew(ctx, w.netns, func(fl model.Flow) { w.hurt.Observe(fl) })
 		if err != nil && ctx.Err() == nil {

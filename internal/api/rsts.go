@@ -33,6 +33,8 @@ type Providers struct {
 	// all but the desired state and the observed frontends, which they do
 	// not show (agent.Agent.SummaryState); nil: the full state.
 	Summary func() agent.State
+	// Report is the NodeReport publisher's state for /v1/status; nil: none.
+	Report func() ReportStatus
 }
 
 // HurtProvider counts the new connections sent to stale backends

@@ -114,6 +114,10 @@ func StatusOf(s agent.State, pr Providers) Status {
 		st.RSTProbe = &p
 	}
 	st.RecommendedPreStopSeconds = preStopOf(s)
+	if pr.Report != nil {
+		r := pr.Report()
+		st.Report = &r
+	}
 	return st
 }
 

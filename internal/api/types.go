@@ -96,6 +96,16 @@ type Status struct {
 	RecommendedPreStopSeconds  *float64   `json:"recommended_prestop_seconds,omitempty"`
 	RSTProbe                   *Probe     `json:"rst_probe,omitempty"`
 	Notes                      []string   `json:"notes,omitempty"`
+	// Report is the NodeReport publisher's state (absent when not wired).
+	Report *ReportStatus `json:"report,omitempty"`
+}
+
+// ReportStatus is the NodeReport publisher's state: whether it runs, its
+// last successful write and the error of its last attempt, if it failed.
+type ReportStatus struct {
+	Enabled   bool      `json:"enabled"`
+	LastWrite time.Time `json:"last_write,omitzero"`
+	LastError string    `json:"last_error,omitempty"`
 }
 
 // Watch is the watch's health.

@@ -81,11 +81,14 @@ type Watch struct {
 
 // Finding is one stale finding, compact.
 type Finding struct {
-	Kind     string      `json:"kind"`
-	Service  string      `json:"service,omitempty"` // namespace/name
-	Frontend string      `json:"frontend,omitempty"`
-	Backend  string      `json:"backend,omitempty"`
-	Since    metav1.Time `json:"since"`
+	Kind     string `json:"kind"`
+	Service  string `json:"service,omitempty"` // namespace/name
+	Frontend string `json:"frontend,omitempty"`
+	Backend  string `json:"backend,omitempty"`
+	// Subject names what a finding without a frontend is about (a route,
+	// a link, a conntrack entry, a missing node).
+	Subject string      `json:"subject,omitempty"`
+	Since   metav1.Time `json:"since"`
 }
 
 // Lag holds node-lag percentiles (seconds) over the recent samples:

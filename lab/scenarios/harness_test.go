@@ -43,6 +43,8 @@ var scenarios = []scenario{
 	{"rollout10", testRollout10},   // its own target: make test-lab-rollout10
 	{"frozen", testFrozen},
 	{"stalealert", testStaleDNATAlert},
+	{"nodereports", testNodeReports},
+	{"reportpolicy", testReportPolicy},
 	{"panels", testPanels}, // after the stories that feed the panels
 	{"readonly", testReadOnly},
 	{"plugin", testPlugin}, // kubectl-netdrift through the API server and nodestream (before nodegone: all three nodes)
@@ -154,7 +156,7 @@ func (e *env) start(t *testing.T) (*labenv.Lab, error) {
 	l, err := labenv.Start(ctx, labenv.Options{
 		Name: name, Dir: dir, Nodes: 3, ProxyMode: e.mode, Agent: bin, Prometheus: true,
 		AgentArgs: append([]string{"--stale-after=" + staleAfter.String(), "--datapath=" + e.mode,
-			"--watch-unhealthy-after=" + watchUnhealthyAfter.String()}, strings.Fields(os.Getenv("NETDRIFT_LAB_AGENT_ARGS"))...),
+			"--watch-unhealthy-after=" + watchUnhealthyAfter.String(), "--node-report-heartbeat=20s", "--node-report-min-interval=2s", "--node-condition", "--node-events"}, strings.Fields(os.Getenv("NETDRIFT_LAB_AGENT_ARGS"))...),
 		Logf: func(format string, a ...any) { fmt.Printf("lab %s: "+format+"\n", append([]any{name}, a...)...) },
 	})
 	if err != nil {
