@@ -42,9 +42,7 @@ type Mode struct {
 	obs     model.Observed
 	parsed  bool      // obs is the parse of dumps with hints
 	nlOK    bool      // the backend is nft: the netlink reader applies
-	nlOff   string    // why the netlink reader is not used ("" = it is)
-	nlRetry time.Time // when to try netlink again after a fallback
-	nlSince time.Time // since when nlOff is set
+	nlPath  pathState // the netlink reader's fallback to iptables-save
 	inProc  bool      // the last read was in process (no CPU to report)
 	// fromNL: the last Snapshot returned the netlink reader's observation,
 	// whose frontends its next ApplyEvent changes in place (Frozen)
@@ -171,10 +169,7 @@ func (k *Mode) netlinkActive() bool {
 	if k.nl == nil || !k.nlOK {
 		return false
 	}
-	if k.nlOff != "" && time.Now().Before(k.nlRetry) {
-		return false
-	}
-	return true
+	return k.nlPath.usable(time.Now())
 }
 
 // Snapshot reads the datapath. It never writes.
@@ -188,16 +183,15 @@ func (k *Mode) Snapshot(ctx context.Context) (model.Observed, error) {
 		obs, err := k.nl.Snapshot(ctx, k.hints)
 		switch {
 		case err != nil:
-			if k.nlOff == "" {
-				k.nlSince = time.Now()
-			}
-			k.nlOff, k.nlRetry = err.Error(), nlRetryAt(err, time.Now())
+			now := time.Now()
+			k.nlPath.failed(err, now, nlRetryAt(err, now))
 		case len(obs.Frontends) == 0 && k.r.Config.Backend != BackendNFT:
 			// Nothing in nf_tables: maybe kube-proxy moved to the legacy
 			// backend. The iptables-save path detects again.
 			k.nlOK = false
 		default:
-			k.nlOff, k.inProc = "", true
+			k.nlPath.succeeded()
+			k.inProc = true
 			k.dropSaveCache()
 			k.fromNL.Store(true)
 			return obs, nil // versioned by the netlink reader: a new version whenever it walked again
@@ -213,8 +207,8 @@ func (k *Mode) Snapshot(ctx context.Context) (model.Observed, error) {
 		return obs, err
 	}
 	obs = k.legacyAfterSave(obs)
-	if k.nlOff != "" && k.nlOK {
-		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-nft tables not read over netlink, read with iptables-save instead: "+k.nlOff)
+	if k.nlPath.inForce() && k.nlOK {
+		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-nft tables not read over netlink, read with iptables-save instead: "+k.nlPath.off)
 	}
 	if k.nl != nil && k.r.Stats().Backend == BackendNFT {
 		k.nlOK = true
@@ -229,10 +223,10 @@ func (k *Mode) Fallback() (from, to, reason string, since time.Time) {
 	defer k.mu.Unlock()
 	switch {
 	case k.inProc:
-	case k.nlOff != "" && k.nlOK:
-		return "netlink", "iptables-save", k.nlOff, k.nlSince
-	case k.lg.off != "" && k.lg.ok:
-		return "in-process", "iptables-legacy-save", k.lg.off, k.lg.since
+	case k.nlPath.inForce() && k.nlOK:
+		return "netlink", "iptables-save", k.nlPath.off, k.nlPath.since
+	case k.lg.path.inForce() && k.lg.ok:
+		return "in-process", "iptables-legacy-save", k.lg.path.off, k.lg.path.since
 	}
 	return "", "", "", time.Time{}
 }
