@@ -25,6 +25,12 @@ import (
 // warnings, when the netlink read fails (a rule it cannot decode, no
 // nf_tables access) and tries netlink again after nlRetryAfter.
 //
+// When the iptables-save read fails too (the command absent, refused, or
+// silent for saveTimeout), it reads kube-proxy's chains one by one with the
+// iptables command (go-iptables, mode_chains.go), with the reason in the
+// warnings and as the fallback in force, and tries iptables-save again
+// after nlRetryAfter.
+//
 // On the iptables-save path it dumps, unless the backend is iptables-nft
 // and the nf_tables generation has not moved since the last dump began:
 // then the rules are the same and the O(1) generation check replaces a
@@ -48,7 +54,8 @@ type Mode struct {
 	// whose frontends its next ApplyEvent changes in place (Frozen)
 	fromNL atomic.Bool
 
-	lg legacyState // the in-process iptables-legacy path (mode_legacy.go)
+	lg     legacyState // the in-process iptables-legacy path (mode_legacy.go)
+	chains chainState  // the per-chain read, when iptables-save fails (mode_chains.go)
 }
 
 // OpenMode builds the iptables mode's reader for netns ("" = own): over
@@ -153,12 +160,16 @@ func (k *Mode) Frozen() (model.Observed, bool) {
 }
 
 // LastReadCPU is the CPU time the last dump cost (iptables-save
-// processes); 0 after an in-process netlink read.
+// processes); 0 after an in-process netlink read. A per-chain read reports
+// its wall time: its commands run one after another, so it bounds their CPU.
 func (k *Mode) LastReadCPU() time.Duration {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.inProc {
+	switch {
+	case k.inProc:
 		return 0
+	case k.chains.used:
+		return k.chains.cost
 	}
 	return k.r.Stats().CPU
 }
@@ -202,12 +213,12 @@ func (k *Mode) Snapshot(ctx context.Context) (model.Observed, error) {
 		return obs, nil
 	}
 	k.inProc = false
-	obs, err := k.saveSnapshot(ctx)
+	obs, err := k.saveOrChains(ctx)
 	if err != nil {
 		return obs, err
 	}
 	obs = k.legacyAfterSave(obs)
-	if k.nlPath.inForce() && k.nlOK {
+	if k.nlPath.inForce() && k.nlOK && !k.chains.used {
 		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-nft tables not read over netlink, read with iptables-save instead: "+k.nlPath.off)
 	}
 	if k.nl != nil && k.r.Stats().Backend == BackendNFT {
@@ -223,6 +234,8 @@ func (k *Mode) Fallback() (from, to, reason string, since time.Time) {
 	defer k.mu.Unlock()
 	switch {
 	case k.inProc:
+	case k.chains.used:
+		return k.chainsFallback()
 	case k.nlPath.inForce() && k.nlOK:
 		return "netlink", "iptables-save", k.nlPath.off, k.nlPath.since
 	case k.lg.path.inForce() && k.lg.ok:

@@ -69,7 +69,7 @@ func (k *Mode) legacyAfterSave(obs model.Observed) model.Observed {
 	if lg.lr == nil {
 		return obs
 	}
-	if lg.path.inForce() && lg.ok {
+	if lg.path.inForce() && lg.ok && !k.chains.used {
 		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-legacy tables not read in process, read with iptables-legacy-save instead: "+lg.path.off)
 	}
 	if k.r.Stats().Backend == BackendLegacy {
