@@ -23,11 +23,10 @@ const saveTimeout = time.Minute
 // after nlRetryAfter. It helps where the save command is missing or broken
 // but iptables itself runs.
 type chainState struct {
-	path     pathState     // iptables-save's fallback to the per-chain read
-	used     bool          // the last read was per chain
-	cost     time.Duration // its wall time (commands run one after another)
-	timeout  time.Duration // of an iptables-save read; 0: saveTimeout
-	backends []string      // for tests: the backends to try, in order (nil: chainBackends)
+	path    pathState     // iptables-save's fallback to the per-chain read
+	used    bool          // the last read was per chain
+	cost    time.Duration // its wall time (commands run one after another)
+	timeout time.Duration // of an iptables-save read; 0: saveTimeout
 }
 
 // saveOrChains reads with iptables-save, or chain by chain while
@@ -72,10 +71,7 @@ func (k *Mode) timedSave(ctx context.Context) (model.Observed, error) {
 // chainSnapshot reads per chain with the first backend whose chains hold
 // kube-proxy's rules (the first backend when none does).
 func (k *Mode) chainSnapshot() (model.Observed, error) {
-	backends := k.chains.backends
-	if backends == nil {
-		backends = k.chainBackends()
-	}
+	backends := k.chainBackends()
 	var first *Dumps
 	var errs []error
 	var cost time.Duration
