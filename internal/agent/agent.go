@@ -172,8 +172,7 @@ func (a *Agent) stateOf(frontends bool) State {
 		o := s.Observed
 		s.Observed = model.Observed{Datapath: o.Datapath, Version: o.Version, Warnings: o.Warnings} // shared, as State's copies share them
 	}
-	s.Watch = a.watchStatusLocked(s.Now)
-	a.judgeViewLocked(&s)
+	a.judgeLocked(&s)
 	s.Fallbacks = a.fallbacksLocked()
 	// Changes are recorded as the watch delivers them, not at the next
 	// audit: show them at once (the next read may be a poll away).
@@ -211,8 +210,7 @@ func (a *Agent) LagState() State {
 	if !a.state.LastAudit.IsZero() { // published at least once
 		s.Recent = a.recentLocked()
 	}
-	s.Watch = a.watchStatusLocked(s.Now)
-	a.judgeViewLocked(&s)
+	a.judgeLocked(&s)
 	s.PendingChanges = a.tracker.pendingChanges()
 	return s
 }

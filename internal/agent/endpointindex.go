@@ -62,9 +62,18 @@ func (x *endpointIndex) put(a netip.Addr, se model.ServiceEndpoint) {
 	x.byAddr[a] = append(es, se)
 }
 
-// rebuild starts over from every service's desired state, for node.
+// rebuild starts over from every service's desired state, for node. The
+// map is sized for every endpoint at once: at start-up, when the agent's
+// memory peaks, growing it step by step would leave its smaller tables as
+// garbage.
 func (x *endpointIndex) rebuild(node string, bySvc map[model.ServiceName]map[model.Frontend]model.Verdict) {
-	x.node, x.byAddr = node, nil
+	n := 0
+	for _, fs := range bySvc {
+		for _, v := range fs {
+			n += len(v.Endpoints)
+		}
+	}
+	x.node, x.byAddr = node, make(map[netip.Addr][]model.ServiceEndpoint, n)
 	for _, fs := range bySvc {
 		x.replace(nil, fs)
 	}

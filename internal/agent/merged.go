@@ -20,10 +20,14 @@ type mergedDesired struct {
 	frozenV uint64
 }
 
-// rebuild starts over from every service's desired state.
+// rebuild starts over from every service's desired state, its maps sized
+// for every frontend at once (no garbage of smaller tables at start-up).
 func (m *mergedDesired) rebuild(bySvc map[model.ServiceName]map[model.Frontend]model.Verdict) {
-	m.live = nil
-	m.init()
+	n := 0
+	for _, fs := range bySvc {
+		n += len(fs)
+	}
+	m.live, m.owner = make(map[model.Frontend]model.Verdict, n), make(map[model.Frontend]model.ServiceName, n)
 	for svc, fs := range bySvc {
 		m.replace(svc, nil, fs)
 	}

@@ -18,8 +18,8 @@ func (a *Agent) Step(ctx context.Context) {
 	a.mu.Lock()
 	// Judged on every step, not only when asked: a change of the view is
 	// dated and logged when the loop sees it.
-	vs := State{Now: now, Watch: a.watchStatusLocked(now)}
-	a.judgeViewLocked(&vs)
+	vs := State{Now: now}
+	api := a.judgeLocked(&vs) // the step's one read of the API health
 	a.mu.Unlock()
 	if !vs.Watch.Synced {
 		return
@@ -28,7 +28,7 @@ func (a *Agent) Step(ctx context.Context) {
 	if !a.readDue(now) {
 		return
 	}
-	a.audit(ctx)
+	a.audit(ctx, api)
 }
 
 // applyChanges recomputes the desired state of changed services and records
@@ -67,8 +67,9 @@ func (a *Agent) nextWait() time.Duration {
 	return a.sched.wait(a.clock.Now(), a.busyLocked(), a.cfg)
 }
 
-// audit reads the datapath, measures lag and updates findings.
-func (a *Agent) audit(ctx context.Context) {
+// audit reads the datapath, measures lag and updates findings; api is the
+// step's API health.
+func (a *Agent) audit(ctx context.Context, api APIState) {
 	a.mu.Lock()
 	obsAt, since := a.sched.startRead(a.clock.Now())
 	nodeFound := a.nodeRuns.takeFindings()
@@ -110,7 +111,7 @@ func (a *Agent) audit(ctx context.Context) {
 		// The node findings of the last finished run: a run that finished
 		// since takeFindings is folded in at the next read.
 		mismatches = append(mismatches, nodeFound...)
-		ws := a.watchStatusLocked(now)
+		ws := a.watchStatusLocked(now, api)
 		a.findings.Update(mismatches, now, drift.Proof{WatchHealthy: ws.Healthy, LastDelivery: ws.LastDelivery,
 			Changed: a.tracker.takeChangedServices()})
 	}

@@ -123,3 +123,24 @@ func TestViewChangesLoggedOnce(t *testing.T) {
 		t.Fatalf("%d lines about the view regained; want 1:\n%s", n, buf.String())
 	}
 }
+
+// TestStepReadsAPIHealthOnce: a step asks for the API health once, whether
+// it only judges the view or also reads the datapath and updates the
+// findings.
+func TestStepReadsAPIHealthOnce(t *testing.T) {
+	calls := 0
+	api := APIState{}
+	h := newHarnessWith(t, func(c *Config) { c.API = func() APIState { calls++; return api } })
+	h.start()
+	for _, d := range []time.Duration{time.Millisecond, 11 * time.Second} {
+		calls = 0
+		reads := h.src.n
+		h.advance(d)
+		if calls != 1 {
+			t.Fatalf("step after %s (datapath reads %d): %d API health reads; want 1", d, h.src.n-reads, calls)
+		}
+	}
+	if h.src.n < 2 {
+		t.Fatalf("datapath read %d times: the 11s step did not read", h.src.n)
+	}
+}

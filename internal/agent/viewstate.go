@@ -11,11 +11,20 @@ import (
 // events (events replaced by polling, events dated when read).
 const FallbackChangeEvents = "nftables-events"
 
+// judgeLocked sets s.Watch and s.View (s.Now set) from one read of the API
+// health, which it returns for the rest of the step.
+func (a *Agent) judgeLocked(s *State) APIState {
+	api := a.apiState()
+	s.Watch = a.watchStatusLocked(s.Now, api)
+	a.judgeViewLocked(s, api)
+	return api
+}
+
 // judgeViewLocked judges the view for s (its Now and Watch set) and sets
 // s.View, and s.Ready and s.ReadyReason from it: the agent is ready only
 // while its view is current. A change of Current is logged.
-func (a *Agent) judgeViewLocked(s *State) {
-	v, changed := a.view.update(s.Now, viewInput{watch: s.Watch, api: a.apiState(), read: a.read})
+func (a *Agent) judgeViewLocked(s *State, api APIState) {
+	v, changed := a.view.update(s.Now, viewInput{watch: s.Watch, api: api, read: a.read})
 	s.View = v
 	s.Ready, s.ReadyReason = v.Current, v.Reason
 	if !changed {

@@ -65,10 +65,11 @@ func latest(a, b time.Time) time.Time {
 	return b
 }
 
-// watchStatusLocked is the watch health now.
-func (a *Agent) watchStatusLocked(now time.Time) WatchStatus {
+// watchStatusLocked is the watch health now; api is how the requests to the
+// API server fare (apiState, read once by the caller).
+func (a *Agent) watchStatusLocked(now time.Time, api APIState) WatchStatus {
 	synced, why := a.cluster.Synced()
-	return a.health.status(now, synced, why, a.cfg.WatchUnhealthyAfter, a.apiState())
+	return a.health.status(now, synced, why, a.cfg.WatchUnhealthyAfter, api)
 }
 
 // apiState is how the requests to the API server fare (never failing

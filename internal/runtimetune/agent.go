@@ -10,14 +10,13 @@ type Policy struct {
 	MemoryLimit int64  // the soft memory limit in force (math.MaxInt64: none)
 	LimitFrom   string // "$GOMEMLIMIT", "cgroup" or "none"
 	GC          string // "$GOGC" or "tuner"
-	Tuner       *Tuner // nil when $GOGC is set
 }
 
 // Agent sets the agent's memory policy. With $GOMEMLIMIT unset it sets the
 // soft memory limit to the limit of the cgroup under cgroupRoot (what the
 // deploy manifests pass as $GOMEMLIMIT), so a heap near the container's
 // limit is collected harder rather than killed. With $GOGC unset it starts
-// the Tuner at BasePercent. getenv reads the environment (os.Getenv).
+// the Tuner at BasePercent, for the life of the process. getenv reads the environment (os.Getenv).
 func Agent(getenv func(string) string, cgroupRoot string) (Policy, error) {
 	p := Policy{LimitFrom: "$GOMEMLIMIT", GC: "$GOGC"}
 	var err error
@@ -34,7 +33,8 @@ func Agent(getenv func(string) string, cgroupRoot string) (Policy, error) {
 	}
 	p.MemoryLimit = debug.SetMemoryLimit(-1)
 	if getenv("GOGC") == "" {
-		p.Tuner, p.GC = StartTuner(BasePercent), "tuner"
+		StartTuner(BasePercent)
+		p.GC = "tuner"
 	}
 	return p, err
 }

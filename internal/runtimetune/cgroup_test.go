@@ -50,26 +50,40 @@ func restoreRuntime(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(pct); debug.SetMemoryLimit(lim) })
 }
 
+// TestAgentPolicyCgroupAndTuner: with nothing in the environment the
+// cgroup's limit is set and the tuner started (in a child process: the
+// tuner runs for the rest of its process).
+func TestAgentPolicyCgroupAndTuner(t *testing.T) {
+	if !inChild(t) {
+		return
+	}
+	restoreRuntime(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "memory.max", "805306368\n")
+	p, err := Agent(env(nil), dir)
+	if err != nil || p.LimitFrom != "cgroup" || p.MemoryLimit != 768<<20 || p.GC != "tuner" {
+		t.Fatalf("empty environment: %+v, %v", p, err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 768<<20 {
+		t.Errorf("runtime memory limit %d, want the cgroup's", got)
+	}
+	if got := debug.SetGCPercent(-1); got < BasePercent {
+		t.Errorf("GC percent %d, want the tuner's (at least its base %d)", got, BasePercent)
+	}
+}
+
+// TestAgentPolicy: $GOMEMLIMIT and $GOGC set are left alone; an unreadable
+// cgroup limit is an error that says what to do.
 func TestAgentPolicy(t *testing.T) {
 	restoreRuntime(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "memory.max", "805306368\n")
 
-	// Nothing in the environment: the cgroup's limit and the tuner.
-	p, err := Agent(env(nil), dir)
-	if err != nil || p.LimitFrom != "cgroup" || p.MemoryLimit != 768<<20 || p.GC != "tuner" || p.Tuner == nil {
-		t.Fatalf("empty environment: %+v, %v", p, err)
-	}
-	p.Tuner.Stop()
-	if got := debug.SetMemoryLimit(-1); got != 768<<20 {
-		t.Errorf("runtime memory limit %d, want the cgroup's", got)
-	}
-
 	// $GOMEMLIMIT and $GOGC win: nothing is changed.
 	debug.SetMemoryLimit(math.MaxInt64)
 	debug.SetGCPercent(100)
-	p, err = Agent(env(map[string]string{"GOMEMLIMIT": "1GiB", "GOGC": "100"}), dir)
-	if err != nil || p.LimitFrom != "$GOMEMLIMIT" || p.GC != "$GOGC" || p.Tuner != nil || p.MemoryLimit != math.MaxInt64 {
+	p, err := Agent(env(map[string]string{"GOMEMLIMIT": "1GiB", "GOGC": "100"}), dir)
+	if err != nil || p.LimitFrom != "$GOMEMLIMIT" || p.GC != "$GOGC" || p.MemoryLimit != math.MaxInt64 {
 		t.Fatalf("both set: %+v, %v", p, err)
 	}
 	if got := debug.SetGCPercent(100); got != 100 {

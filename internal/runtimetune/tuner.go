@@ -30,9 +30,6 @@ func StartTuner(base int) *Tuner {
 // Percent is the GC percent the tuner set last.
 func (g *Tuner) Percent() int { return int(g.current.Load()) }
 
-// Stop ends the re-tuning after the next collection (the percent stays).
-func (g *Tuner) Stop() { g.stopped.Store(true) }
-
 // sentinel is garbage from birth: its finalizer runs after the next
 // collection. It holds a pointer so the tiny allocator (which may keep a
 // finalized object alive with its neighbours) does not take it.
@@ -40,9 +37,6 @@ type sentinel struct{ _ *byte }
 
 func (g *Tuner) arm() {
 	runtime.SetFinalizer(&sentinel{}, func(*sentinel) {
-		if g.stopped.Load() {
-			return
-		}
 		g.tune()
 		g.arm()
 	})

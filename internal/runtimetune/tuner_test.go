@@ -1,8 +1,11 @@
 package runtimetune
 
 import (
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,9 +45,10 @@ func TestGCPercentFor(t *testing.T) {
 // a small heap the percent is raised above the base, and a heap made large
 // (kept live, past the knee) brings it below the base.
 func TestGCTunerRetunes(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	if !inChild(t) {
+		return
+	}
 	g := StartTuner(50)
-	defer g.Stop()
 	waitPercent(t, g, func(p int) bool { return p > 50 }, "above the base for a small heap")
 
 	big := make([][]byte, 64)
@@ -71,4 +75,25 @@ func waitPercent(t *testing.T, g *Tuner, ok func(int) bool, what string) {
 		}
 	}
 	t.Fatalf("GC percent %d after 10 s of collections, want %s", g.Percent(), what)
+}
+
+// childEnv marks the test process that runs one test alone (inChild).
+const childEnv = "RUNTIMETUNE_TEST_CHILD"
+
+// inChild runs the calling test alone in a child process of the test
+// binary and reports false; in that child it reports true and the test
+// runs. A tuner runs for the rest of its process: started in a child, it
+// cannot retune the collections of the other tests.
+func inChild(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("%s in a child process: %v\n%s", t.Name(), err, out)
+	}
+	return false
 }

@@ -421,12 +421,7 @@ func saveAddr(s *strings.Builder, v6 bool, letter byte, addr, mask []byte, inv b
 	if !inv && allZero(addr) && allZero(mask) {
 		return
 	}
-	if inv {
-		s.WriteString(" !")
-	}
-	s.WriteString(" -")
-	s.WriteByte(letter)
-	s.WriteByte(' ')
+	saveOption(s, letter, inv)
 	s.WriteString(ntop(v6, addr))
 	s.WriteByte('/')
 	if ones, ok := prefixLen(mask); ok {
@@ -434,6 +429,17 @@ func saveAddr(s *strings.Builder, v6 bool, letter byte, addr, mask []byte, inv b
 	} else {
 		s.WriteString(ntop(v6, mask))
 	}
+}
+
+// saveOption prints " [!] -x " before an option's value, as iptables-save
+// does for the addresses and interfaces.
+func saveOption(s *strings.Builder, letter byte, inv bool) {
+	if inv {
+		s.WriteString(" !")
+	}
+	s.WriteString(" -")
+	s.WriteByte(letter)
+	s.WriteByte(' ')
 }
 
 // ntop formats an address as inet_ntop does (glibc prints an
@@ -454,12 +460,7 @@ func saveIface(s *strings.Builder, letter byte, name, mask []byte, inv bool) {
 	if mask[0] == 0 {
 		return
 	}
-	if inv {
-		s.WriteString(" !")
-	}
-	s.WriteString(" -")
-	s.WriteByte(letter)
-	s.WriteByte(' ')
+	saveOption(s, letter, inv)
 	for i := range name {
 		if mask[i] != 0 {
 			if name[i] != 0 {

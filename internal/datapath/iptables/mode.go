@@ -25,6 +25,12 @@ import (
 // warnings, when the netlink read fails (a rule it cannot decode, no
 // nf_tables access) and tries netlink again after nlRetryAfter.
 //
+// When the iptables-save read fails too (the command absent, refused, or
+// silent for saveTimeout), it reads kube-proxy's chains one by one with the
+// iptables command (go-iptables, mode_chains.go), with the reason in the
+// warnings and as the fallback in force, and tries iptables-save again
+// after nlRetryAfter.
+//
 // On the iptables-save path it dumps, unless the backend is iptables-nft
 // and the nf_tables generation has not moved since the last dump began:
 // then the rules are the same and the O(1) generation check replaces a
@@ -42,15 +48,14 @@ type Mode struct {
 	obs     model.Observed
 	parsed  bool      // obs is the parse of dumps with hints
 	nlOK    bool      // the backend is nft: the netlink reader applies
-	nlOff   string    // why the netlink reader is not used ("" = it is)
-	nlRetry time.Time // when to try netlink again after a fallback
-	nlSince time.Time // since when nlOff is set
+	nlPath  pathState // the netlink reader's fallback to iptables-save
 	inProc  bool      // the last read was in process (no CPU to report)
 	// fromNL: the last Snapshot returned the netlink reader's observation,
 	// whose frontends its next ApplyEvent changes in place (Frozen)
 	fromNL atomic.Bool
 
-	lg legacyState // the in-process iptables-legacy path (mode_legacy.go)
+	lg     legacyState // the in-process iptables-legacy path (mode_legacy.go)
+	chains chainState  // the per-chain read, when iptables-save fails (mode_chains.go)
 }
 
 // OpenMode builds the iptables mode's reader for netns ("" = own): over
@@ -155,12 +160,16 @@ func (k *Mode) Frozen() (model.Observed, bool) {
 }
 
 // LastReadCPU is the CPU time the last dump cost (iptables-save
-// processes); 0 after an in-process netlink read.
+// processes); 0 after an in-process netlink read. A per-chain read reports
+// its wall time: its commands run one after another, so it bounds their CPU.
 func (k *Mode) LastReadCPU() time.Duration {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.inProc {
+	switch {
+	case k.inProc:
 		return 0
+	case k.chains.used:
+		return k.chains.cost
 	}
 	return k.r.Stats().CPU
 }
@@ -171,10 +180,7 @@ func (k *Mode) netlinkActive() bool {
 	if k.nl == nil || !k.nlOK {
 		return false
 	}
-	if k.nlOff != "" && time.Now().Before(k.nlRetry) {
-		return false
-	}
-	return true
+	return k.nlPath.usable(time.Now())
 }
 
 // Snapshot reads the datapath. It never writes.
@@ -188,16 +194,15 @@ func (k *Mode) Snapshot(ctx context.Context) (model.Observed, error) {
 		obs, err := k.nl.Snapshot(ctx, k.hints)
 		switch {
 		case err != nil:
-			if k.nlOff == "" {
-				k.nlSince = time.Now()
-			}
-			k.nlOff, k.nlRetry = err.Error(), nlRetryAt(err, time.Now())
+			now := time.Now()
+			k.nlPath.failed(err, now, nlRetryAt(err, now))
 		case len(obs.Frontends) == 0 && k.r.Config.Backend != BackendNFT:
 			// Nothing in nf_tables: maybe kube-proxy moved to the legacy
 			// backend. The iptables-save path detects again.
 			k.nlOK = false
 		default:
-			k.nlOff, k.inProc = "", true
+			k.nlPath.succeeded()
+			k.inProc = true
 			k.dropSaveCache()
 			k.fromNL.Store(true)
 			return obs, nil // versioned by the netlink reader: a new version whenever it walked again
@@ -208,13 +213,13 @@ func (k *Mode) Snapshot(ctx context.Context) (model.Observed, error) {
 		return obs, nil
 	}
 	k.inProc = false
-	obs, err := k.saveSnapshot(ctx)
+	obs, err := k.saveOrChains(ctx)
 	if err != nil {
 		return obs, err
 	}
 	obs = k.legacyAfterSave(obs)
-	if k.nlOff != "" && k.nlOK {
-		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-nft tables not read over netlink, read with iptables-save instead: "+k.nlOff)
+	if k.nlPath.inForce() && k.nlOK && !k.chains.used {
+		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-nft tables not read over netlink, read with iptables-save instead: "+k.nlPath.off)
 	}
 	if k.nl != nil && k.r.Stats().Backend == BackendNFT {
 		k.nlOK = true
@@ -229,10 +234,12 @@ func (k *Mode) Fallback() (from, to, reason string, since time.Time) {
 	defer k.mu.Unlock()
 	switch {
 	case k.inProc:
-	case k.nlOff != "" && k.nlOK:
-		return "netlink", "iptables-save", k.nlOff, k.nlSince
-	case k.lg.off != "" && k.lg.ok:
-		return "in-process", "iptables-legacy-save", k.lg.off, k.lg.since
+	case k.chains.used:
+		return k.chainsFallback()
+	case k.nlPath.inForce() && k.nlOK:
+		return "netlink", "iptables-save", k.nlPath.off, k.nlPath.since
+	case k.lg.path.inForce() && k.lg.ok:
+		return "in-process", "iptables-legacy-save", k.lg.path.off, k.lg.path.since
 	}
 	return "", "", "", time.Time{}
 }

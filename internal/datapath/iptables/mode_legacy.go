@@ -19,10 +19,8 @@ import (
 type legacyState struct {
 	lr       *LegacyReader // nil: iptables-legacy-save only
 	ok       bool          // the backend is legacy
-	off      string        // why the in-process read is not used ("" = it is)
-	retry    time.Time
-	since    time.Time // since when off is set
-	hintsGen uint64    // counts SetHints
+	path     pathState     // the in-process read's fallback to iptables-legacy-save
+	hintsGen uint64        // counts SetHints
 	obs      model.Observed
 }
 
@@ -35,7 +33,7 @@ func (k *Mode) legacyActive() bool {
 	if !lg.ok {
 		lg.ok = k.r.Config.Backend == BackendLegacy
 	}
-	return lg.ok && (lg.off == "" || !time.Now().Before(lg.retry))
+	return lg.ok && lg.path.usable(time.Now())
 }
 
 // legacySnapshot reads in process; ok false: use the iptables-save path.
@@ -48,16 +46,15 @@ func (k *Mode) legacySnapshot(ctx context.Context) (model.Observed, bool) {
 	obs, fresh, kube, err := lg.lr.Snapshot(ctx, k.hints, lg.hintsGen)
 	switch {
 	case err != nil:
-		if lg.off == "" {
-			lg.since = time.Now()
-		}
-		lg.off, lg.retry = err.Error(), time.Now().Add(nlRetryAfter)
+		now := time.Now()
+		lg.path.failed(err, now, now.Add(nlRetryAfter))
 		return model.Observed{}, false
 	case kube == 0 && k.r.Config.Backend != BackendLegacy:
 		lg.ok = false // detect again
 		return model.Observed{}, false
 	}
-	lg.off, k.inProc = "", true
+	lg.path.succeeded()
+	k.inProc = true
 	k.dropSaveCache()
 	if fresh {
 		lg.obs = k.versioned(obs)
@@ -72,8 +69,8 @@ func (k *Mode) legacyAfterSave(obs model.Observed) model.Observed {
 	if lg.lr == nil {
 		return obs
 	}
-	if lg.off != "" && lg.ok {
-		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-legacy tables not read in process, read with iptables-legacy-save instead: "+lg.off)
+	if lg.path.inForce() && lg.ok && !k.chains.used {
+		obs.Warnings = append(slices.Clip(obs.Warnings), "iptables-legacy tables not read in process, read with iptables-legacy-save instead: "+lg.path.off)
 	}
 	if k.r.Stats().Backend == BackendLegacy {
 		lg.ok = true

@@ -22,11 +22,11 @@ func TestNLRetryAt(t *testing.T) {
 		t.Errorf("undecodable rule: retry at %v, want %v", got, now.Add(nlRetryAfter))
 	}
 	k := &Mode{nl: &NFTReader{}, nlOK: true}
-	k.nlOff, k.nlRetry = vanished.Error(), nlRetryAt(vanished, time.Now())
+	k.nlPath.failed(vanished, time.Now(), nlRetryAt(vanished, time.Now()))
 	if !k.netlinkActive() {
 		t.Error("after a transient failure the next read does not try netlink")
 	}
-	k.nlOff, k.nlRetry = undecodable.Error(), nlRetryAt(undecodable, time.Now())
+	k.nlPath.failed(undecodable, time.Now(), nlRetryAt(undecodable, time.Now()))
 	if k.netlinkActive() {
 		t.Error("after an undecodable rule the next read tries netlink again")
 	}

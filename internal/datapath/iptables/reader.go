@@ -177,7 +177,7 @@ type runner struct {
 // them would otherwise instantiate empty ones).
 func (r *runner) detect(ctx context.Context) (string, string, []byte, error) {
 	counts := map[string]int{BackendLegacy: -1, BackendNFT: -1}
-	dumps := map[string][]byte{}
+	dumps, failed := map[string][]byte{}, map[string]error{}
 	for _, b := range []string{BackendLegacy, BackendNFT} {
 		if _, err := saveBinary(b, false); err != nil {
 			continue
@@ -188,15 +188,32 @@ func (r *runner) detect(ctx context.Context) (string, string, []byte, error) {
 		}
 		nat, err := r.save(ctx, b, false, "nat")
 		if err != nil {
+			failed[b] = err
 			continue
 		}
 		counts[b], dumps[b] = kubeChainLines(nat), nat
+	}
+	// A save command that is there but fails (refused, killed) is no
+	// evidence that its backend holds nothing: unless the other backend
+	// holds kube-proxy's chains, the read fails rather than pick the other.
+	for b, err := range failed {
+		if other := otherBackend(b); counts[other] <= 0 {
+			return "", "", nil, err
+		}
 	}
 	if counts[BackendLegacy] < 0 && counts[BackendNFT] < 0 {
 		return "", "", nil, fmt.Errorf("%w: neither iptables-legacy-save nor iptables-nft-save found (install the iptables package)", model.ErrUnsupported)
 	}
 	b, reason := chooseBackend(counts[BackendLegacy], counts[BackendNFT])
 	return b, reason, dumps[b], nil
+}
+
+// otherBackend is nft for legacy and legacy for nft.
+func otherBackend(b string) string {
+	if b == BackendNFT {
+		return BackendLegacy
+	}
+	return BackendNFT
 }
 
 // legacyTablesExist reports whether the (netns's) kernel has a legacy nat table.
