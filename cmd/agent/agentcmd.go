@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/netdrift/netdrift/internal/agent"
@@ -168,7 +166,7 @@ func (f *agentFlags) settings() (agentSettings, error) {
 		errs = append(errs, errors.New("--api-reconnect-interval must not be negative"))
 	}
 	if f.pprofListen != "" {
-		if err := checkPprofAddr(f.pprofListen); err != nil {
+		if err := api.CheckPprofAddr(f.pprofListen); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -204,7 +202,7 @@ func runAgent(fs *pflag.FlagSet, f agentFlags, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "netdrift agent:", err)
 		return cli.ExitError
 	}
-	agentProcs(fs, f.maxProcs)
+	runtimetune.Procs(f.maxProcs, fs.Changed("max-procs"), os.Getenv)
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: st.logLevel}))
 	mem, err := runtimetune.Agent(os.Getenv, runtimetune.CgroupRoot)
 	if err != nil {
@@ -221,27 +219,11 @@ func runAgent(fs *pflag.FlagSet, f agentFlags, stderr io.Writer) int {
 	return cli.ExitOK
 }
 
-// restConfig is the agent's client configuration. Compression is off
-// unless asked for: a watch stream that began as a streaming list stays
-// gzipped for its whole life, so every delivery is inflated frame by
-// frame, a cost paid on every change for bytes that stay inside the
-// cluster network; the control plane's own components turn it off for
-// the same reason.
-func restConfig(kube cli.KubeConfig, compression bool) (*rest.Config, error) {
-	cfg, err := kube.Load()
-	if err != nil {
-		return nil, err
-	}
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cfg.UserAgent = "netdrift/" + build().Version
-	cfg.QPS, cfg.Burst = 20, 40
-	cfg.DisableCompression = !compression
-	return cfg, nil
-}
-
 func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.Logger) error {
-	cfg, err := restConfig(f.kube, f.apiCompression)
+	cfg, err := f.kube.Load()
+	if err == nil {
+		informer.ClientSettings(cfg, "netdrift/"+build().Version, f.apiCompression)
+	}
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -266,7 +248,7 @@ func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.L
 	w.start(ctx, g)
 	g.Go(func() error { return api.Serve(ctx, "--listen", f.listen, w.handler, nil, log) })
 	if f.pprofListen != "" {
-		g.Go(func() error { return api.Serve(ctx, "--pprof-listen", f.pprofListen, pprofHandler(), nil, log) })
+		g.Go(func() error { return api.Serve(ctx, "--pprof-listen", f.pprofListen, api.PprofHandler(), nil, log) })
 	}
 	if f.secureListen != "" {
 		h, tlsCfg, err := secureHandler(ctx, f, client, w.handler, log)
@@ -276,15 +258,4 @@ func serveAgent(ctx context.Context, f agentFlags, st agentSettings, log *slog.L
 		g.Go(func() error { return api.Serve(ctx, "--secure-listen", f.secureListen, h, tlsCfg, log) })
 	}
 	return g.Wait()
-}
-
-// agentProcs sets GOMAXPROCS: 1 by default. The agent's work is one loop
-// fed by watch and change-event goroutines; a second P makes it no faster
-// but adds scheduler wake-ups and spinning to every delivery (cost in
-// BENCHMARKS.md, "Live"). $GOMAXPROCS wins over the default, --max-procs
-// over both; 0 keeps the runtime's choice.
-func agentProcs(fs *pflag.FlagSet, n int) {
-	if n > 0 && (fs.Changed("max-procs") || os.Getenv("GOMAXPROCS") == "") {
-		runtime.GOMAXPROCS(n)
-	}
 }

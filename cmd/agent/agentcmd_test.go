@@ -13,6 +13,10 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/netdrift/netdrift/internal/api"
+	"github.com/netdrift/netdrift/internal/runtimetune"
+	"github.com/netdrift/netdrift/internal/watch/informer"
 )
 
 // TestAgentFlagsValidatedUpFront: every bad flag is refused before anything
@@ -64,16 +68,16 @@ func TestAgentProcs(t *testing.T) {
 	runtime.GOMAXPROCS(2)
 	t.Setenv("GOMAXPROCS", "")
 	fs, f := parse()
-	if agentProcs(fs, f.maxProcs); runtime.GOMAXPROCS(0) != 1 {
+	if runtimetune.Procs(f.maxProcs, fs.Changed("max-procs"), os.Getenv); runtime.GOMAXPROCS(0) != 1 {
 		t.Errorf("default: GOMAXPROCS %d, want 1", runtime.GOMAXPROCS(0))
 	}
 	runtime.GOMAXPROCS(2)
 	t.Setenv("GOMAXPROCS", "2")
-	if agentProcs(fs, f.maxProcs); runtime.GOMAXPROCS(0) != 2 {
+	if runtimetune.Procs(f.maxProcs, fs.Changed("max-procs"), os.Getenv); runtime.GOMAXPROCS(0) != 2 {
 		t.Errorf("$GOMAXPROCS=2, no flag: GOMAXPROCS %d, want 2", runtime.GOMAXPROCS(0))
 	}
 	fs, f = parse("--max-procs=1")
-	if agentProcs(fs, f.maxProcs); runtime.GOMAXPROCS(0) != 1 {
+	if runtimetune.Procs(f.maxProcs, fs.Changed("max-procs"), os.Getenv); runtime.GOMAXPROCS(0) != 1 {
 		t.Errorf("$GOMAXPROCS=2, --max-procs=1: GOMAXPROCS %d, want 1", runtime.GOMAXPROCS(0))
 	}
 }
@@ -96,10 +100,11 @@ func TestAPICompression(t *testing.T) {
 		if err := os.WriteFile(kc, []byte(cfgText), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := restConfig(kubeconfigFlags(t, "--kubeconfig", kc), on)
+		cfg, err := kubeconfigFlags(t, "--kubeconfig", kc).Load()
 		if err != nil {
 			t.Fatal(err)
 		}
+		informer.ClientSettings(cfg, "netdrift/test", on)
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +122,7 @@ func TestAPICompression(t *testing.T) {
 
 // TestPprofHandler: the profiles --pprof-listen serves are Go's own.
 func TestPprofHandler(t *testing.T) {
-	srv := httptest.NewServer(pprofHandler())
+	srv := httptest.NewServer(api.PprofHandler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/debug/pprof/heap?debug=1")
 	if err != nil {

@@ -7,11 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 
 	"github.com/netdrift/netdrift/internal/agent"
 	"github.com/netdrift/netdrift/internal/api"
@@ -56,29 +52,10 @@ func (f *reportFlags) publisher(ctx context.Context, node string, a *agent.Agent
 	if !f.enabled {
 		return nil
 	}
-	clk := clock.RealClock{}
-	cfg := publish.Config{Node: node, Version: version, Policy: f.policy, Clock: clk, Log: log,
-		Writer: publish.Applier{Client: client.Discovery().RESTClient()},
+	return publish.Wire(ctx, publish.Wiring{Node: node, Version: version, Policy: f.policy, Condition: f.condition, Events: f.events,
+		Client: client, Log: log, Nodes: nodes,
 		Inputs: func() report.Inputs { return report.InputsOf(a.SummaryState()) },
-		Lag:    func() (map[string]api.Percentiles, int) { return report.LagOf(a.LagState()) },
-		Owner: func() *metav1.OwnerReference { // from the watch's Node cache: current, and free
-			if n := nodes(node); n != nil {
-				return &metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}
-			}
-			return nil
-		},
-	}
-	if f.condition || f.events {
-		sig := &publish.NodeSignals{Node: node, Client: client, Condition: f.condition, Clock: clk, Log: log}
-		if f.events {
-			b := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
-			b.StartStructuredLogging(0)
-			b.StartRecordingToSink(ctx.Done())
-			sig.Recorder = b.NewRecorder(scheme.Scheme, publish.ReportingController)
-		}
-		cfg.Signals = sig
-	}
-	return publish.New(cfg)
+		Lag:    func() (map[string]api.Percentiles, int) { return report.LagOf(a.LagState()) }})
 }
 
 // reportStatus is the publisher's state for /v1/status.

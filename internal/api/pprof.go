@@ -1,4 +1,4 @@
-package main
+package api
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"net/http/pprof"
 )
 
-// checkPprofAddr accepts only a loopback address: a heap profile holds what
+// CheckPprofAddr accepts only a loopback address: a heap profile holds what
 // the agent's memory holds (service names, addresses, tokens in flight).
-func checkPprofAddr(addr string) error {
+func CheckPprofAddr(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--pprof-listen %q: want host:port, e.g. 127.0.0.1:9762: %v", addr, err)
@@ -20,9 +20,9 @@ func checkPprofAddr(addr string) error {
 	return nil
 }
 
-// pprofHandler serves Go's runtime profiles under /debug/pprof/ (on its
+// PprofHandler serves Go's runtime profiles under /debug/pprof/ (on its
 // own listener, --pprof-listen; never on the API's).
-func pprofHandler() http.Handler {
+func PprofHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
