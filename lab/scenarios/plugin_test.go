@@ -18,8 +18,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -102,8 +100,8 @@ func testPlugin(t *testing.T, e *env) {
 }
 
 // testPluginClusterDrift freezes node-2's kube-proxy, deletes the backend
-// on node-1 and, once node-2's agent reports the stale DNAT, writes every
-// node's NodeReport from its agent's answers and asks the plugin.
+// on node-1 and, once node-2's agent has published the stale DNAT in its
+// NodeReport, asks the plugin across nodes.
 func testPluginClusterDrift(t *testing.T, e *env, bin string) {
 	l := e.lab
 	ctx := context.Background()
@@ -135,10 +133,20 @@ func testPluginClusterDrift(t *testing.T, e *env, bin string) {
 	if code != 1 || !strings.Contains(out, victim.backend()) {
 		t.Errorf("drift --node node-2: exit %d, stdout %q, stderr %q; want 1 and %s", code, out, stderr, victim.backend())
 	}
-	reports := nodeReports(t, l)
-	for _, a := range agents {
-		writeNodeReport(t, reports, a)
+	// The agents publish their NodeReports themselves (the harness's
+	// --node-report flags; the chart's CRD installed as a cluster gets it).
+	installReportObjects(t, l)
+	dyn, err := dynamic.NewForConfig(l.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
 	}
+	eventually(t, 60*time.Second, 500*time.Millisecond, "node-2's NodeReport lists "+victim.backend(), func() (bool, string) {
+		rs, err := listReports(ctx, dyn)
+		if err != nil {
+			return false, err.Error()
+		}
+		return rs["node-2"].lists(victim.backend()), fmt.Sprintf("%d reports, node-2: %d findings", len(rs), rs["node-2"].Report.FindingsTotal)
+	})
 	out, stderr, code = runPlugin(t, l, bin, l.Kubeconfig(), "cluster", "drift", "--backend", victim.IP)
 	t.Logf("kubectl-netdrift cluster drift --backend %s (exit %d):\n%s%s", victim.IP, code, out, stderr)
 	if code != 1 || !strings.Contains(out, "node-2") || strings.Contains(out, "node-1") || strings.Contains(out, "node-3") ||
@@ -275,81 +283,4 @@ func saKubeconfig(t *testing.T, l *labenv.Lab, name string, role *rbacv1.Role) s
 		t.Fatal(err)
 	}
 	return path
-}
-
-var nodeReportGVR = schema.GroupVersionResource{Group: "netdrift.io", Version: "v1alpha1", Resource: "nodereports"}
-
-// nodeReports installs a minimal NodeReport CustomResourceDefinition (if
-// none is) and returns the resource's client.
-func nodeReports(t *testing.T, l *labenv.Lab) dynamic.ResourceInterface {
-	t.Helper()
-	ctx := context.Background()
-	dc, err := dynamic.NewForConfig(l.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "nodereports.netdrift.io"},
-		"spec": map[string]any{"group": "netdrift.io", "scope": "Cluster",
-			"names": map[string]any{"plural": "nodereports", "singular": "nodereport", "kind": "NodeReport", "listKind": "NodeReportList"},
-			"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}},
-	}}
-	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	res := dc.Resource(nodeReportGVR)
-	eventually(t, 30*time.Second, 200*time.Millisecond, "NodeReport resource served", func() (bool, string) {
-		_, err := res.List(ctx, metav1.ListOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
-	return res
-}
-
-// writeNodeReport writes a's node's NodeReport from its /v1/status and
-// /v1/drift, as the agents' publisher will.
-func writeNodeReport(t *testing.T, res dynamic.ResourceInterface, a *Agent) {
-	t.Helper()
-	ctx := context.Background()
-	var st struct {
-		Status
-		View struct {
-			Current bool   `json:"current"`
-			Code    string `json:"code"`
-			Reason  string `json:"reason"`
-		} `json:"view"`
-	}
-	var d Drift
-	if err := a.Get(ctx, "/v1/status", &st); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Get(ctx, "/v1/drift", &d); err != nil {
-		t.Fatal(err)
-	}
-	findings := []any{}
-	byKind := map[string]any{}
-	for _, f := range d.Findings {
-		since := time.Now()
-		if f.FirstSeen != nil {
-			since = *f.FirstSeen
-		}
-		findings = append(findings, map[string]any{"kind": f.Kind, "service": f.Service, "frontend": f.Frontend,
-			"backend": f.Backend, "since": since.UTC().Format(time.RFC3339)})
-		n, _ := byKind[f.Kind].(int64)
-		byKind[f.Kind] = n + 1
-	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "netdrift.io/v1alpha1", "kind": "NodeReport", "metadata": map[string]any{"name": a.Node},
-		"report": map[string]any{"agentVersion": "lab", "datapath": st.Datapath,
-			"heartbeat": time.Now().UTC().Format(time.RFC3339), "heartbeatSeconds": int64(10),
-			"view":     map[string]any{"current": st.View.Current, "code": st.View.Code, "reason": st.View.Reason},
-			"findings": findings, "findingsTotal": int64(len(d.Findings)), "findingsByKind": byKind,
-			"pendingChanges": int64(st.PendingChanges)},
-	}}
-	if _, err := res.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = res.Delete(context.Background(), a.Node, metav1.DeleteOptions{}) })
 }

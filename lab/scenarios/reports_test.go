@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/netdrift/netdrift/lab/labenv"
@@ -473,7 +474,7 @@ func testReportPolicy(t *testing.T, e *env) {
 	cs := l.Clientset()
 	tok := podBoundToken(t, l, "node-1")
 	unbound, err := cs.CoreV1().ServiceAccounts("netdrift").CreateToken(ctx, "netdrift",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))}}, metav1.CreateOptions{})
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,8 +534,6 @@ func testReportPolicy(t *testing.T, e *env) {
 	forbidden(t, "an event about node-2", event("node-2"), "events only regarding its own Node")
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // forbidden checks that err is the API server's Forbidden carrying the policy's words.
 func forbidden(t *testing.T, what string, err error, words string) {
 	t.Helper()
@@ -577,7 +576,7 @@ func podBoundToken(t *testing.T, l *labenv.Lab, node string) string {
 		_ = cs.CoreV1().Pods("netdrift").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: labenv.Grace(0)})
 	})
 	tr, err := cs.CoreV1().ServiceAccounts("netdrift").CreateToken(ctx, "netdrift", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: ptr(int64(600)),
+		ExpirationSeconds: ptr.To[int64](600),
 		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 	}}, metav1.CreateOptions{})
 	if err != nil {
@@ -614,6 +613,6 @@ func applyReport(ctx context.Context, dyn dynamic.Interface, node string) error 
 	body := mustJSON(map[string]any{"apiVersion": "netdrift.io/v1alpha1", "kind": "NodeReport", "metadata": map[string]any{"name": node},
 		"report": map[string]any{"datapath": "iptables", "heartbeat": time.Now().UTC().Format(time.RFC3339), "heartbeatSeconds": 20,
 			"view": map[string]any{"current": true}, "watch": map[string]any{"synced": true, "healthy": true}, "findingsTotal": 0}})
-	_, err := dyn.Resource(nodeReports).Patch(ctx, node, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "netdrift-lab-probe", Force: ptr(true)})
+	_, err := dyn.Resource(nodeReports).Patch(ctx, node, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "netdrift-lab-probe", Force: ptr.To(true)})
 	return err
 }
