@@ -37,9 +37,19 @@ type changeTracker struct {
 	// semantics adjusts kube-proxy's desired verdicts to the datapath's
 	// (Options.Semantics); nil keeps them
 	semantics func(model.Verdict) model.Verdict
+	// skew counts the recorded changes whose trigger time was not used
+	skew triggerSkew
 }
 
-type dirtyService struct{ t0, t1 time.Time }
+// dirtyService is a service's deliveries since the last apply: T1 of the
+// last, the latest plausible trigger time, and why the last implausible
+// one was ignored (drift.JudgeTrigger).
+type dirtyService struct {
+	t0, t1  time.Time
+	skew    drift.TriggerSkew
+	skewed  time.Time // that trigger time
+	skewedA time.Time // its delivery
+}
 
 func newChangeTracker(dels *deletions.Registry, semantics func(model.Verdict) model.Verdict) changeTracker {
 	return changeTracker{deletions: dels, dirty: map[model.ServiceName]dirtyService{}, changed: map[model.ServiceName]bool{},
@@ -55,8 +65,12 @@ func (t *changeTracker) markDirty(svc model.ServiceName, at, trigger time.Time) 
 	}
 	d := t.dirty[svc]
 	d.t1 = at
-	if trigger.After(d.t0) {
-		d.t0 = trigger
+	t0, skew := drift.JudgeTrigger(trigger, at)
+	if skew != "" {
+		d.skew, d.skewed, d.skewedA = skew, trigger, at
+	}
+	if t0.After(d.t0) {
+		d.t0 = t0
 	}
 	t.dirty[svc] = d
 }
@@ -112,6 +126,9 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 			continue
 		}
 		t.changed[svc], any = true, true
+		if d.skew != "" && d.t0.IsZero() {
+			t.skew.count(svc, d.skew, d.skewed, d.skewedA)
+		}
 		t.lag.Record(drift.Change{Service: svc, Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
 	}
 	t.dirty = map[model.ServiceName]dirtyService{}
