@@ -241,8 +241,8 @@ func testFaultAPIServerRestart(t *testing.T, e *env) {
 	}
 }
 
-// testFaultRuleDeleted: one KUBE-SEP DNAT rule (iptables mode) or one
-// backend's DNAT rule (nftables mode) is deleted by hand on node-3, behind
+// testFaultRuleDeleted: one KUBE-SEP DNAT rule (iptables mode) or the
+// service chain's DNAT rule (nftables mode) is deleted by hand on node-3, behind
 // kube-proxy's back. node-3's agent reports it within --stale-after plus
 // its audit interval, keeps reporting it while the rule stays deleted, and
 // clears it once kube-proxy has written it again (a restart rewrites every
@@ -269,6 +269,9 @@ func testFaultRuleDeleted(t *testing.T, e *env) {
 	deletedAt := time.Now()
 	t.Logf("%s: deleted %s", node, deleted)
 	t.Cleanup(func() { _ = l.StartKubeProxy(context.Background(), node) })
+	// In nftables mode the deleted rule DNATs to every backend: a finding
+	// may name the frontend only.
+	about := func(f Finding) bool { return f.Service == svc && (f.Backend == victim || f.Backend == "") }
 	within := staleAfter + auditInterval + 3*time.Second
 	var found Finding
 	eventually(t, within, 200*time.Millisecond, node+": a finding for the deleted DNAT of "+victim, func() (bool, string) {
@@ -277,7 +280,7 @@ func testFaultRuleDeleted(t *testing.T, e *env) {
 			return false, err.Error()
 		}
 		for _, f := range d.Findings {
-			if f.Service == svc && f.Backend == victim {
+			if about(f) {
 				found = f
 				return true, ""
 			}
@@ -296,7 +299,7 @@ func testFaultRuleDeleted(t *testing.T, e *env) {
 		}
 		reported := false
 		for _, f := range d.Findings {
-			reported = reported || f.Service == svc && f.Backend == victim
+			reported = reported || about(f)
 		}
 		if back {
 			t.Logf("%s: kube-proxy wrote the DNAT of %s again %s after the delete", node, victim, time.Since(deletedAt).Round(time.Second))
@@ -384,8 +387,9 @@ func iptDNATRule(l *labenv.Lab, node, backend string) (string, int, string, erro
 	return "", 0, "", fmt.Errorf("%s: no KUBE-SEP DNAT rule to %s", node, backend)
 }
 
-// nftDNATRule finds the endpoint chain's DNAT rule to backend in the
-// kube-proxy table: its chain, handle and text.
+// nftDNATRule finds the DNAT rule to backend in the kube-proxy table (the
+// service chain's, whose numgen map DNATs to every backend, in current
+// kube-proxy versions): its chain, handle and text.
 func nftDNATRule(l *labenv.Lab, node, backend string) (string, string, string, error) {
 	out, err := l.Exec(node, "nft", "-a", "list", "table", "ip", "kube-proxy")
 	if err != nil {
@@ -398,7 +402,9 @@ func nftDNATRule(l *labenv.Lab, node, backend string) (string, string, string, e
 			chain = strings.Fields(ln)[1]
 			continue
 		}
-		if strings.Contains(ln, "dnat to "+backend) {
+		// an endpoint chain's "dnat to IP:PORT", or the service chain's
+		// "dnat to numgen random mod N map { 0 : IP . PORT, ... }"
+		if strings.Contains(ln, "dnat ") && (strings.Contains(ln, " "+backend) || strings.Contains(ln, " "+strings.Replace(backend, ":", " . ", 1))) {
 			if i := strings.Index(ln, "# handle "); i >= 0 {
 				return chain, strings.TrimSpace(ln[i+len("# handle "):]), ln, nil
 			}
