@@ -244,7 +244,8 @@ func testFaultAPIServerRestart(t *testing.T, e *env) {
 // testFaultRuleDeleted: one KUBE-SEP DNAT rule (iptables mode) or the
 // service chain's DNAT rule (nftables mode) is deleted by hand on node-3, behind
 // kube-proxy's back. node-3's agent reports it within --stale-after plus
-// its audit interval, keeps reporting it while the rule stays deleted, and
+// a Lease period (a watch delivery proving its view current), keeps
+// reporting it while the rule stays deleted, and
 // clears it once kube-proxy has written it again (a restart rewrites every
 // rule). The other nodes report nothing.
 func testFaultRuleDeleted(t *testing.T, e *env) {
@@ -272,7 +273,10 @@ func testFaultRuleDeleted(t *testing.T, e *env) {
 	// In nftables mode the deleted rule DNATs to every backend: a finding
 	// may name the frontend only.
 	about := func(f Finding) bool { return f.Service == svc && (f.Backend == victim || f.Backend == "") }
-	within := staleAfter + auditInterval + 3*time.Second
+	// Nothing in the cluster changed: the mismatch is promoted once a watch
+	// delivery after it proves the agent's view current (the next Lease
+	// renewal) and it is --stale-after old.
+	within := staleAfter + leasePeriod + 3*time.Second
 	var found Finding
 	eventually(t, within, 200*time.Millisecond, node+": a finding for the deleted DNAT of "+victim, func() (bool, string) {
 		var d Drift
@@ -287,8 +291,12 @@ func testFaultRuleDeleted(t *testing.T, e *env) {
 		}
 		return false, "findings " + kinds(d.Findings) + ", pending " + kinds(d.Pending)
 	})
-	t.Logf("%s: %s %s reported %s after the delete: %s", node, found.Kind, found.Backend,
-		time.Since(deletedAt).Round(time.Millisecond), found.Detail)
+	first := "unknown"
+	if found.FirstSeen != nil {
+		first = found.FirstSeen.Sub(deletedAt).Round(time.Millisecond).String()
+	}
+	t.Logf("%s: %s %s reported %s after the delete (mismatch first seen %s after it): %s", node, found.Kind, found.Backend,
+		time.Since(deletedAt).Round(time.Millisecond), first, found.Detail)
 	// Still reported while the rule stays deleted (kube-proxy, unaware,
 	// rewrites nothing of an unchanged Service), and only on node.
 	for end := time.Now().Add(2 * auditInterval); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
@@ -340,8 +348,9 @@ func testFaultRuleDeleted(t *testing.T, e *env) {
 }
 
 // auditInterval is the agents' --audit-interval (the default: the lab
-// does not set it).
-const auditInterval = 10 * time.Second
+// does not set it); leasePeriod the lab's Lease renewal period (labenv's
+// default).
+const auditInterval, leasePeriod = 10 * time.Second, 10 * time.Second
 
 // deleteDNAT deletes the rule that DNATs to backend in node's kube-proxy
 // rules and returns it as listed.
