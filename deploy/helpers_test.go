@@ -57,6 +57,7 @@ var knownMetrics = map[string]bool{
 	"netdrift_reader_audit_differences_total":      false,
 	"netdrift_change_events_lost_total":            false,
 	"netdrift_trigger_time_skew_total":             false,
+	"netdrift_lag_samples_dropped_total":           false,
 }
 
 var metricRE = regexp.MustCompile(`\bnetdrift_[a-z0-9_]+`)

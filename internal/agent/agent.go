@@ -182,6 +182,7 @@ func (a *Agent) stateOf(frontends bool) State {
 	// audit: show them at once (the next read may be a poll away).
 	s.PendingChanges = a.tracker.pendingChanges()
 	s.ChangeEventsLost, s.TriggerSkew = a.eventsLost, a.tracker.skew.counts
+	s.LagSamplesDropped = a.tracker.lagSamplesDropped()
 	if n := s.TriggerSkew.note(); n != "" {
 		s.Notes = append(s.Notes[:len(s.Notes):len(s.Notes)], n) // a copy: a.state's notes are shared
 	}

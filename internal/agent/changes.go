@@ -34,6 +34,9 @@ type changeTracker struct {
 	deletions        *deletions.Registry // this node's pods being deleted, to date removals (the agent records it)
 	// full audits run, and the services whose desired state they corrected
 	fullAudits, fullCorrections uint64
+	// pending changes dropped, their sample never to come: a full audit
+	// corrected the desired state they wait for
+	lagDropped uint64
 	// semantics adjusts kube-proxy's desired verdicts to the datapath's
 	// (Options.Semantics); nil keeps them
 	semantics func(model.Verdict) model.Verdict
@@ -170,11 +173,17 @@ func (t *changeTracker) fullAuditCounts() (audits, corrections uint64) {
 	return t.fullAudits, t.fullCorrections
 }
 
+// replaceIfDiffers is the full audit's correction of one service: a change
+// of it still pending waits for a desired state that was wrong, so it is
+// dropped and counted (lagDropped) rather than left pending for ever.
 func (t *changeTracker) replaceIfDiffers(svc model.ServiceName, next map[model.Frontend]model.Verdict) bool {
 	if sameDesired(t.desired[svc], next) {
 		return false
 	}
 	t.set(svc, next)
+	if t.lag.Drop(svc) {
+		t.lagDropped++
+	}
 	return true
 }
 
@@ -234,6 +243,9 @@ func (t *changeTracker) frozenDesired(node string) model.Desired { return t.merg
 
 // desiredCount is the number of desired frontends.
 func (t *changeTracker) desiredCount() int { return t.merged.count() }
+
+// lagSamplesDropped is how many pending changes a full audit dropped.
+func (t *changeTracker) lagSamplesDropped() uint64 { return t.lagDropped }
 
 // ready reports whether the initial list was taken.
 func (t *changeTracker) ready() bool { return t.initialized }

@@ -81,6 +81,10 @@ type State struct {
 	// TriggerSkew counts the changes whose trigger time was ignored as
 	// skewed (their lag samples have no network latency).
 	TriggerSkew TriggerSkewCounts
+	// LagSamplesDropped counts the pending changes dropped without a
+	// sample because a full audit corrected the desired state they waited
+	// for (FullAuditCorrections).
+	LagSamplesDropped uint64
 }
 
 // Converged is true when nothing is pending and nothing is stale.
