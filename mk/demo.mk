@@ -16,8 +16,7 @@
 # killed mid-rollout, kube-proxy restarted (both modes), a DNAT rule deleted
 # by hand, skewed trigger times) plus the scenario helpers' unit tests.
 # make test-lab-faults: every fault scenario (also the API server restarted
-# during changes) in iptables mode, and kube-proxy restarted and a rule
-# deleted by hand in nftables mode. make test-lab-alerts: the frozen-kube-proxy stale-DNAT alert (out of
+# during changes) in both modes. make test-lab-alerts: the frozen-kube-proxy stale-DNAT alert (out of
 # make test: agents keep stale_frontend findings for Services deleted with their pods in
 # some runs, under investigation) and the slow alerts (ready refusals
 # 2m, agent down 5m). make test-lab-all: every scenario in both modes.
@@ -42,8 +41,7 @@ test-lab: build lab-bins
 
 test-lab-faults: build lab-bins
 	$(SCENARIO_GO) -timeout 30m -v \
-		-run 'TestScenarios/(iptables|nftables)/(agentrestart|kprestart|ruledeleted|triggerskew|apirestart)$$' \
-		-skip 'TestScenarios/nftables/(agentrestart|triggerskew|apirestart)$$' ./scenarios
+		-run 'TestScenarios/(iptables|nftables)/(agentrestart|kprestart|ruledeleted|triggerskew|apirestart)$$' ./scenarios
 
 test-lab-alerts: build lab-bins
 	export NETDRIFT_LAB_SLOW_ALERTS=1; $(SCENARIO_GO) -timeout 30m -v \

@@ -20,8 +20,8 @@ import (
 // window before it was seen: a stale_backend whose backend no read found
 // programmed, a missing_backend whose backend every read found programmed,
 // a wrong_verdict "node does reject" when every read found backends (or
-// "node does forward" when none did), or any finding about another Service
-// or of another kind.
+// "node does forward" when none did), an orphan_link whose interface was
+// not there, or any finding about another Service or of another kind.
 type falseFindings struct {
 	l       *labenv.Lab
 	targets map[string]target
@@ -47,6 +47,9 @@ type programmedAt struct {
 type seenFinding struct {
 	at time.Time
 	f  Finding
+	// linkThere: for an orphan_link, whether the interface it names was
+	// there when the finding was seen
+	linkThere bool
 }
 
 // watchFindings starts the pollers; stop them with done.
@@ -93,7 +96,12 @@ func (w *falseFindings) poll(ctx context.Context, a *Agent) {
 		return
 	}
 	for _, f := range d.Findings {
-		w.seen[a.Node] = append(w.seen[a.Node], seenFinding{at: now, f: f})
+		sf := seenFinding{at: now, f: f}
+		if fs := strings.Fields(f.Subject); f.Kind == "orphan_link" && len(fs) > 0 {
+			_, lerr := w.l.Exec(a.Node, "ip", "link", "show", fs[0])
+			sf.linkThere = lerr == nil
+		}
+		w.seen[a.Node] = append(w.seen[a.Node], sf)
 	}
 }
 
@@ -130,6 +138,15 @@ func (w *falseFindings) check(t *testing.T) {
 // falseBecause says why a finding is false ("" when the datapath polls
 // bear it out).
 func (w *falseFindings) falseBecause(node string, s seenFinding) string {
+	if s.f.Kind == "orphan_link" {
+		// A pod deleted just before the API server stops may keep its
+		// interface until the kubelet hears of the deletion: true while
+		// the interface is there.
+		if !s.linkThere {
+			return "the interface was not there"
+		}
+		return ""
+	}
 	if _, ok := w.targets[s.f.Service]; !ok {
 		return "about a Service the fault did not change"
 	}
