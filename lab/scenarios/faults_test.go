@@ -165,12 +165,12 @@ func testFaultKubeProxyRestart(t *testing.T, e *env) {
 	}
 }
 
-// testFaultAPIServerRestart: the API server is stopped right after a
-// backend is deleted (the delete may reach the slice controller before the
-// stop, or only after the return) and started 10 s later. No false
-// finding on any node during or after; every node measures the removal
-// (its sample, or a newer one that superseded it) and the change made
-// after the return, with nothing left pending.
+// testFaultAPIServerRestart: while another Service's backends come and go
+// (churn), the API server is stopped right after a backend is deleted (the
+// delete may reach the slice controller before the stop, or only after the
+// return) and started 10 s later. No false finding on any node during or
+// after; every node measures the removal and the change made after the
+// return, converges on the churned Service, and has nothing left pending.
 func testFaultAPIServerRestart(t *testing.T, e *env) {
 	l := e.lab
 	ctx := context.Background()
@@ -187,7 +187,14 @@ func testFaultAPIServerRestart(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	watch := watchFindings(t, l, agents, target{svc, cip, 80}, target{"default/kubernetes", kube.Spec.ClusterIP, 443})
+	// Churn on a second Service, before, during and after the outage.
+	const churned = "fchurn"
+	ccip, cpods := service(t, l, churned, []string{"node-2"}, 0)
+	waitConverged(t, agents, "default/"+churned, 60*time.Second)
+	watch := watchFindings(t, l, agents, target{svc, cip, 80}, target{"default/kubernetes", kube.Spec.ClusterIP, 443},
+		target{"default/" + churned, ccip, 80})
+	ch := startChurn(l, churned, "node-3")
+	time.Sleep(3 * time.Second)
 	began := time.Now()
 	if err := l.DeletePod(ctx, "default", pods[0].Name, labenv.Grace(0)); err != nil {
 		t.Fatal(err)
@@ -207,6 +214,10 @@ func testFaultAPIServerRestart(t *testing.T, e *env) {
 	}
 	restarted = true
 	t.Logf("API server down %s", time.Since(began).Round(time.Millisecond))
+	time.Sleep(3 * time.Second)
+	done, errs := ch.end(t, l, churned)
+	t.Logf("churn: %d pods came and went, %d calls failed", done, errs)
+	waitProgrammed(t, l, ccip, backendsOf(cpods), 150*time.Second)
 	left := pods[1:]
 	// kube-proxy's and the controller manager's informers may back off
 	// after the outage: allow them the time kubeProxyCatchUp allows.
@@ -218,6 +229,7 @@ func testFaultAPIServerRestart(t *testing.T, e *env) {
 	p := createPod(t, l, name+"-a4", "node-1", map[string]string{"app": name}, 0)
 	waitProgrammed(t, l, cip, backendsOf(append(left, p)), 150*time.Second)
 	waitConverged(t, agents, svc, 60*time.Second)
+	waitConverged(t, agents, "default/"+churned, 60*time.Second)
 	for _, a := range agents {
 		eventually(t, 120*time.Second, 500*time.Millisecond, a.Node+": no finding once kube-proxy caught up", func() (bool, string) {
 			var d Drift
