@@ -140,12 +140,14 @@ func (w *falseFindings) check(t *testing.T) {
 func (w *falseFindings) falseBecause(node string, s seenFinding) string {
 	if s.f.Kind == "orphan_link" {
 		// A pod deleted just before the API server stops may keep its
-		// interface until the kubelet hears of the deletion: true while
-		// the interface is there.
-		if !s.linkThere {
-			return "the interface was not there"
+		// interface until the kubelet hears of the deletion: true if the
+		// interface was there at some sighting of the finding.
+		for _, o := range w.seen[node] {
+			if o.f.Kind == s.f.Kind && o.f.Subject == s.f.Subject && o.linkThere {
+				return ""
+			}
 		}
-		return ""
+		return "the interface was not there at any of its sightings"
 	}
 	if _, ok := w.targets[s.f.Service]; !ok {
 		return "about a Service the fault did not change"
