@@ -176,7 +176,11 @@ func testFaultAPIServerRestart(t *testing.T, e *env) {
 	ctx := context.Background()
 	const name = "fapi"
 	svc := "default/" + name
-	cip, pods := service(t, l, name, []string{"node-1", "node-2", "node-3"}, 0)
+	var nodes []string // all three, or two after nodegone
+	for _, n := range l.Nodes() {
+		nodes = append(nodes, n.Name)
+	}
+	cip, pods := service(t, l, name, nodes, 0)
 	agents := agentsOf(t, l)
 	waitConverged(t, agents, svc, 60*time.Second)
 	// The API server removes its own endpoint from the kubernetes Service
@@ -189,11 +193,11 @@ func testFaultAPIServerRestart(t *testing.T, e *env) {
 	}
 	// Churn on a second Service, before, during and after the outage.
 	const churned = "fchurn"
-	ccip, cpods := service(t, l, churned, []string{"node-2"}, 0)
+	ccip, cpods := service(t, l, churned, nodes[1:2], 0)
 	waitConverged(t, agents, "default/"+churned, 60*time.Second)
 	watch := watchFindings(t, l, agents, target{svc, cip, 80}, target{"default/kubernetes", kube.Spec.ClusterIP, 443},
 		target{"default/" + churned, ccip, 80})
-	ch := startChurn(l, churned, "node-3")
+	ch := startChurn(l, churned, nodes[len(nodes)-1])
 	time.Sleep(3 * time.Second)
 	began := time.Now()
 	if err := l.DeletePod(ctx, "default", pods[0].Name, labenv.Grace(0)); err != nil {
@@ -226,7 +230,7 @@ func testFaultAPIServerRestart(t *testing.T, e *env) {
 		waitChangesMeasured(t, a, svc, began, 1, 60*time.Second)
 	}
 	after := time.Now()
-	p := createPod(t, l, name+"-a4", "node-1", map[string]string{"app": name}, 0)
+	p := createPod(t, l, name+"-new", nodes[0], map[string]string{"app": name}, 0)
 	waitProgrammed(t, l, cip, backendsOf(append(left, p)), 150*time.Second)
 	waitConverged(t, agents, svc, 60*time.Second)
 	waitConverged(t, agents, "default/"+churned, 60*time.Second)
