@@ -12,9 +12,12 @@
 # reports with their own-node admission policies in iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
 # the alerts through the lab Prometheus: quiet under churn,
 # the watch alerts with the API server down, and
-# every dashboard panel's queries returning series, and kubectl-netdrift
-# through the API server's port-forward and over NodeReports) plus the scenario
-# helpers' unit tests. make test-lab-alerts: the frozen-kube-proxy stale-DNAT alert (out of
+# every dashboard panel's queries returning series; kubectl-netdrift through
+# the API server's port-forward and over NodeReports; the fast faults: an
+# agent killed mid-rollout, kube-proxy restarted (both modes), a DNAT rule
+# deleted by hand, skewed trigger times) plus the scenario helpers' unit tests.
+# make test-lab-faults: every fault scenario (also the API server restarted
+# during changes) in both modes. make test-lab-alerts: the frozen-kube-proxy stale-DNAT alert (out of
 # make test: agents keep stale_frontend findings for Services deleted with their pods in
 # some runs, under investigation) and the slow alerts (ready refusals
 # 2m, agent down 5m). make test-lab-all: every scenario in both modes.
@@ -24,7 +27,7 @@ DEMO_SHOTS ?= $(CURDIR)/docs/demo-screenshots
 DEMO_TRANSCRIPT ?= $(CURDIR)/docs/demo-transcript.txt
 SCENARIO_GO := cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1
 
-.PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10 test-lab-alerts bench-reports
+.PHONY: demo demo-down test-lab test-lab-all test-lab-rollout10 test-lab-alerts test-lab-faults bench-reports
 
 demo: deps build lab-bins
 	set -o pipefail; { echo '$$ make demo'; $(LAB_RUN) demo -name $(DEMO_NAME) -agent $(CURDIR)/$(BIN)/netdrift -screenshots $(DEMO_SHOTS); } 2>&1 | tee $(DEMO_TRANSCRIPT)
@@ -33,9 +36,13 @@ demo-down:
 	$(LAB_RUN) down -name $(DEMO_NAME)
 
 test-lab: build lab-bins $(HELM)
+	export NETDRIFT_HELM=$(HELM); $(SCENARIO_GO) -timeout 40m -v \
+		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|nodereports|reportpolicy|agentrestart|kprestart|ruledeleted|triggerskew|panels|plugin|watchalert)$$' \
+		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|nodereports|reportpolicy|agentrestart|ruledeleted|triggerskew|panels|plugin|watchalert)$$' ./scenarios
+
+test-lab-faults: build lab-bins $(HELM)
 	export NETDRIFT_HELM=$(HELM); $(SCENARIO_GO) -timeout 30m -v \
-		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|nodereports|reportpolicy|panels|plugin|watchalert)$$' \
-		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|nodereports|reportpolicy|panels|plugin|watchalert)$$' ./scenarios
+		-run 'TestScenarios/(iptables|nftables)/(agentrestart|kprestart|ruledeleted|triggerskew|apirestart)$$' ./scenarios
 
 test-lab-alerts: build lab-bins
 	export NETDRIFT_LAB_SLOW_ALERTS=1; $(SCENARIO_GO) -timeout 30m -v \

@@ -75,6 +75,9 @@ type Agent struct {
 	// frozenObs is the last copy of the reader's observation handed out
 	// (observedLocked)
 	frozenObs model.Observed
+	// eventsLost counts the lost-events notices of the change events
+	// (kernel socket overrun, or the loop fell behind): each one a full read
+	eventsLost uint64
 }
 
 // Options wires the agent's collaborators explicitly.
@@ -177,6 +180,11 @@ func (a *Agent) stateOf(frontends bool) State {
 	// Changes are recorded as the watch delivers them, not at the next
 	// audit: show them at once (the next read may be a poll away).
 	s.PendingChanges = a.tracker.pendingChanges()
+	s.ChangeEventsLost, s.TriggerSkew = a.eventsLost, a.tracker.skew.counts
+	s.LagSamplesDropped = a.tracker.lagSamplesDropped()
+	if n := s.TriggerSkew.note(); n != "" {
+		s.Notes = append(s.Notes[:len(s.Notes):len(s.Notes)], n) // a copy: a.state's notes are shared
+	}
 	return s
 }
 
@@ -238,8 +246,11 @@ func (a *Agent) OnEvent(ev watch.Event) {
 	if ev.Kind == watch.KindLease && !ev.LeaseRenew.IsZero() {
 		a.recorder.ObserveWatchDelay("lease", ev.At.Sub(ev.LeaseRenew))
 	}
-	if ev.Kind == watch.KindEndpointSlice && !ev.TriggerTime.IsZero() {
-		a.recorder.ObserveWatchDelay("endpointslice", ev.At.Sub(ev.TriggerTime))
+	if ev.Kind == watch.KindEndpointSlice {
+		// A skewed trigger time measures no delay (drift.JudgeTrigger).
+		if t0, _ := drift.JudgeTrigger(ev.TriggerTime, ev.At); !t0.IsZero() {
+			a.recorder.ObserveWatchDelay("endpointslice", ev.At.Sub(t0))
+		}
 	}
 	a.Kick()
 }
@@ -307,6 +318,9 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 		// the reader's cache up to date, so the next read is a full one.
 		a.log.Info("nftables change events lost; the next read is a full one")
 		a.src.Resync()
+		a.mu.Lock()
+		a.eventsLost++
+		a.mu.Unlock()
 	default:
 		if _, shared := a.src.(datapath.Freezer); shared {
 			a.appliedInPlace = true

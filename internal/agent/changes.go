@@ -34,12 +34,25 @@ type changeTracker struct {
 	deletions        *deletions.Registry // this node's pods being deleted, to date removals (the agent records it)
 	// full audits run, and the services whose desired state they corrected
 	fullAudits, fullCorrections uint64
+	// pending changes dropped, their sample never to come: a full audit
+	// corrected the desired state they wait for
+	lagDropped uint64
 	// semantics adjusts kube-proxy's desired verdicts to the datapath's
 	// (Options.Semantics); nil keeps them
 	semantics func(model.Verdict) model.Verdict
+	// skew counts the recorded changes whose trigger time was not used
+	skew triggerSkew
 }
 
-type dirtyService struct{ t0, t1 time.Time }
+// dirtyService is a service's deliveries since the last apply: T1 of the
+// last, the latest plausible trigger time, and why the last implausible
+// one was ignored (drift.JudgeTrigger).
+type dirtyService struct {
+	t0, t1  time.Time
+	skew    drift.TriggerSkew
+	skewed  time.Time // that trigger time
+	skewedA time.Time // its delivery
+}
 
 func newChangeTracker(dels *deletions.Registry, semantics func(model.Verdict) model.Verdict) changeTracker {
 	return changeTracker{deletions: dels, dirty: map[model.ServiceName]dirtyService{}, changed: map[model.ServiceName]bool{},
@@ -55,8 +68,12 @@ func (t *changeTracker) markDirty(svc model.ServiceName, at, trigger time.Time) 
 	}
 	d := t.dirty[svc]
 	d.t1 = at
-	if trigger.After(d.t0) {
-		d.t0 = trigger
+	t0, skew := drift.JudgeTrigger(trigger, at)
+	if skew != "" {
+		d.skew, d.skewed, d.skewedA = skew, trigger, at
+	}
+	if t0.After(d.t0) {
+		d.t0 = t0
 	}
 	t.dirty[svc] = d
 }
@@ -112,6 +129,9 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 			continue
 		}
 		t.changed[svc], any = true, true
+		if d.skew != "" && d.t0.IsZero() {
+			t.skew.count(svc, d.skew, d.skewed, d.skewedA)
+		}
 		t.lag.Record(drift.Change{Service: svc, Kind: kind, T0: d.t0, T1: d.t1, Previous: prev, Desired: next})
 	}
 	t.dirty = map[model.ServiceName]dirtyService{}
@@ -153,11 +173,17 @@ func (t *changeTracker) fullAuditCounts() (audits, corrections uint64) {
 	return t.fullAudits, t.fullCorrections
 }
 
+// replaceIfDiffers is the full audit's correction of one service: a change
+// of it still pending waits for a desired state that was wrong, so it is
+// dropped and counted (lagDropped) rather than left pending for ever.
 func (t *changeTracker) replaceIfDiffers(svc model.ServiceName, next map[model.Frontend]model.Verdict) bool {
 	if sameDesired(t.desired[svc], next) {
 		return false
 	}
 	t.set(svc, next)
+	if t.lag.Drop(svc) {
+		t.lagDropped++
+	}
 	return true
 }
 
@@ -217,6 +243,9 @@ func (t *changeTracker) frozenDesired(node string) model.Desired { return t.merg
 
 // desiredCount is the number of desired frontends.
 func (t *changeTracker) desiredCount() int { return t.merged.count() }
+
+// lagSamplesDropped is how many pending changes a full audit dropped.
+func (t *changeTracker) lagSamplesDropped() uint64 { return t.lagDropped }
 
 // ready reports whether the initial list was taken.
 func (t *changeTracker) ready() bool { return t.initialized }

@@ -155,3 +155,35 @@ func TestChangeAppliedInPlaceIsCompared(t *testing.T) {
 		t.Fatal("frontends removed in place by an applied change event: no mismatch found")
 	}
 }
+
+// TestFullAuditDropsThePendingChangeItCorrects: a change is pending when
+// a later change of the same service is missed; the full audit corrects
+// the desired state, and kube-proxy already programs it. The pending change
+// waits for a state nobody asked for: it is dropped and counted, not left
+// pending (its age growing for ever, as if kube-proxy lagged).
+func TestFullAuditDropsThePendingChangeItCorrects(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.setSlice(slice("web", "10.1.0.1", "10.1.0.2", "10.1.0.3"), time.Time{}) // delivered: pending
+	h.advance(100 * time.Millisecond)
+	h.c.mu.Lock()
+	h.c.slices["shop/web"] = []*discoveryv1.EndpointSlice{slice("web", "10.1.0.1", "10.1.0.4")} // no event
+	h.c.mu.Unlock()
+	h.kubeProxySyncs()
+	for d := time.Duration(0); d <= h.a.cfg.FullAuditInterval; d += h.a.cfg.AuditInterval {
+		if s := h.a.State(); s.FullAudits == 0 && len(s.PendingChanges) != 1 {
+			t.Fatalf("before the full audit: pending %d changes, want the delivered one", len(s.PendingChanges))
+		}
+		h.advance(h.a.cfg.AuditInterval)
+	}
+	s := h.a.State()
+	if s.FullAuditCorrections != 1 {
+		t.Fatalf("full audit corrections %d, want 1", s.FullAuditCorrections)
+	}
+	if len(s.PendingChanges) != 0 || s.LagSamplesDropped != 1 || len(h.lags) != 0 {
+		t.Fatalf("after the correction: pending %d, dropped %d, samples %d; want 0, 1, 0", len(s.PendingChanges), s.LagSamplesDropped, len(h.lags))
+	}
+	if len(s.Stale)+len(s.Pending) != 0 {
+		t.Fatalf("findings %v %v: kube-proxy programs the corrected state", s.Stale, s.Pending)
+	}
+}

@@ -14,7 +14,8 @@ import (
 // agent calls them under its lock.
 type nodeRuns struct {
 	last    time.Time       // when the last run started
-	found   []model.Finding // its findings
+	found   []model.Finding // the last finished run's findings
+	foundAt time.Time       // when that run started
 	running bool
 	done    bool          // a run finished since the last read
 	soon    bool          // a Node was deleted: run at the next step
@@ -38,10 +39,11 @@ func (r *nodeRuns) runSoon() { r.soon = true }
 // findings wait to be folded in, or a run was asked for and none runs.
 func (r *nodeRuns) readWanted() bool { return r.done || r.soon && !r.running }
 
-// takeFindings hands the last run's findings to a read, which folds them in.
-func (r *nodeRuns) takeFindings() []model.Finding {
+// takeFindings hands the last finished run's findings, and when that run
+// started, to a read, which folds them in.
+func (r *nodeRuns) takeFindings() ([]model.Finding, time.Time) {
 	r.done = false
-	return r.found
+	return r.found, r.foundAt
 }
 
 // start reports whether a run starts at now (due, and none running), and
@@ -57,7 +59,7 @@ func (r *nodeRuns) start(now time.Time, cfg Config) bool {
 
 // finish records a run's findings and how long it took.
 func (r *nodeRuns) finish(found []model.Finding, took time.Duration) {
-	r.found, r.running, r.done, r.cost = found, false, true, took
+	r.found, r.foundAt, r.running, r.done, r.cost = found, r.last, false, true, took
 }
 
 // startNodeRunLocked starts the node sources in the background when their

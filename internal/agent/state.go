@@ -74,6 +74,17 @@ type State struct {
 	// patches from change messages (iptables-nft); ReaderAuditDiffs those
 	// that found it differed from the kernel's (corrected by the audit).
 	ReaderAudits, ReaderAuditDiffs uint64
+	// ChangeEventsLost counts the lost-events notices of the nf_tables
+	// change events (the kernel overran the socket, or the loop fell
+	// behind): each made the next read a full one.
+	ChangeEventsLost uint64
+	// TriggerSkew counts the changes whose trigger time was ignored as
+	// skewed (their lag samples have no network latency).
+	TriggerSkew TriggerSkewCounts
+	// LagSamplesDropped counts the pending changes dropped without a
+	// sample because a full audit corrected the desired state they waited
+	// for (FullAuditCorrections).
+	LagSamplesDropped uint64
 }
 
 // Converged is true when nothing is pending and nothing is stale.

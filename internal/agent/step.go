@@ -72,7 +72,7 @@ func (a *Agent) nextWait() time.Duration {
 func (a *Agent) audit(ctx context.Context, api APIState) {
 	a.mu.Lock()
 	obsAt, since := a.sched.startRead(a.clock.Now())
-	nodeFound := a.nodeRuns.takeFindings()
+	nodeFound, nodeAt := a.nodeRuns.takeFindings()
 	full := a.sched.fullDue(obsAt, a.cfg)
 	if full {
 		a.resyncDesiredLocked()
@@ -108,12 +108,11 @@ func (a *Agent) audit(ctx context.Context, api APIState) {
 	}
 	a.startNodeRunLocked(ctx, now)
 	if ok || a.src == nil || a.mode == model.ModeNone {
-		// The node findings of the last finished run: a run that finished
-		// since takeFindings is folded in at the next read.
-		mismatches = append(mismatches, nodeFound...)
+		// The node findings of the last finished run, dated by its start: a
+		// run that finished since takeFindings is folded in at the next read.
 		ws := a.watchStatusLocked(now, api)
-		a.findings.Update(mismatches, now, drift.Proof{WatchHealthy: ws.Healthy, LastDelivery: ws.LastDelivery,
-			Changed: a.tracker.takeChangedServices()})
+		a.findings.UpdateSampled(mismatches, nodeFound, now, nodeAt, drift.Proof{WatchHealthy: ws.Healthy,
+			LastDelivery: ws.LastDelivery, Changed: a.tracker.takeChangedServices()})
 	}
 	a.publishLocked(now, obs, ok)
 }

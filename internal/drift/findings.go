@@ -44,28 +44,47 @@ func NewFindingTracker(staleAfter time.Duration) *FindingTracker {
 // Update records the mismatches of one audit at time now. Mismatches no
 // longer present are forgotten (healed).
 func (t *FindingTracker) Update(current []model.Finding, now time.Time, p Proof) {
-	next := make(map[string]*Tracked, len(current))
+	t.UpdateSampled(current, nil, now, time.Time{}, p)
+}
+
+// UpdateSampled is Update for an audit that also folds in sampled
+// mismatches: the findings of a check that ran at sampledAt (the node
+// sources' background run), held until its next run. A sampled mismatch is
+// dated by the run, not by the audits that fold it in again: it is promoted
+// only when a run at least stale-after after the one that first found it
+// still finds it, never on the age of a single sighting (an interface
+// caught between its pod's deletion and its removal is gone a moment later).
+func (t *FindingTracker) UpdateSampled(current, sampled []model.Finding, now, sampledAt time.Time, p Proof) {
+	next := make(map[string]*Tracked, len(current)+len(sampled))
 	for _, f := range current {
-		k := f.Key()
-		tr, ok := t.seen[k]
-		if !ok {
-			tr = &Tracked{Finding: f}
-			tr.FirstSeen = now
-			tr.Proven = p.Changed[f.Service.ServiceName]
-		} else {
-			first := tr.FirstSeen
-			tr.Finding = f
-			tr.FirstSeen = first
-		}
-		if !tr.Proven && p.LastDelivery.After(tr.FirstSeen) {
-			tr.Proven = true
-		}
-		if !tr.Stale && tr.Proven && p.WatchHealthy && now.Sub(tr.FirstSeen) >= t.StaleAfter {
-			tr.Stale = true
-		}
-		next[k] = tr
+		t.track(next, f, now, p)
+	}
+	for _, f := range sampled {
+		t.track(next, f, sampledAt, p)
 	}
 	t.seen = next
+}
+
+// track records one mismatch observed at at.
+func (t *FindingTracker) track(next map[string]*Tracked, f model.Finding, at time.Time, p Proof) {
+	k := f.Key()
+	tr, ok := t.seen[k]
+	if !ok {
+		tr = &Tracked{Finding: f}
+		tr.FirstSeen = at
+		tr.Proven = p.Changed[f.Service.ServiceName]
+	} else {
+		first := tr.FirstSeen
+		tr.Finding = f
+		tr.FirstSeen = first
+	}
+	if !tr.Proven && p.LastDelivery.After(tr.FirstSeen) {
+		tr.Proven = true
+	}
+	if !tr.Stale && tr.Proven && p.WatchHealthy && at.Sub(tr.FirstSeen) >= t.StaleAfter {
+		tr.Stale = true
+	}
+	next[k] = tr
 }
 
 // HasPending reports whether any mismatch is not (yet) promoted.

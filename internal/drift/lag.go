@@ -237,6 +237,16 @@ func sameVerdictIn(a, b model.Verdict, mode string) bool {
 	return a.Action != model.Forward || slices.Equal(a.Backends, b.Backends)
 }
 
+// Drop forgets svc's pending change and reports whether there was one:
+// for a change whose desired state is known to be wrong (a full audit
+// found another one), whose sample would measure the datapath against a
+// state nobody asked for and never come.
+func (t *LagTracker) Drop(svc model.ServiceName) bool {
+	_, ok := t.pending[svc]
+	delete(t.pending, svc)
+	return ok
+}
+
 // Len is the number of pending changes.
 func (t *LagTracker) Len() int { return len(t.pending) }
 

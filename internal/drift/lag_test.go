@@ -253,3 +253,15 @@ func TestLagSampleCarriesRemovalAndT0Source(t *testing.T) {
 		t.Errorf("web: T0 %v source %q, want the trigger time", s.T0, s.T0Source)
 	}
 }
+
+func TestLagTrackerDrop(t *testing.T) {
+	tr := NewLagTracker()
+	svc := model.ServiceName{Namespace: "shop", Name: "web"}
+	if tr.Drop(svc) {
+		t.Fatal("dropped a change that was never recorded")
+	}
+	tr.Record(Change{Service: svc, Kind: ChangeAdd, T1: time.Unix(100, 0)})
+	if !tr.Drop(svc) || tr.Len() != 0 {
+		t.Fatalf("Drop of a pending change: %d left", tr.Len())
+	}
+}

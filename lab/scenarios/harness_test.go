@@ -47,10 +47,17 @@ var scenarios = []scenario{
 	{"reportpolicy", testReportPolicy},
 	{"panels", testPanels}, // after the stories that feed the panels
 	{"readonly", testReadOnly},
+	// the faults (make test-lab-faults): before nodegone, which leaves two
+	// nodes, and before the outages, whose back-off slows what follows
+	{"agentrestart", testFaultAgentRestart},
+	{"kprestart", testFaultKubeProxyRestart},
+	{"ruledeleted", testFaultRuleDeleted},
+	{"triggerskew", testFaultTriggerSkew},
 	{"plugin", testPlugin}, // kubectl-netdrift through the API server and nodestream (before nodegone: all three nodes)
 	{"nodegone", testNodeGone},
 	// last: after the outage kube-proxy's and the controller manager's own
 	// informers back off for up to a minute, which would slow later scenarios.
+	{"apirestart", testFaultAPIServerRestart}, // a 10 s outage: before the 30 s one
 	{"apiserver", testAPIServerDown},
 	{"watchalert", testWatchAlert},
 }

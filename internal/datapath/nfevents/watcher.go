@@ -24,10 +24,12 @@ type Watcher struct {
 	events chan Event
 	gen    atomic.Uint32
 	lost   atomic.Bool
-	errMu  sync.Mutex
-	err    error
-	done   chan struct{}
-	once   sync.Once
+	// overruns counts the kernel's drops of notifications (ENOBUFS)
+	overruns atomic.Uint64
+	errMu    sync.Mutex
+	err      error
+	done     chan struct{}
+	once     sync.Once
 
 	opTables   []TableRef // tables whose rule and chain messages events carry
 	maxOpBytes int
@@ -144,6 +146,11 @@ func (w *Watcher) Dating() (kernel bool, stamped, read uint64, err error) {
 	return w.stamp != nil, w.dated[0].Load(), w.dated[1].Load(), w.stampErr
 }
 
+// Overruns is how many times the kernel dropped notifications because the
+// socket's receive buffer was full (ENOBUFS); each was reported to the
+// reader as an event with Lost set.
+func (w *Watcher) Overruns() uint64 { return w.overruns.Load() }
+
 // Err returns the error that ended the subscription, if any.
 func (w *Watcher) Err() error {
 	w.errMu.Lock()
@@ -224,6 +231,7 @@ func (w *Watcher) fail(err error) {
 // the partial batch is discarded and an event with Lost set is sent at once,
 // carrying the current generation, so the reader re-reads everything.
 func (w *Watcher) overrun(batch *changeBatch) {
+	w.overruns.Add(1)
 	batch.flush()
 	w.opsB.reset(w.pool)
 	w.opsB.overflow = true // the rest of this transaction is not all of it

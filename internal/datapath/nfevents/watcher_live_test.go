@@ -147,6 +147,9 @@ func TestChangeWatcherOverrun(t *testing.T) {
 	if ev.Generation != g || w.Generation() != g {
 		t.Errorf("lost event generation %d, watcher %d, kernel %d", ev.Generation, w.Generation(), g)
 	}
+	if w.Overruns() == 0 {
+		t.Error("the overrun was not counted")
+	}
 }
 
 // bigTransaction is one transaction of chains chains of rules rules each:

@@ -115,17 +115,33 @@ func (w *Watcher) Synced() (bool, string) {
 	return true, ""
 }
 
-func (w *Watcher) handler(kind string) cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.deliver(kind, obj, false) },
-		UpdateFunc: func(_, obj any) { w.deliver(kind, obj, false) },
+// handler delivers each informer notification. Only an add or update made
+// now carries its slice's trigger time: the initial list, a relist's or
+// resync's re-delivery of an object whose resource version did not change,
+// and a deletion (the annotation dates the slice's last update, not its
+// removal) carry trigger times of changes made long before (days, for a
+// Service nobody touched), which would be measured as watch delays.
+func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) { w.deliver(kind, obj, false, !initial) },
+		UpdateFunc: func(old, obj any) {
+			rv := resourceVersion(obj)
+			w.deliver(kind, obj, false, rv == "" || rv != resourceVersion(old)) // "": not known (fake clients)
+		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			w.deliver(kind, obj, true)
+			w.deliver(kind, obj, true, false)
 		},
 	}
+}
+
+func resourceVersion(obj any) string {
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetResourceVersion()
+	}
+	return ""
 }
 
 // PodIPs are a pod's addresses (IPv4-mapped IPv6 unmapped; bad ones skipped).
@@ -163,7 +179,10 @@ func podDeletion(p *corev1.Pod, deleted bool, at time.Time) ([]netip.Addr, time.
 	return PodIPs(p), t
 }
 
-func (w *Watcher) deliver(kind string, obj any, deleted bool) {
+// deliver hands one notification to onEvent; written: the object was
+// written now (not the initial list's, a re-delivery or a deletion), so a
+// slice's trigger time dates this delivery's change.
+func (w *Watcher) deliver(kind string, obj any, deleted, written bool) {
 	ev := watch.Event{Kind: kind, Deleted: deleted, At: w.clock.Now()}
 	switch o := obj.(type) {
 	case *corev1.Service:
@@ -173,7 +192,7 @@ func (w *Watcher) deliver(kind string, obj any, deleted bool) {
 		if n := o.Labels[discoveryv1.LabelServiceName]; n != "" {
 			ev.Service = model.ServiceName{Namespace: o.Namespace, Name: n}
 		}
-		if ts, err := time.Parse(time.RFC3339, o.Annotations[watch.TriggerTimeAnnotation]); err == nil {
+		if ts, err := time.Parse(time.RFC3339, o.Annotations[watch.TriggerTimeAnnotation]); err == nil && written {
 			ev.TriggerTime = ts
 		}
 	case *corev1.Node:
