@@ -98,7 +98,7 @@ func nextEvents(t *testing.T, h *harness, evs <-chan datapath.ChangeEvent) int {
 	}
 }
 
-// rwStart programs web and gone in a new netns and starts the agent over
+// rwStart programs svcs in a new netns and starts the agent over
 // the real iptables mode reader, compared clean once; it returns the
 // harness, the netns and the change events.
 func rwStart(t *testing.T, svcs ...rwSvc) (*harness, string, datapath.Reader, <-chan datapath.ChangeEvent) {
@@ -117,7 +117,7 @@ func rwStart(t *testing.T, svcs ...rwSvc) (*harness, string, datapath.Reader, <-
 	}
 	cw, err := datapath.WatchChanges(ctx, ns)
 	if err != nil {
-		t.Skip("nf_tables change events not available: ", err)
+		t.Fatalf("nf_tables change events: %v", err)
 	}
 	t.Cleanup(func() { _ = cw.Close() })
 	h := newHarness(t)
@@ -213,4 +213,40 @@ func TestLiveStaleFrontendClearsWhenTheNextReadWalksAgain(t *testing.T) {
 		h.advance(h.a.cfg.StaleAfter)
 	}
 	rwNoFindingFor(t, h, gone, "after the walk for new hints", web)
+}
+
+// TestLiveStaleFrontendClearsAcrossAFallbackRead: as above, but the read
+// after the change event applied in place falls back to iptables-save (a
+// rule the netlink decoder does not know appeared in a KUBE-* chain, as a
+// newer kube-proxy or another program may write). That read's observation
+// names no changes; the agent compares every frontend, and must include the
+// deleted Service's, which is in neither the observation it compared last
+// (changed in place) nor the new one nor the desired state: only its
+// finding remains. The full audit after --full-audit-interval must not
+// leave it either.
+func TestLiveStaleFrontendClearsAcrossAFallbackRead(t *testing.T) {
+	web := rwSvc{"web", "10.96.0.10", []string{"10.1.0.1", "10.1.0.2"}}
+	gone := rwSvc{"gone", "10.96.0.11", []string{"10.1.0.3"}}
+	h, ns, _, evs := rwStart(t, web, gone)
+	rwDelete(t, h, gone)
+
+	netnstest.RunInput(t, ns, rwSync([]rwSvc{web}, []rwSvc{gone}), "iptables-nft-restore", "--noflush")
+	nextEvents(t, h, evs)
+	odd := "*nat\n:KUBE-UNDECODABLE - [0:0]\n-A KUBE-UNDECODABLE -m u32 --u32 \"0>>22&0x3C@4=0x29\" -j RETURN\nCOMMIT\n"
+	cmd := netnstest.Cmd(ns, "iptables-nft-restore", "--noflush")
+	cmd.Stdin = strings.NewReader(odd)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("kernel or iptables lacks the u32 match: %v %s", err, out)
+	}
+	nextEvents(t, h, evs)
+	h.advance(100 * time.Millisecond)
+	if fb := h.a.State(); len(fb.Fallbacks) == 0 {
+		t.Fatalf("no fallback in force after the undecodable rule (the test's premise): %+v", fb.Fallbacks)
+	}
+	for range 4 {
+		h.advance(h.a.cfg.StaleAfter)
+	}
+	rwNoFindingFor(t, h, gone, "after the fallback read", web)
+	h.advance(h.a.cfg.FullAuditInterval)
+	rwNoFindingFor(t, h, gone, "after the full audit", web)
 }
