@@ -10,12 +10,10 @@
 #
 # make test-lab: the lab scenarios CI runs (rollout and frozen kube-proxy in
 # iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
-# the alerts through the lab Prometheus: quiet under churn,
-# the watch alerts with the API server down, and
+# the alerts through the lab Prometheus: quiet under churn, NetdriftStaleDNAT
+# for a frozen kube-proxy, the watch alerts with the API server down, and
 # every dashboard panel's queries returning series) plus the scenario
-# helpers' unit tests. make test-lab-alerts: the frozen-kube-proxy stale-DNAT alert (out of
-# make test: agents keep stale_frontend findings for Services deleted with their pods in
-# some runs, under investigation) and the slow alerts (ready refusals
+# helpers' unit tests. make test-lab-alerts: the slow alerts (ready refusals
 # 2m, agent down 5m). make test-lab-all: every scenario in both modes.
 DEMO_NAME ?= demo
 DEMO_SHOTS ?= $(CURDIR)/docs/demo-screenshots
@@ -31,12 +29,12 @@ demo-down:
 
 test-lab: build lab-bins
 	$(SCENARIO_GO) -timeout 30m -v \
-		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|panels|watchalert)$$' \
-		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|panels|watchalert)$$' ./scenarios
+		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|stalealert|panels|watchalert)$$' \
+		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|stalealert|panels|watchalert)$$' ./scenarios
 
 test-lab-alerts: build lab-bins
 	export NETDRIFT_LAB_SLOW_ALERTS=1; $(SCENARIO_GO) -timeout 30m -v \
-		-run 'TestScenarios/iptables/(readyrefusals|stalealert|slowalerts)$$' ./scenarios
+		-run 'TestScenarios/iptables/(readyrefusals|slowalerts)$$' ./scenarios
 
 test-lab-all: build lab-bins
 	export NETDRIFT_ROLLOUT10=1; $(SCENARIO_GO) -timeout 100m -v ./scenarios
