@@ -59,6 +59,13 @@ func (c *Comparer) Update(desired model.Desired, obs model.Observed, ch Changes)
 				touched[fe] = true
 			}
 		}
+		// And every frontend holding a finding: one whose frontend left
+		// the last observation in place (a change event) and is in
+		// neither new map is in none of the four, and its finding
+		// would stay for good, through every full audit.
+		for fe := range c.found {
+			touched[fe] = true
+		}
 	case !obsSame && !c.namesChanges(obs):
 		c.diffKeys(desired.Frontends, obs.Frontends, touched)
 	case !obsSame: // the reader names what moved

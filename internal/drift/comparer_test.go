@@ -146,3 +146,30 @@ func TestComparerDesiredInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestComparerFindingLeftOnlyInItself: a stale frontend (observed, not
+// desired) leaves the observation the comparer holds in place, and the next
+// observation is a new map naming no changes (a full walk, or a read by a
+// fallback path). The frontend is then in neither desired map nor either
+// observed map: only its finding holds it. Comparing every frontend, after
+// an in-place change or in a full audit, must compare it too and drop the
+// finding, as Compare does.
+func TestComparerFindingLeftOnlyInItself(t *testing.T) {
+	sp := model.ServicePort{ServiceName: model.ServiceName{Namespace: "shop", Name: "gone"}, Port: "http", Protocol: model.TCP}
+	gone := model.NewFrontend(netip.MustParseAddr("10.96.0.11"), 80, model.TCP, model.ClusterIP)
+	for _, ch := range []Changes{{ObservedInPlace: true}, {Full: true}} {
+		c := NewComparer()
+		d := model.Desired{Frontends: map[model.Frontend]model.Verdict{}}
+		shared := map[model.Frontend]model.Verdict{gone: {Service: sp, Action: model.Reject}}
+		got := c.Update(d, model.Observed{Datapath: model.ModeIPTables, Frontends: shared, Version: 1}, Changes{})
+		if len(got) != 1 || got[0].Kind != model.StaleFrontend {
+			t.Fatalf("want one stale_frontend first (the test's premise), got %v", got)
+		}
+		delete(shared, gone) // changed in place: the reader removed it
+		fresh := model.Observed{Datapath: model.ModeIPTables, Frontends: map[model.Frontend]model.Verdict{}, Version: 2}
+		got = c.Update(d, fresh, ch)
+		if want := Compare(d, fresh); len(got) != 0 || len(want) != 0 {
+			t.Errorf("%+v: findings %v after the frontend left every map, want Compare's %v", ch, got, want)
+		}
+	}
+}

@@ -146,6 +146,8 @@ func testStaleDNATAlert(t *testing.T, e *env) {
 	p := promOf(l)
 	ctx := context.Background()
 	frozen := "node-1"
+	defer watchStaleFrontends(t, l, 15*time.Second)()
+	captured := false
 	_, pods := service(t, l, "frza", []string{"node-2", "node-3"}, 0)
 	a := agent(t, l, frozen)
 	waitConverged(t, agentsOf(t, l), "default/frza", 60*time.Second)
@@ -176,12 +178,21 @@ func testStaleDNATAlert(t *testing.T, e *env) {
 			if n := a.Labels["node"]; n != frozen {
 				var d Drift
 				err := agent(t, l, n).Get(ctx, "/v1/drift", &d)
+				if !captured {
+					captured = captureStaleFrontends(t, l, agentsOf(t, l), "fires for "+n) != ""
+				}
 				return false, fmt.Sprintf("fires for another node: %s (kind %s); %s's findings: %s %v", describe(as), a.Labels["kind"], n, kinds(d.Findings), err)
 			}
 		}
 		return true, ""
 	})
 	took := firedAt.Sub(reported)
+	if _, raw, err := p.Alerts(ctx); err == nil {
+		t.Logf("/api/v1/alerts as Prometheus reported it: %s", raw)
+	}
+	if series, err := p.Query(ctx, `ALERTS{alertname="NetdriftStaleDNAT"}`); err == nil {
+		t.Logf("ALERTS{alertname=\"NetdriftStaleDNAT\"}: %+v", series)
+	}
 	t.Logf("NetdriftStaleDNAT firing %s after the agent reported the finding (for %s, scrape/eval %s): %s",
 		took.Round(100*time.Millisecond), forDur, iv, describe(fired))
 	if took > bound+time.Second { // +1 s: the poll
