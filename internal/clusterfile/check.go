@@ -3,10 +3,11 @@ package clusterfile
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/netdrift/netdrift/internal/watch"
+
+	"github.com/netdrift/netdrift/internal/textmatch"
 )
 
 // kubectlGet is the capture every refusal asks for.
@@ -121,57 +122,8 @@ func CheckNode(cs *watch.ClusterState, node string) error {
 		}
 		names = append(names, n.Name)
 	}
-	if close := closest(node, names, 3); len(close) > 0 {
+	if close := textmatch.Closest(node, names, 3); len(close) > 0 {
 		return fmt.Errorf("--node %s is not among the cluster's %d Nodes; did you mean %s?", node, len(names), strings.Join(close, " or "))
 	}
 	return fmt.Errorf("--node %s is not among the cluster's %d Nodes (kubectl get nodes lists them)", node, len(names))
-}
-
-// closest returns up to n names within an edit distance of a third of the
-// longer name (at least 2), nearest first.
-func closest(name string, names []string, n int) []string {
-	type cand struct {
-		name string
-		d    int
-	}
-	var cs []cand
-	for _, c := range names {
-		limit := max(2, max(len(c), len(name))/3)
-		if d := editDistance(name, c); d <= limit {
-			cs = append(cs, cand{c, d})
-		}
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].d != cs[j].d {
-			return cs[i].d < cs[j].d
-		}
-		return cs[i].name < cs[j].name
-	})
-	var out []string
-	for i := 0; i < len(cs) && i < n; i++ {
-		out = append(out, cs[i].name)
-	}
-	return out
-}
-
-// editDistance is the Levenshtein distance of a and b, by bytes (node
-// names are DNS labels: ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netdrift/netdrift/internal/textmatch"
 )
 
 const (
@@ -107,7 +109,7 @@ func TestEditDistance(t *testing.T) {
 		a, b string
 		d    int
 	}{{"", "", 0}, {"a", "", 1}, {"node-a", "node-a", 0}, {"node-a", "node-aa", 1}, {"wroker", "worker", 2}, {"kitten", "sitting", 3}} {
-		if got := editDistance(c.a, c.b); got != c.d {
+		if got := textmatch.Distance(c.a, c.b); got != c.d {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
 		}
 	}

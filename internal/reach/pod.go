@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/netdrift/netdrift/internal/textmatch"
 )
 
 // findAgentPod returns the running agent pod on node. With none there, the
@@ -76,7 +78,7 @@ func noAgentError(ctx context.Context, cs kubernetes.Interface, ns, selector, no
 		return fmt.Errorf("no agent pod in namespace %q (selector %s): is netdrift installed there? pass its namespace with -n", ns, selector)
 	}
 	msg := fmt.Sprintf("no agent pod on node %q in namespace %q", node, ns)
-	if near := closeMatches(node, nodes, 3); len(near) > 0 {
+	if near := textmatch.Closest(node, nodes, 3); len(near) > 0 {
 		msg += fmt.Sprintf("; did you mean %s?", strings.Join(near, " or "))
 	}
 	return fmt.Errorf("%s; nodes with an agent: %s", msg, summarize(nodes, 20))

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/netdrift/netdrift/internal/textmatch"
 )
 
 var agentLabels = map[string]string{"app.kubernetes.io/name": "netdrift", "app.kubernetes.io/component": "agent"}
@@ -131,13 +133,13 @@ func TestAgentPort(t *testing.T) {
 
 func TestCloseMatches(t *testing.T) {
 	names := []string{"ip-10-0-1-5.ec2.internal", "ip-10-0-1-6.ec2.internal", "node-1", "node-2", "node-12"}
-	if got := closeMatches("ip-10-0-1-5", names, 3); len(got) == 0 || got[0] != "ip-10-0-1-5.ec2.internal" {
+	if got := textmatch.Closest("ip-10-0-1-5", names, 3); len(got) == 0 || got[0] != "ip-10-0-1-5.ec2.internal" {
 		t.Errorf("prefix: got %v", got)
 	}
-	if got := closeMatches("node-3", names, 3); strings.Join(got, ",") != "node-1,node-2,node-12" {
+	if got := textmatch.Closest("node-3", names, 3); strings.Join(got, ",") != "node-1,node-2,node-12" {
 		t.Errorf("typo: got %v", got)
 	}
-	if got := closeMatches("gpu-pool-a", names, 3); len(got) != 0 {
+	if got := textmatch.Closest("gpu-pool-a", names, 3); len(got) != 0 {
 		t.Errorf("unrelated: got %v", got)
 	}
 }
