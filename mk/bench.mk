@@ -111,6 +111,8 @@ WATCHCOST_OUT ?= bin/bench-watchcost
 WATCHCOST_NODES ?= 20
 WATCHCOST_ENDPOINTS ?= 10k
 WATCHCOST_RATE ?= 5
+# Node status heartbeats patched per second beside the slice changes (0: none)
+WATCHCOST_NODE_RATE ?= 0
 WATCHCOST_SECONDS ?= 60
 WATCHCOST_ORDER ?= 0 1 2 1
 WATCHCOST_SETTLE ?= 20
@@ -123,7 +125,7 @@ bench-watchcost: bench-deps build lab-bins
 	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -c -o $(abspath $(WATCHCOST_OUT))/watchcost.test ./bench
 	set -o pipefail; cd $(LAB_DIR)/bench && { uptime; NETDRIFT_BENCH_WATCHCOST=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift \
 	  WATCHCOST_OUT=$(abspath $(WATCHCOST_OUT)) WATCHCOST_NODES=$(WATCHCOST_NODES) WATCHCOST_ENDPOINTS=$(WATCHCOST_ENDPOINTS) \
-	  WATCHCOST_RATE=$(WATCHCOST_RATE) WATCHCOST_SECONDS=$(WATCHCOST_SECONDS) WATCHCOST_ORDER='$(WATCHCOST_ORDER)' \
+	  WATCHCOST_RATE=$(WATCHCOST_RATE) WATCHCOST_NODE_RATE=$(WATCHCOST_NODE_RATE) WATCHCOST_SECONDS=$(WATCHCOST_SECONDS) WATCHCOST_ORDER='$(WATCHCOST_ORDER)' \
 	  WATCHCOST_SETTLE=$(WATCHCOST_SETTLE) WATCHCOST_PROXY_MODE=$(WATCHCOST_PROXY_MODE) WATCHCOST_AGENT_ARGS='$(WATCHCOST_AGENT_ARGS)' \
 	  $(abspath $(WATCHCOST_OUT))/watchcost.test -test.run '^TestBenchWatchCost$$' -test.v -test.timeout 3h; rc=$$?; uptime; exit $$rc; } \
-	  2>&1 | tee $(abspath $(WATCHCOST_OUT))/watchcost-$(WATCHCOST_NODES).log
+	  2>&1 | tee $(abspath $(WATCHCOST_OUT))/watchcost-$(WATCHCOST_NODES)-nodes$(WATCHCOST_NODE_RATE).log

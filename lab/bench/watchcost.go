@@ -139,8 +139,11 @@ type CostWindow struct {
 	Kind                  int
 	Took                  time.Duration
 	Changes, ChangeErrors int
-	API, Etcd             time.Duration // utime+stime over the window
-	APIRSS, EtcdRSS       RSSStats
+	// NodePatches: Node status heartbeats patched beside the changes
+	// (CostConfig.NodeRate).
+	NodePatches, NodePatchErrors int
+	API, Etcd                    time.Duration // utime+stime over the window
+	APIRSS, EtcdRSS              RSSStats
 	// Before and After are the API server's counters scraped just outside
 	// the CPU reads (a scrape costs the API server CPU of its own).
 	Before, After      APICounters
@@ -185,8 +188,8 @@ func SummarizeCost(ws []CostWindow) [3]KindCost {
 		k.Runs++
 		k.APICores += cores
 		k.EtcdCores += w.Etcd.Seconds() / s
-		if w.Changes > 0 {
-			perChange[w.Kind] += w.API.Seconds() / float64(w.Changes)
+		if n := w.Changes + w.NodePatches; n > 0 {
+			perChange[w.Kind] += w.API.Seconds() / float64(n)
 		}
 		k.APIRSS += w.APIRSS.Mean
 		k.EtcdRSS += w.EtcdRSS.Mean
@@ -305,4 +308,17 @@ func sortedKeys(ms ...map[string]float64) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// RatioRange is the range of a/b when each may be off by noise: lo from
+// a-noise over b+noise (never below 0), hi from a+noise over b-noise;
+// bounded is false when b-noise is not positive (no upper bound).
+func RatioRange(a, b, noise float64) (lo, hi float64, bounded bool) {
+	if b+noise > 0 {
+		lo = max(0, a-noise) / (b + noise)
+	}
+	if b-noise <= 0 {
+		return lo, 0, false
+	}
+	return lo, (a + noise) / (b - noise), true
 }

@@ -24,6 +24,7 @@ import (
 //	WATCHCOST_NODES     20
 //	WATCHCOST_ENDPOINTS 10k (10 per service)
 //	WATCHCOST_RATE      5 (changes per second in every window)
+//	WATCHCOST_NODE_RATE 0 (Node status heartbeats patched per second beside them)
 //	WATCHCOST_SECONDS   60 (each window)
 //	WATCHCOST_ORDER     "0 1 2 1" (0 none, 1 kube-proxies, 2 kube-proxies + agents)
 //	WATCHCOST_SETTLE    20 (seconds between a change of components and the window)
@@ -45,6 +46,10 @@ func TestBenchWatchCost(t *testing.T) {
 	if err != nil || rate <= 0 {
 		t.Fatalf("WATCHCOST_RATE=%q: want changes per second > 0", os.Getenv("WATCHCOST_RATE"))
 	}
+	nodeRate, err := strconv.ParseFloat(fields(t, "WATCHCOST_NODE_RATE", "0")[0], 64)
+	if err != nil || nodeRate < 0 {
+		t.Fatalf("WATCHCOST_NODE_RATE=%q: want heartbeats per second >= 0", os.Getenv("WATCHCOST_NODE_RATE"))
+	}
 	order, err := ParseOrder(fields(t, "WATCHCOST_ORDER", "0 1 2 1"))
 	if err != nil {
 		t.Fatal(err)
@@ -57,16 +62,19 @@ func TestBenchWatchCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	ensureBins(t)
-	cfg := CostConfig{Nodes: nodes, Endpoints: eps, Rate: rate, Window: seconds(t, "WATCHCOST_SECONDS", 60),
+	cfg := CostConfig{Nodes: nodes, Endpoints: eps, Rate: rate, NodeRate: nodeRate, Window: seconds(t, "WATCHCOST_SECONDS", 60),
 		Order: order, Settle: seconds(t, "WATCHCOST_SETTLE", 20), ProxyMode: os.Getenv("WATCHCOST_PROXY_MODE"),
 		Agent: bin, AgentArgs: strings.Fields(os.Getenv("WATCHCOST_AGENT_ARGS")), Logf: t.Logf}
 	res := RunWatchCost(context.Background(), cfg)
 	var buf bytes.Buffer
 	res.Write(&buf)
-	fmt.Fprintf(&buf, "\ncommand: make bench-watchcost WATCHCOST_NODES=%d WATCHCOST_ENDPOINTS=%s WATCHCOST_RATE=%g WATCHCOST_SECONDS=%.0f WATCHCOST_ORDER=%q\n",
-		nodes, ScaleName(eps), rate, cfg.Window.Seconds(), strings.Join(orderFields(order), " "))
+	fmt.Fprintf(&buf, "\ncommand: make bench-watchcost WATCHCOST_NODES=%d WATCHCOST_ENDPOINTS=%s WATCHCOST_RATE=%g WATCHCOST_NODE_RATE=%g WATCHCOST_SECONDS=%.0f WATCHCOST_ORDER=%q\n",
+		nodes, ScaleName(eps), rate, nodeRate, cfg.Window.Seconds(), strings.Join(orderFields(order), " "))
 	fmt.Print(buf.String())
 	base := filepath.Join(out, fmt.Sprintf("watchcost-%d", nodes))
+	if nodeRate > 0 {
+		base += fmt.Sprintf("-nodes%g", nodeRate)
+	}
 	if err := os.WriteFile(base+".txt", buf.Bytes(), 0o644); err != nil {
 		t.Error(err)
 	}
@@ -89,6 +97,9 @@ func checkCostRun(t *testing.T, res *CostResult) {
 		want := int(res.Config.Rate * res.Config.Window.Seconds())
 		if w.Changes != want || w.ChangeErrors > 0 {
 			t.Errorf("window %d: %d changes (%d failed), want %d", i+1, w.Changes, w.ChangeErrors, want)
+		}
+		if wantNodes := res.Config.NodeRate > 0; (w.NodePatches > 0) != wantNodes || w.NodePatchErrors > 0 {
+			t.Errorf("window %d: %d node heartbeats (%d failed) at %g/s", i+1, w.NodePatches, w.NodePatchErrors, res.Config.NodeRate)
 		}
 		if w.API <= 0 || w.APIRSS.Samples == 0 {
 			t.Errorf("window %d: API server CPU %s from %d RSS samples: not measured", i+1, w.API, w.APIRSS.Samples)

@@ -23,14 +23,17 @@ type CostConfig struct {
 	EndpointsPerService int // default 10
 	Rate                float64
 	Window              time.Duration
-	Order               []int                            // component sets, e.g. 0 1 2 1
-	Settle              time.Duration                    // after the components change, before the next window (default 20s)
-	StartTimeout        time.Duration                    // kube-proxies' first sync, agents' readiness (default 10m)
-	ProxyMode           string                           // kube-proxy's mode (default nftables)
-	Agent               string                           // the netdrift binary
-	AgentArgs           []string                         // after --datapath=<mode> --no-rst-probe
-	LabName             string                           // default "wc<Nodes>"
-	Logf                func(format string, args ...any) `json:"-"`
+	Order               []int         // component sets, e.g. 0 1 2 1
+	Settle              time.Duration // after the components change, before the next window (default 20s)
+	// NodeRate: Node status heartbeats patched per second beside the
+	// slice churn in every window (round robin over the nodes; 0: none).
+	NodeRate     float64
+	StartTimeout time.Duration                    // kube-proxies' first sync, agents' readiness (default 10m)
+	ProxyMode    string                           // kube-proxy's mode (default nftables)
+	Agent        string                           // the netdrift binary
+	AgentArgs    []string                         // after --datapath=<mode> --no-rst-probe
+	LabName      string                           // default "wc<Nodes>"
+	Logf         func(format string, args ...any) `json:"-"`
 }
 
 func (c *CostConfig) defaults() error {
@@ -43,8 +46,8 @@ func (c *CostConfig) defaults() error {
 	if c.Endpoints < c.EndpointsPerService {
 		return fmt.Errorf("endpoints %d: want at least %d", c.Endpoints, c.EndpointsPerService)
 	}
-	if c.Rate <= 0 || c.Window <= 0 {
-		return fmt.Errorf("rate %g/s over %s: want both positive", c.Rate, c.Window)
+	if c.Rate <= 0 || c.Window <= 0 || c.NodeRate < 0 {
+		return fmt.Errorf("rate %g/s (nodes %g/s) over %s: want positive rates and window (node rate 0 for none)", c.Rate, c.NodeRate, c.Window)
 	}
 	if _, err := ParseOrder(orderFields(c.Order)); err != nil {
 		return err
@@ -381,13 +384,20 @@ func (c *costLab) window(ctx context.Context, kind int, cl *Cluster, cursor *int
 	sctx, stop := context.WithCancel(ctx)
 	rss := make(chan [2]RSSStats, 1)
 	go func() { rss <- sampleRSS(sctx, time.Second, c.apiPID, c.etcdPID) }()
+	nodes := make(chan [2]int, 1)
+	var names []string
+	for _, n := range c.l.Nodes() {
+		names = append(names, n.Name)
+	}
+	go func() { m, f := churnNodes(sctx, c.cs, names, c.cfg.NodeRate); nodes <- [2]int{m, f} }()
 	start := time.Now()
 	changes := cl.Churn(ctx, c.cs, c.cfg.Rate, c.cfg.Window, cursor)
+	stop()
 	w.Took = time.Since(start)
 	a1, aerr := ReadCPU(c.apiPID)
 	e1, eerr := ReadCPU(c.etcdPID)
-	stop()
-	r := <-rss
+	r, np := <-rss, <-nodes
+	w.NodePatches, w.NodePatchErrors = np[0], np[1]
 	if err := errors.Join(aerr, eerr); err != nil {
 		return w, fmt.Errorf("process gone in the window: %w", err)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -179,3 +180,42 @@ func TestCostResultWrite(t *testing.T) {
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestNodeHeartbeatPatch(t *testing.T) {
+	at := time.Date(2026, 12, 5, 15, 4, 5, 999, time.FixedZone("x", 3600))
+	var p struct {
+		Status struct {
+			Conditions []struct {
+				Type              string `json:"type"`
+				LastHeartbeatTime string `json:"lastHeartbeatTime"`
+			} `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(nodeHeartbeatPatch(at), &p); err != nil {
+		t.Fatal(err)
+	}
+	c := p.Status.Conditions
+	if len(c) != 1 || c[0].Type != "Ready" || c[0].LastHeartbeatTime != "2026-12-05T14:04:05Z" {
+		t.Errorf("patch %s", nodeHeartbeatPatch(at))
+	}
+}
+
+func TestByResource(t *testing.T) {
+	m := map[string]float64{"services": 20, "endpointslices": 20042, "apiservices": 1, "leases": -12}
+	if got := byResource(m, 10, num); got != "endpointslices 20042, leases -12, services 20" {
+		t.Errorf("got %q", got)
+	}
+	if got := byResource(map[string]float64{"x": 0.2}, 0.5, num); got != "—" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestRatioRange(t *testing.T) {
+	lo, hi, ok := RatioRange(0.008, 0.014, 0.003)
+	if !ok || !near(lo, 0.005/0.017) || !near(hi, 0.011/0.011) {
+		t.Errorf("%g %g %v", lo, hi, ok)
+	}
+	if lo, _, ok := RatioRange(0.002, 0.002, 0.003); ok || lo != 0 {
+		t.Errorf("b within the noise: lo %g bounded %v", lo, ok)
+	}
+}
