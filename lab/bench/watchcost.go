@@ -27,6 +27,9 @@ type APICounters struct {
 	Watches map[string]float64
 	// Lists: LIST requests served (apiserver_request_total, a counter).
 	Lists map[string]float64
+	// Requests: every request served but WATCHes, by verb
+	// (apiserver_request_total): what else the components ask.
+	Requests map[string]float64
 	// Events and EventBytes: watch events sent to clients and their encoded
 	// size (apiserver_watch_events_total, apiserver_watch_events_sizes_sum).
 	Events, EventBytes map[string]float64
@@ -38,7 +41,7 @@ type APICounters struct {
 // APICountersFrom picks the watch and list series out of a parsed /metrics
 // page of kube-apiserver.
 func APICountersFrom(s scenarios.Samples) APICounters {
-	c := APICounters{Watches: map[string]float64{}, Lists: map[string]float64{},
+	c := APICounters{Watches: map[string]float64{}, Lists: map[string]float64{}, Requests: map[string]float64{},
 		Events: map[string]float64{}, EventBytes: map[string]float64{}}
 	for _, x := range s {
 		res := x.Labels["resource"]
@@ -50,6 +53,9 @@ func APICountersFrom(s scenarios.Samples) APICounters {
 		case "apiserver_request_total":
 			if x.Labels["verb"] == "LIST" {
 				c.Lists[res] += x.Value
+			}
+			if v := x.Labels["verb"]; v != "WATCH" {
+				c.Requests[v] += x.Value
 			}
 		case "apiserver_watch_events_total":
 			c.Events[res] += x.Value
@@ -67,7 +73,7 @@ func APICountersFrom(s scenarios.Samples) APICounters {
 // Sub is c - o for every series: for the counters the growth between two
 // scrapes, for the gauges the change.
 func (c APICounters) Sub(o APICounters) APICounters {
-	return APICounters{Watches: subMap(c.Watches, o.Watches), Lists: subMap(c.Lists, o.Lists),
+	return APICounters{Watches: subMap(c.Watches, o.Watches), Lists: subMap(c.Lists, o.Lists), Requests: subMap(c.Requests, o.Requests),
 		Events: subMap(c.Events, o.Events), EventBytes: subMap(c.EventBytes, o.EventBytes),
 		HeapInuse: c.HeapInuse - o.HeapInuse, Goroutines: c.Goroutines - o.Goroutines}
 }
@@ -163,6 +169,7 @@ type KindCost struct {
 	Watches             map[string]float64 // open at the windows' ends
 	EventsPerSec        map[string]float64
 	BytesPerSec         map[string]float64
+	RequestsPerSec      map[string]float64 // by verb, WATCH aside
 	// Spread is max-min of APICores over the runs (0 with one run): the
 	// noise between windows of the same set.
 	Spread float64
@@ -198,6 +205,7 @@ func SummarizeCost(ws []CostWindow) [3]KindCost {
 		d := w.After.Sub(w.Before)
 		k.EventsPerSec = addMap(k.EventsPerSec, scaleMap(d.Events, 1/s))
 		k.BytesPerSec = addMap(k.BytesPerSec, scaleMap(d.EventBytes, 1/s))
+		k.RequestsPerSec = addMap(k.RequestsPerSec, scaleMap(d.Requests, 1/s))
 	}
 	for i := range out {
 		k := &out[i]
@@ -215,6 +223,7 @@ func SummarizeCost(ws []CostWindow) [3]KindCost {
 		k.Watches = scaleMap(k.Watches, 1/n)
 		k.EventsPerSec = scaleMap(k.EventsPerSec, 1/n)
 		k.BytesPerSec = scaleMap(k.BytesPerSec, 1/n)
+		k.RequestsPerSec = scaleMap(k.RequestsPerSec, 1/n)
 		k.Spread = hi[i] - lo[i]
 	}
 	return out
@@ -229,6 +238,7 @@ type Increment struct {
 	Watches             map[string]float64
 	EventsPerSec        map[string]float64
 	BytesPerSec         map[string]float64
+	RequestsPerSec      map[string]float64
 }
 
 // Diff is the increment of b over a.
@@ -236,7 +246,7 @@ func Diff(b, a KindCost) Increment {
 	return Increment{APICores: b.APICores - a.APICores, EtcdCores: b.EtcdCores - a.EtcdCores,
 		PerChange: b.PerChange - a.PerChange, APIRSS: b.APIRSS - a.APIRSS, HeapInuse: b.HeapInuse - a.HeapInuse,
 		Watches: subMap(b.Watches, a.Watches), EventsPerSec: subMap(b.EventsPerSec, a.EventsPerSec),
-		BytesPerSec: subMap(b.BytesPerSec, a.BytesPerSec)}
+		BytesPerSec: subMap(b.BytesPerSec, a.BytesPerSec), RequestsPerSec: subMap(b.RequestsPerSec, a.RequestsPerSec)}
 }
 
 // Derived is the benchmark's answer: what the N kube-proxies (1-0) and the

@@ -44,8 +44,11 @@ func churnNodes(ctx context.Context, cs kubernetes.Interface, nodes []string, ra
 		at := start.Add(time.Duration(k) * time.Second)
 		_, err := cs.CoreV1().Nodes().Patch(ctx, nodes[k%len(nodes)], types.StrategicMergePatchType,
 			nodeHeartbeatPatch(at), metav1.PatchOptions{}, "status")
+		if ctx.Err() != nil { // cut by the window's end: not counted
+			return made, failed
+		}
 		made++
-		if err != nil && ctx.Err() == nil {
+		if err != nil {
 			failed++
 		}
 	}

@@ -44,6 +44,8 @@ func byResource(m map[string]float64, least float64, f func(float64) string) str
 
 func num(v float64) string { return fmt.Sprintf("%.0f", v) }
 
+func num2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
 // Write prints the run's tables (Markdown).
 func (r *CostResult) Write(w io.Writer) {
 	c := r.Config
@@ -120,6 +122,9 @@ func (r *CostResult) writeDerived(w io.Writer) {
 		costRatio(sumMap(d.Agents.BytesPerSec), sumMap(d.Proxies.BytesPerSec)))
 	fmt.Fprintf(w, "noise: the largest spread between windows of one set is %s of a core (API server CPU); the kube-proxies' increment %s ± %s, the agents' %s ± %s\n",
 		pctCores(d.Noise), pctCores(d.Proxies.APICores), pctCores(d.Noise), pctCores(d.Agents.APICores), pctCores(d.Noise))
+	fmt.Fprintf(w, "requests/s besides WATCH, by verb: set 0 %s; the kube-proxies add %s, the agents %s\n",
+		byResource(k[KindNone].RequestsPerSec, 0.005, num2), byResource(d.Proxies.RequestsPerSec, 0.005, num2),
+		byResource(d.Agents.RequestsPerSec, 0.005, num2))
 	if lo, hi, ok := RatioRange(d.Agents.APICores, d.Proxies.APICores, d.Noise); ok {
 		fmt.Fprintf(w, "agents / kube-proxies API server CPU within that noise: %.2fx to %.2fx\n\n", lo, hi)
 	} else {

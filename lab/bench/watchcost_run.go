@@ -381,28 +381,17 @@ func (c *costLab) window(ctx context.Context, kind int, cl *Cluster, cursor *int
 	if err != nil {
 		return w, fmt.Errorf("etcd: %w", err)
 	}
-	sctx, stop := context.WithCancel(ctx)
-	rss := make(chan [2]RSSStats, 1)
-	go func() { rss <- sampleRSS(sctx, time.Second, c.apiPID, c.etcdPID) }()
-	nodes := make(chan [2]int, 1)
-	var names []string
-	for _, n := range c.l.Nodes() {
-		names = append(names, n.Name)
-	}
-	go func() { m, f := churnNodes(sctx, c.cs, names, c.cfg.NodeRate); nodes <- [2]int{m, f} }()
+	stop := c.beside(ctx, &w)
 	start := time.Now()
 	changes := cl.Churn(ctx, c.cs, c.cfg.Rate, c.cfg.Window, cursor)
 	stop()
 	w.Took = time.Since(start)
 	a1, aerr := ReadCPU(c.apiPID)
 	e1, eerr := ReadCPU(c.etcdPID)
-	r, np := <-rss, <-nodes
-	w.NodePatches, w.NodePatchErrors = np[0], np[1]
 	if err := errors.Join(aerr, eerr); err != nil {
 		return w, fmt.Errorf("process gone in the window: %w", err)
 	}
 	w.API, w.Etcd = a1.Sub(a0).Self(), e1.Sub(e0).Self()
-	w.APIRSS, w.EtcdRSS = r[0], r[1]
 	for _, ch := range changes {
 		w.Changes++
 		if ch.Err != nil {
@@ -414,6 +403,27 @@ func (c *costLab) window(ctx context.Context, kind int, cl *Cluster, cursor *int
 	}
 	w.LoadEnd = loadavg()
 	return w, nil
+}
+
+// beside starts what runs beside a window's slice churn: the RSS samples
+// and the Node heartbeats. The returned stop ends both and records their
+// results in w.
+func (c *costLab) beside(ctx context.Context, w *CostWindow) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	rss := make(chan [2]RSSStats, 1)
+	go func() { rss <- sampleRSS(ctx, time.Second, c.apiPID, c.etcdPID) }()
+	var names []string
+	for _, n := range c.l.Nodes() {
+		names = append(names, n.Name)
+	}
+	nodes := make(chan [2]int, 1)
+	go func() { m, f := churnNodes(ctx, c.cs, names, c.cfg.NodeRate); nodes <- [2]int{m, f} }()
+	return func() {
+		cancel()
+		r, np := <-rss, <-nodes
+		w.APIRSS, w.EtcdRSS = r[0], r[1]
+		w.NodePatches, w.NodePatchErrors = np[0], np[1]
+	}
 }
 
 // sampleRSS reads both processes' RSS every interval until ctx is done.

@@ -39,6 +39,9 @@ func TestAPICountersFrom(t *testing.T) {
 	if c.Lists["nodes"] != 8 || len(c.Lists) != 1 {
 		t.Errorf("lists %v: want nodes 8 (every code, LIST only)", c.Lists)
 	}
+	if c.Requests["LIST"] != 8 || c.Requests["GET"] != 99 || len(c.Requests) != 2 {
+		t.Errorf("requests %v: want LIST 8, GET 99", c.Requests)
+	}
 	if c.Events["endpointslices"] != 1000 || c.EventBytes["endpointslices"] != 2.5e6 {
 		t.Errorf("events %v bytes %v", c.Events, c.EventBytes)
 	}
