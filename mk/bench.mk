@@ -98,7 +98,7 @@ soak: bench-deps build lab-bins
 	  SOAK_MODES='$(SOAK_MODES)' SOAK_SCALE=$(SOAK_SCALE) SOAK_RATE=$(SOAK_RATE) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_EVERY=$(SOAK_EVERY) \
 	  $(abspath $(BENCH_LIVE_OUT))/benchlive.test -test.run '^TestSoak$$' -test.v -test.timeout 12h 2>&1 | tee $(abspath $(BENCH_LIVE_OUT))/soak.log
 
-# make bench-watchcost (root, ~15 min at the defaults; not in make test): what
+# make bench-watchcost (root, ~8 min at the defaults; not in make test): what
 # the agents' API watches cost kube-apiserver beside kube-proxy's. One lab of
 # WATCHCOST_NODES nodes, WATCHCOST_ENDPOINTS endpoints (10 per service), one
 # churn window of WATCHCOST_SECONDS at WATCHCOST_RATE changes/s per entry of
