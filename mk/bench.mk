@@ -97,3 +97,35 @@ soak: bench-deps build lab-bins
 	set -o pipefail; cd $(LAB_DIR)/bench && NETDRIFT_SOAK=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift BENCH_LIVE_OUT=$(abspath $(BENCH_LIVE_OUT)) \
 	  SOAK_MODES='$(SOAK_MODES)' SOAK_SCALE=$(SOAK_SCALE) SOAK_RATE=$(SOAK_RATE) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_EVERY=$(SOAK_EVERY) \
 	  $(abspath $(BENCH_LIVE_OUT))/benchlive.test -test.run '^TestSoak$$' -test.v -test.timeout 12h 2>&1 | tee $(abspath $(BENCH_LIVE_OUT))/soak.log
+
+# make bench-watchcost (root, ~8 min at the defaults; not in make test): what
+# the agents' API watches cost kube-apiserver beside kube-proxy's. One lab of
+# WATCHCOST_NODES nodes, WATCHCOST_ENDPOINTS endpoints (10 per service), one
+# churn window of WATCHCOST_SECONDS at WATCHCOST_RATE changes/s per entry of
+# WATCHCOST_ORDER (0: no kube-proxy, no agent; 1: a kube-proxy per node;
+# 2: a kube-proxy and an agent per node); the API server's and etcd's CPU
+# and RSS over each window, its open WATCHes, LISTs and watch events from its
+# /metrics. Table in $(WATCHCOST_OUT)/watchcost-<nodes>.txt (BENCHMARKS.md,
+# "API server cost of the agents' watches").
+WATCHCOST_OUT ?= bin/bench-watchcost
+WATCHCOST_NODES ?= 20
+WATCHCOST_ENDPOINTS ?= 10k
+WATCHCOST_RATE ?= 5
+# Node status heartbeats patched per second beside the slice changes (0: none)
+WATCHCOST_NODE_RATE ?= 0
+WATCHCOST_SECONDS ?= 60
+WATCHCOST_ORDER ?= 0 1 2 1
+WATCHCOST_SETTLE ?= 20
+WATCHCOST_PROXY_MODE ?= nftables
+WATCHCOST_AGENT_ARGS ?=
+.PHONY: bench-watchcost
+bench-watchcost: bench-deps build lab-bins
+	@test "$$(id -u)" = 0 || { echo "make bench-watchcost needs root (the lab: network namespaces, kube-proxy)"; exit 1; }
+	mkdir -p $(WATCHCOST_OUT)
+	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -c -o $(abspath $(WATCHCOST_OUT))/watchcost.test ./bench
+	set -o pipefail; cd $(LAB_DIR)/bench && { uptime; NETDRIFT_BENCH_WATCHCOST=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift \
+	  WATCHCOST_OUT=$(abspath $(WATCHCOST_OUT)) WATCHCOST_NODES=$(WATCHCOST_NODES) WATCHCOST_ENDPOINTS=$(WATCHCOST_ENDPOINTS) \
+	  WATCHCOST_RATE=$(WATCHCOST_RATE) WATCHCOST_NODE_RATE=$(WATCHCOST_NODE_RATE) WATCHCOST_SECONDS=$(WATCHCOST_SECONDS) WATCHCOST_ORDER='$(WATCHCOST_ORDER)' \
+	  WATCHCOST_SETTLE=$(WATCHCOST_SETTLE) WATCHCOST_PROXY_MODE=$(WATCHCOST_PROXY_MODE) WATCHCOST_AGENT_ARGS='$(WATCHCOST_AGENT_ARGS)' \
+	  $(abspath $(WATCHCOST_OUT))/watchcost.test -test.run '^TestBenchWatchCost$$' -test.v -test.timeout 3h; rc=$$?; uptime; exit $$rc; } \
+	  2>&1 | tee $(abspath $(WATCHCOST_OUT))/watchcost-$(WATCHCOST_NODES)-nodes$(WATCHCOST_NODE_RATE).log

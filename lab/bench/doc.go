@@ -9,8 +9,11 @@
 // node's namespace (monitor.go, monitor_nl.go).
 //
 // The API server's, etcd's and the controller manager's own costs are not
-// measured. The non-test files are pure or thin (/proc readers, object
-// builders, the report) so they can be unit tested without root; the lab
-// runs are TestBenchLive (env-driven, NETDRIFT_BENCH_LIVE=1) and
-// TestBenchLiveQuick (1k endpoints, 30 s, correctness only).
+// measured there; `make bench-watchcost` (watchcost*.go) measures the API
+// server's and etcd's cost of N agents' watches beside N kube-proxies' in
+// one lab of N nodes. The non-test files are pure or thin (/proc readers,
+// object builders, the reports) so they can be unit tested without root;
+// the lab runs are TestBenchLive (env-driven, NETDRIFT_BENCH_LIVE=1),
+// TestBenchLiveQuick (1k endpoints, 30 s, correctness only) and
+// TestBenchWatchCost (NETDRIFT_BENCH_WATCHCOST=1).
 package bench
