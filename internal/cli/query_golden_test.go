@@ -45,7 +45,7 @@ func newFixedRSTs() fixedRSTs {
 		Samples: []rst.Record{
 			{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched", Reason: "NO_SOCKET",
 				Watched: "10.244.1.13:8080", Client: "10.244.2.7:40312", Namespace: "shop", Pod: "web-7d9c8b6f5-x2k4p",
-				Service: "shop/web", SecondsSinceDeletion: &since},
+				Service: "web", SecondsSinceDeletion: &since},
 			{Time: agenttest.Now.Add(-4 * time.Second), Direction: "sent_to_watched", Reason: "NOT_SPECIFIED",
 				Watched: "10.244.2.12:8080", Client: "10.244.0.9:51000", Namespace: "shop", Pod: "cart-5f6d-q8w2z"},
 		},
