@@ -40,7 +40,7 @@ func (f fixedRSTs) Snapshot() rst.Snapshot {
 		Unsettled: 1,
 		Samples: []rst.Record{{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched",
 			Reason: "NO_SOCKET", Watched: "10.244.1.13:8080", Client: "10.244.2.7:40312",
-			Namespace: "shop", Pod: "web-7d9c-x2k4p", Service: "shop/web", SecondsSinceDeletion: &since}},
+			Namespace: "shop", Pod: "web-7d9c-x2k4p", Service: model.ServiceName{Namespace: "shop", Name: "web"}, SecondsSinceDeletion: &since}},
 		Sampling: rst.Sampling{PerSecondPerCPU: 100, Max: 1000, RateLimited: 2},
 	}
 }

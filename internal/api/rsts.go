@@ -93,8 +93,10 @@ type RSTEvent struct {
 	Direction string    `json:"direction"` // sent_by_watched | sent_to_watched
 	Reason    string    `json:"reason"`
 	// Watched is the watched side (the pod or VIP), Client the other side.
-	Watched   string `json:"watched"`
-	Client    string `json:"client"`
+	Watched string `json:"watched"`
+	Client  string `json:"client"`
+	// Namespace is the watched pod's (a VIP's: its service's); Service is
+	// the name of the service it stands for, in that namespace.
 	Namespace string `json:"namespace,omitempty"`
 	Pod       string `json:"pod,omitempty"`
 	Service   string `json:"service,omitempty"`
@@ -137,10 +139,21 @@ func RSTReportOf(s rst.Snapshot, preStop *float64) RSTReport {
 		r.ByState[k.String()] = v
 	}
 	for _, e := range s.Samples {
-		r.Events = append(r.Events, RSTEvent{Time: e.Time, Direction: e.Direction, Reason: e.Reason, Watched: e.Watched,
-			Client: e.Client, Namespace: e.Namespace, Pod: e.Pod, Service: e.Service, SecondsSinceDeletion: e.SecondsSinceDeletion})
+		r.Events = append(r.Events, RSTEventOf(e))
 	}
 	return r
+}
+
+// RSTEventOf converts one attributed reset. The JSON keeps the watched
+// side's namespace (the pod's, or the VIP's service's) and the service's
+// bare name beside it.
+func RSTEventOf(e rst.Record) RSTEvent {
+	ns := e.Namespace
+	if ns == "" {
+		ns = e.Service.Namespace
+	}
+	return RSTEvent{Time: e.Time, Direction: e.Direction, Reason: e.Reason, Watched: e.Watched, Client: e.Client,
+		Namespace: ns, Pod: e.Pod, Service: e.Service.Name, SecondsSinceDeletion: e.SecondsSinceDeletion}
 }
 
 func (h *Handler) rsts(w http.ResponseWriter, _ *http.Request) {

@@ -45,7 +45,7 @@ func newFixedRSTs() fixedRSTs {
 		Samples: []rst.Record{
 			{Time: agenttest.Now.Add(-9 * time.Second), Direction: "sent_by_watched", Reason: "NO_SOCKET",
 				Watched: "10.244.1.13:8080", Client: "10.244.2.7:40312", Namespace: "shop", Pod: "web-7d9c8b6f5-x2k4p",
-				Service: "shop/web", SecondsSinceDeletion: &since},
+				Service: model.ServiceName{Namespace: "shop", Name: "web"}, SecondsSinceDeletion: &since},
 			{Time: agenttest.Now.Add(-4 * time.Second), Direction: "sent_to_watched", Reason: "NOT_SPECIFIED",
 				Watched: "10.244.2.12:8080", Client: "10.244.0.9:51000", Namespace: "shop", Pod: "cart-5f6d-q8w2z"},
 		},
@@ -144,21 +144,21 @@ func TestQueryCommandErrors(t *testing.T) {
 // (63-character namespaces and services), long details and reasons, every
 // table line still fits in 100 columns.
 func TestQueryTablesFitLongNames(t *testing.T) {
-	long := strings.Repeat("n", 63) + "/" + strings.Repeat("s", 63)
+	long := model.ServiceName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("s", 63)}
 	st := agenttest.State()
 	for i := range st.Stale {
-		st.Stale[i].Service.Namespace, st.Stale[i].Service.Name = strings.Repeat("n", 63), strings.Repeat("s", 63)
+		st.Stale[i].Service.ServiceName = long
 		st.Stale[i].Service.Port = strings.Repeat("p", 15)
 		st.Stale[i].Detail = strings.Repeat("a very long detail ", 20)
 	}
 	for i := range st.Recent {
-		st.Recent[i].Service = model.ServiceName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("s", 63)}
+		st.Recent[i].Service = long
 	}
 	st.Notes = append(st.Notes, strings.Repeat("a long note ", 20))
 	st.Sources[1].Error = strings.Repeat("a long error ", 20)
 	st.DatapathReason = strings.Repeat("a long reason ", 10)
 	rep := newFixedRSTs()
-	rep.snap.Totals[model.ServiceName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("s", 63)}] = 7
+	rep.snap.Totals[long] = 7
 	rep.snap.Samples[0].Namespace, rep.snap.Samples[0].Pod, rep.snap.Samples[0].Service = strings.Repeat("n", 63), strings.Repeat("p", 63), long
 	rep.status = rst.Status{Reason: strings.Repeat("kernel lacks the tracepoint ", 5)}
 	srv := httptest.NewServer(api.NewHandler(func() agent.State { return st }, prometheus.NewRegistry(), api.Providers{RSTs: rep}))

@@ -6,14 +6,17 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/internal/metrics/servicecap"
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 // Target is what a watched address stands for, as the agent knows it: a pod
 // (terminating or recently deleted), or a Service VIP.
 type Target struct {
-	Namespace string
+	Namespace string // the pod's; "" for a Service VIP
 	Pod       string // "" for a Service VIP
-	Service   string // "" when the pod backs no known service
+	// Service is the service the pod is an endpoint of, or the VIP's; zero
+	// when the pod backs no known service.
+	Service model.ServiceName
 	// Deleted is when the pod's deletion was requested (deletionTimestamp
 	// minus the grace period); zero when not (yet) deleted.
 	Deleted time.Time
@@ -46,9 +49,9 @@ type Record struct {
 	// Watched is the watched side (the pod or VIP), Client the other side.
 	Watched   string
 	Client    string
-	Namespace string
+	Namespace string // the pod's; "" for a Service VIP
 	Pod       string
-	Service   string // the service's name, in Namespace
+	Service   model.ServiceName // zero when no service is known
 	// SecondsSinceDeletion is the reset's time minus the pod's deletion
 	// request (negative: before it); nil when not deleted.
 	SecondsSinceDeletion *float64

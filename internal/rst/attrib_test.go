@@ -59,15 +59,20 @@ func TestReasonNames(t *testing.T) {
 	}
 }
 
+var (
+	cart       = model.ServiceName{Namespace: "shop", Name: "cart"}
+	dnsMetrics = model.ServiceName{Namespace: "kube-system", Name: "kube-dns-metrics"}
+)
+
 func testTable(deleted time.Time) Table {
 	return Table{
 		Addrs: map[netip.Addr]Target{
-			netip.MustParseAddr("10.1.2.3"):   {Namespace: "shop", Pod: "cart-7f9", Service: "cart", Deleted: deleted},
+			netip.MustParseAddr("10.1.2.3"):   {Namespace: "shop", Pod: "cart-7f9", Service: cart, Deleted: deleted},
 			netip.MustParseAddr("10.1.2.4"):   {Namespace: "shop", Pod: "orphan-1"},
-			netip.MustParseAddr("10.96.0.10"): {Namespace: "kube-system", Service: "kube-dns"},
+			netip.MustParseAddr("10.96.0.10"): {Service: model.ServiceName{Namespace: "kube-system", Name: "kube-dns"}},
 		},
 		AddrPorts: map[netip.AddrPort]Target{
-			netip.MustParseAddrPort("10.96.0.10:9153"): {Namespace: "kube-system", Service: "kube-dns-metrics"},
+			netip.MustParseAddrPort("10.96.0.10:9153"): {Service: dnsMetrics},
 		},
 	}
 }
@@ -83,7 +88,7 @@ func TestAttribute(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 	r := recs[0]
-	if r.Namespace != "shop" || r.Pod != "cart-7f9" || r.Service != "cart" || r.Watched != "10.1.2.3:8080" ||
+	if r.Namespace != "shop" || r.Pod != "cart-7f9" || r.Service != cart || r.Watched != "10.1.2.3:8080" ||
 		r.Client != "10.9.9.9:51000" || r.Direction != "sent_by_watched" || r.SecondsSinceDeletion == nil || *r.SecondsSinceDeletion != 1.5 {
 		t.Errorf("record %+v", r)
 	}
@@ -91,13 +96,13 @@ func TestAttribute(t *testing.T) {
 	// A client's reset toward a VIP: the port picks the service.
 	ev = Event{Time: at, Sender: netip.MustParseAddrPort("10.9.9.9:51000"), Peer: netip.MustParseAddrPort("10.96.0.10:9153"), Direction: SentTo}
 	recs = Attribute(ev, tbl)
-	if len(recs) != 1 || recs[0].Service != "kube-dns-metrics" || recs[0].SecondsSinceDeletion != nil || recs[0].Watched != "10.96.0.10:9153" {
+	if len(recs) != 1 || recs[0].Service != dnsMetrics || recs[0].Namespace != "" || recs[0].Pod != "" || recs[0].SecondsSinceDeletion != nil || recs[0].Watched != "10.96.0.10:9153" {
 		t.Errorf("VIP record %+v", recs)
 	}
 	// Both sides watched: two records; unknown address: no attribution.
 	ev = Event{Time: at, Sender: netip.MustParseAddrPort("10.1.2.3:80"), Peer: netip.MustParseAddrPort("10.7.7.7:1"), Direction: SentBy | SentTo}
 	recs = Attribute(ev, tbl)
-	if len(recs) != 2 || recs[0].Service != "cart" || recs[1].Watched != "10.7.7.7:1" || recs[1].Service != "" {
+	if len(recs) != 2 || recs[0].Service != cart || recs[1].Watched != "10.7.7.7:1" || !recs[1].Service.IsZero() {
 		t.Errorf("both-sides records %+v", recs)
 	}
 }
@@ -111,7 +116,7 @@ func TestAttribute(t *testing.T) {
 func TestLedgerTotalsFromCumulativeCounts(t *testing.T) {
 	a, orphan, stranger := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("10.1.2.4"), netip.MustParseAddr("10.5.5.5")
 	entries := map[netip.Addr]watchEntry{
-		a:      {Target: Target{Namespace: "shop", Pod: "cart-7f9", Service: "cart"}},
+		a:      {Target: Target{Namespace: "shop", Pod: "cart-7f9", Service: cart}},
 		orphan: {Target: Target{Namespace: "shop", Pod: "orphan-1"}},
 	}
 	info := func(ip netip.Addr) (watchEntry, bool) { e, ok := entries[ip]; return e, ok }

@@ -17,10 +17,10 @@ func (d DesiredServices) EndpointsOf(addrs map[netip.Addr]string) map[netip.Addr
 }
 
 // ServicesOf maps addresses to the (first by name) service they back.
-func (d DesiredServices) ServicesOf(addrs map[netip.Addr]string) map[netip.Addr]string {
-	out := map[netip.Addr]string{}
+func (d DesiredServices) ServicesOf(addrs map[netip.Addr]string) map[netip.Addr]model.ServiceName {
+	out := map[netip.Addr]model.ServiceName{}
 	for a, refs := range d.EndpointsOf(addrs) {
-		if svc := primaryService(refs); svc != "" {
+		if svc := primaryService(refs); !svc.IsZero() {
 			out[a] = svc
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/netip"
 	"sync"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 // fakeProbe behaves like Probe's counters: classified per watched address
@@ -125,9 +127,9 @@ type fakeServices map[netip.Addr]string
 
 func (s fakeServices) EndpointsOf(addrs map[netip.Addr]string) map[netip.Addr]map[uint16]EndpointRef {
 	out := map[netip.Addr]map[uint16]EndpointRef{}
-	for a := range addrs {
+	for a, ns := range addrs {
 		if svc, ok := s[a]; ok {
-			out[a] = map[uint16]EndpointRef{8080: {Service: svc, Ready: true}}
+			out[a] = map[uint16]EndpointRef{8080: {Service: model.ServiceName{Namespace: ns, Name: svc}, Ready: true}}
 		}
 	}
 	return out

@@ -116,12 +116,17 @@ func (l *ledger) unsettled() uint64 {
 	return n
 }
 
+// add counts n resets for the service the key's port is an endpoint of, or
+// else the address's primary service; with none known, for its pod's
+// namespace's _unknown.
 func (l *ledger) add(k CounterKey, st State, n uint64, e watchEntry) {
-	svc := e.Service
-	if r, ok := e.ports[k.Port]; ok && k.Port != 0 && r.Service != "" {
-		svc = r.Service
+	sk := e.Service
+	if r, ok := e.ports[k.Port]; ok && k.Port != 0 && !r.Service.IsZero() {
+		sk = r.Service
 	}
-	sk := model.ServiceName{Namespace: e.Namespace, Name: svc}
+	if sk.IsZero() {
+		sk.Namespace = e.Namespace
+	}
 	if sk.Namespace == "" {
 		sk.Namespace = LabelUnknown
 	}

@@ -281,7 +281,7 @@ func (p *Pipeline) resolveStoppedLocked(stop map[netip.Addr]watchEntry) {
 	}
 	ns := map[netip.Addr]string{}
 	for ip, e := range stop {
-		if e.Service == "" {
+		if e.Service.IsZero() {
 			ns[ip] = e.Namespace
 		}
 	}

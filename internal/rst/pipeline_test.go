@@ -152,7 +152,7 @@ func TestPipelineSamples(t *testing.T) {
 	}
 	var s Snapshot
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if s = p.Snapshot(); s.Sampling.Evicted == 1 && len(s.Samples) == 2 && s.Samples[1].Service == "web" {
+		if s = p.Snapshot(); s.Sampling.Evicted == 1 && len(s.Samples) == 2 && s.Samples[1].Service == (model.ServiceName{Namespace: "shop", Name: "web"}) {
 			break
 		}
 	}
@@ -160,7 +160,7 @@ func TestPipelineSamples(t *testing.T) {
 		t.Fatalf("samples %+v, sampling %+v: want the newest 2 of 3", s.Samples, s.Sampling)
 	}
 	r := s.Samples[1]
-	if r.Pod != "web-1" || r.Service != "web" || r.SecondsSinceDeletion == nil || *r.SecondsSinceDeletion != 3 {
+	if r.Pod != "web-1" || r.Service != (model.ServiceName{Namespace: "shop", Name: "web"}) || r.SecondsSinceDeletion == nil || *r.SecondsSinceDeletion != 3 {
 		t.Errorf("sample %+v", r)
 	}
 	want := Sampling{PerSecondPerCPU: 100, Max: 2, RateLimited: 40, RingFull: 1, Evicted: 1}

@@ -55,8 +55,8 @@ func refsByPort(eps map[netip.Addr][]model.ServiceEndpoint, addrs map[netip.Addr
 			}
 			port := e.Addr.Port()
 			r, seen := m[port]
-			if !seen || e.Service.Name < r.Service {
-				r.Service = e.Service.Name
+			if !seen || serviceLess(e.Service.ServiceName, r.Service) {
+				r.Service = e.Service.ServiceName
 			}
 			r.Ready = r.Ready || (e.Ready && !e.Terminating)
 			m[port] = r

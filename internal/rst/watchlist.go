@@ -1,10 +1,12 @@
 package rst
 
 import (
+	"cmp"
 	"net/netip"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/netdrift/netdrift/internal/model"
 )
 
 // PodChange is one watch delivery of a pod of this node: what the pipeline
@@ -27,7 +29,7 @@ type Deletions interface {
 // EndpointRef is what a watched address is on one of its ports: an endpoint
 // of a service, Ready or not (the EndpointSlice's condition).
 type EndpointRef struct {
-	Service string // name, in the pod's namespace
+	Service model.ServiceName // a service of the pod's namespace
 	Ready   bool
 }
 
@@ -197,19 +199,20 @@ func (l *watchList) setEndpoints(ip netip.Addr, refs map[uint16]EndpointRef) (po
 }
 
 // primaryService is the service an address's resets on no endpoint port are
-// attributed to: the first by name.
-func primaryService(refs map[uint16]EndpointRef) string {
-	var names []string
+// attributed to: the first by namespace and name; zero when none is known.
+func primaryService(refs map[uint16]EndpointRef) model.ServiceName {
+	var first model.ServiceName
 	for _, r := range refs {
-		if r.Service != "" {
-			names = append(names, r.Service)
+		if !r.Service.IsZero() && (first.IsZero() || serviceLess(r.Service, first)) {
+			first = r.Service
 		}
 	}
-	if len(names) == 0 {
-		return ""
-	}
-	sort.Strings(names)
-	return names[0]
+	return first
+}
+
+// serviceLess orders services by namespace, then name.
+func serviceLess(a, b model.ServiceName) bool {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name)) < 0
 }
 
 // namespaces maps each watched address to its pod's namespace.

@@ -113,7 +113,8 @@ func TestServicesOf(t *testing.T) {
 	}
 	got := DesiredServices(func() map[model.Frontend]model.Verdict { return desired }).ServicesOf(
 		map[netip.Addr]string{webIP4: "shop", webIP6: "shop", otherIP4: "blog"})
-	want := map[netip.Addr]string{webIP4: "web", webIP6: "web"} // otherIP4: another namespace's pod
+	web := model.ServiceName{Namespace: "shop", Name: "web"}
+	want := map[netip.Addr]model.ServiceName{webIP4: web, webIP6: web} // otherIP4: another namespace's pod
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
@@ -149,7 +150,7 @@ func TestIndexedServices(t *testing.T) {
 	}
 	got := IndexedServices(func() EndpointIndex { return idx }).EndpointsOf(
 		map[netip.Addr]string{webIP4: "shop", otherIP4: "blog", webIP6: "shop"})
-	want := map[netip.Addr]map[uint16]EndpointRef{webIP4: {8080: {Service: "api"}, 9090: {Service: "web", Ready: true}}}
+	want := map[netip.Addr]map[uint16]EndpointRef{webIP4: {8080: {Service: svc("api").ServiceName}, 9090: {Service: svc("web").ServiceName, Ready: true}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
