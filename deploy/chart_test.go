@@ -190,8 +190,8 @@ func TestChartDefaults(t *testing.T) {
 	}
 	for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet", "Service"} {
 		want := 1
-		if kind == "Role" {
-			want = 2 // the agent's node-lease Role and the responders' (responder-rbac.yaml)
+		if kind == "Role" || kind == "ClusterRole" {
+			want = 2 // the agent's, and the responders' (responder-rbac.yaml)
 		}
 		if k[kind] != want {
 			t.Errorf("default values render %d %s, want %d", k[kind], kind, want)

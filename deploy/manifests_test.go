@@ -63,6 +63,7 @@ type manifests struct {
 	namespace      *corev1.Namespace
 	serviceAccount *corev1.ServiceAccount
 	clusterRole    *rbacv1.ClusterRole
+	clusterReader  *rbacv1.ClusterRole // the responders' cluster commands
 	crb            *rbacv1.ClusterRoleBinding
 	role           *rbacv1.Role // the agent's (node leases)
 	responder      *rbacv1.Role // responder-rbac.yaml: kubectl netdrift --node
@@ -127,7 +128,7 @@ func loadManifests(t *testing.T) manifests {
 	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet", "Service", "ServiceMonitor",
 		"CustomResourceDefinition", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		want := 1
-		if k == "Role" {
+		if k == "Role" || k == "ClusterRole" {
 			want = 2 // the agent's and the responders'
 		}
 		if seen[k] != want {
@@ -147,7 +148,11 @@ func (m *manifests) assign(t *testing.T, obj runtime.Object) {
 	case *corev1.ServiceAccount:
 		m.serviceAccount = o
 	case *rbacv1.ClusterRole:
-		m.clusterRole = o
+		if strings.HasSuffix(o.Name, "-cluster-reader") {
+			m.clusterReader = o
+		} else {
+			m.clusterRole = o
+		}
 	case *rbacv1.ClusterRoleBinding:
 		m.crb = o
 	case *rbacv1.Role:

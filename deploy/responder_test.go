@@ -29,3 +29,23 @@ func TestResponderRole(t *testing.T) {
 		t.Error("the chart binds the responder Role; binding it is the cluster admin's choice")
 	}
 }
+
+// The cluster-reader ClusterRole (kubectl netdrift cluster ...) grants the
+// two LISTs internal/clustercmd makes, nothing else, and is bound to no one.
+func TestResponderClusterReader(t *testing.T) {
+	m := loadManifests(t)
+	r := m.clusterReader
+	if r == nil {
+		t.Fatal("no netdrift-cluster-reader ClusterRole")
+	}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"netdrift.io"}, Resources: []string{"nodereports"}, Verbs: []string{"get", "list"}},
+	}
+	if !reflect.DeepEqual(r.Rules, want) {
+		t.Errorf("rules %+v\nwant %+v", r.Rules, want)
+	}
+	if m.crb.RoleRef.Name == r.Name {
+		t.Error("the chart binds the cluster-reader ClusterRole; binding it is the cluster admin's choice")
+	}
+}
