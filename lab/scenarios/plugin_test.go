@@ -39,6 +39,8 @@ func testPlugin(t *testing.T, e *env) {
 	l := e.lab
 	ctx := context.Background()
 	bin := pluginBinary(t)
+	// The chart's NodeReport CRD, so that every agent publishes from the start.
+	installReportObjects(t, l)
 
 	var direct Status
 	if err := agent(t, l, "node-2").Get(ctx, "/v1/status", &direct); err != nil {
@@ -134,8 +136,7 @@ func testPluginClusterDrift(t *testing.T, e *env, bin string) {
 		t.Errorf("drift --node node-2: exit %d, stdout %q, stderr %q; want 1 and %s", code, out, stderr, victim.backend())
 	}
 	// The agents publish their NodeReports themselves (the harness's
-	// --node-report flags; the chart's CRD installed as a cluster gets it).
-	installReportObjects(t, l)
+	// --node-report flags; the chart's CRD, installed by testPlugin).
 	dyn, err := dynamic.NewForConfig(l.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func testPluginClusterDrift(t *testing.T, e *env, bin string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return rs["node-2"].lists(victim.backend()), fmt.Sprintf("%d reports, node-2: %d findings", len(rs), rs["node-2"].Report.FindingsTotal)
+		return len(rs) == 3 && rs["node-2"].lists(victim.backend()), fmt.Sprintf("%d reports, node-2: %d findings", len(rs), rs["node-2"].Report.FindingsTotal)
 	})
 	out, stderr, code = runPlugin(t, l, bin, l.Kubeconfig(), "cluster", "drift", "--backend", victim.IP)
 	t.Logf("kubectl-netdrift cluster drift --backend %s (exit %d):\n%s%s", victim.IP, code, out, stderr)
@@ -163,6 +164,10 @@ func testPluginClusterDrift(t *testing.T, e *env, bin string) {
 	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Kind != "ClusterDrift" || len(d.Nodes) != 1 || d.Nodes[0].Node != "node-2" {
 		t.Errorf("-o json: %v %s", err, out)
 	}
+
+	// Every kubectl netdrift command the runbook shows runs as written, its
+	// placeholders filled with this story's node, backend and Service.
+	runRunbookCommands(t, l, bin, strings.NewReplacer("NODE", "node-2", "NS/NAME", "default/plg", "IP", victim.IP))
 
 	// cluster status: every agent reports, current; node-2 alone has findings.
 	out, stderr, code = runPlugin(t, l, bin, l.Kubeconfig(), "cluster", "status", "-o", "json")
@@ -283,4 +288,38 @@ func saKubeconfig(t *testing.T, l *labenv.Lab, name string, role *rbacv1.Role) s
 		t.Fatal(err)
 	}
 	return path
+}
+
+// runRunbookCommands runs every `kubectl netdrift ...` line of docs/runbook.md's
+// code blocks (placeholders filled by fill) against the lab with the admin
+// kubeconfig: each must answer (exit 0, or 1 for findings), never fail to.
+func runRunbookCommands(t *testing.T, l *labenv.Lab, bin string, fill *strings.Replacer) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(labenv.ModuleDir(), "..", "docs", "runbook.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, in := 0, false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			in = !in
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "kubectl netdrift ") {
+			continue
+		}
+		if k := strings.Index(line, " #"); k >= 0 {
+			line = line[:k]
+		}
+		args := strings.Fields(fill.Replace(strings.TrimPrefix(line, "kubectl netdrift ")))
+		out, stderr, code := runPlugin(t, l, bin, l.Kubeconfig(), args...)
+		if (code != 0 && code != 1) || strings.TrimSpace(out) == "" {
+			t.Errorf("runbook: kubectl netdrift %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, out, stderr)
+		}
+		n++
+	}
+	t.Logf("ran the runbook's %d kubectl netdrift command lines", n)
+	if n < 10 {
+		t.Errorf("found %d kubectl netdrift lines in docs/runbook.md's code blocks; the extraction is broken", n)
+	}
 }
