@@ -1,0 +1,90 @@
+package archtest
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// docPages are the repository's pages whose relative links are checked.
+var docPages = []string{"README.md", "BENCHMARKS.md", "docs/api.md", "docs/architecture.md",
+	"docs/install.md", "docs/runbook.md", "lab/README.md"}
+
+var (
+	linkRE    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	headingRE = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
+	fenceRE   = regexp.MustCompile("(?s)```.*?```")
+)
+
+// slugs are the GitHub anchors of a page's headings: lower case, spaces
+// to -, punctuation other than - and _ dropped.
+func slugs(md string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range headingRE.FindAllStringSubmatch(fenceRE.ReplaceAllString(md, ""), -1) {
+		var b strings.Builder
+		for _, r := range strings.ToLower(strings.ReplaceAll(m[1], "`", "")) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+				b.WriteRune(r)
+			}
+		}
+		out[b.String()] = true
+	}
+	return out
+}
+
+// TestDocLinksResolve: every relative link of the docs names a file of the
+// repository, and its #anchor a heading of that file.
+func TestDocLinksResolve(t *testing.T) {
+	root := filepath.Join("..", "..")
+	n := 0
+	for _, page := range docPages {
+		b, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := fenceRE.ReplaceAllString(string(b), "")
+		for _, m := range linkRE.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			n++
+			file, anchor, _ := strings.Cut(target, "#")
+			path := filepath.Join(root, filepath.Dir(page), file)
+			if file == "" {
+				path = filepath.Join(root, page)
+			}
+			body, err := os.ReadFile(path)
+			if err != nil {
+				if _, serr := os.Stat(path); serr == nil { // a directory
+					continue
+				}
+				t.Errorf("%s: link %q: %v", page, target, err)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !slugs(string(body))[anchor] {
+				t.Errorf("%s: link %q: no heading with anchor #%s in %s", page, target, anchor, file)
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("checked only %d relative links; the extraction is broken", n)
+	}
+}
+
+func TestSlugs(t *testing.T) {
+	s := slugs("# netdrift runbook\n## The `kubectl` plugin\n```\n# not a heading\n```\n### API server cost of the agents' watches\n")
+	for _, want := range []string{"netdrift-runbook", "the-kubectl-plugin", "api-server-cost-of-the-agents-watches"} {
+		if !s[want] {
+			t.Errorf("no anchor %q in %v", want, s)
+		}
+	}
+	if s["not-a-heading"] {
+		t.Error("a comment line in a code block counted as a heading")
+	}
+}
