@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/netdrift/netdrift/internal/testutil/doccmd"
 )
 
 // mixingen runs tools/mixingen, writing into out.
@@ -78,30 +80,9 @@ func TestMixingenRejectsABrokenMixin(t *testing.T) {
 	}
 }
 
-var headingRE = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
-
-// anchors are the GitHub anchors of a markdown file's headings: lower case, punctuation
-// other than - and _ dropped, spaces to -.
-func anchors(md string) map[string]bool {
-	out := map[string]bool{}
-	for _, m := range headingRE.FindAllStringSubmatch(md, -1) {
-		var b strings.Builder
-		for _, r := range strings.ToLower(m[1]) {
-			switch {
-			case r == ' ':
-				b.WriteRune('-')
-			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
-				b.WriteRune(r)
-			}
-		}
-		out[b.String()] = true
-	}
-	return out
-}
-
 // Every alert's runbook_url points at a section of docs/runbook.md that exists.
 func TestRunbookURLsResolve(t *testing.T) {
-	have := anchors(string(readFile(t, runbookFile)))
+	have := doccmd.Anchors(string(readFile(t, runbookFile)))
 	for _, a := range alerts(loadRules(t)) {
 		u := a.Annotations["runbook_url"]
 		anchor, ok := strings.CutPrefix(u, runbookURL)
@@ -130,7 +111,7 @@ func TestRunbookLinksResolve(t *testing.T) {
 			t.Errorf("link %s: %v", m[0], err)
 			continue
 		}
-		if !anchors(string(b))[m[2]] {
+		if !doccmd.Anchors(string(b))[m[2]] {
 			t.Errorf("link %s: %s has no heading with anchor #%s", m[0], target, m[2])
 		}
 	}
@@ -138,7 +119,7 @@ func TestRunbookLinksResolve(t *testing.T) {
 
 // The checker above must find a missing anchor, or it proves nothing.
 func TestAnchorsOfHeadings(t *testing.T) {
-	a := anchors("# Title\n## NetdriftStaleDNAT\n### Access to the secure endpoint\n## What `status` says (v1)\n")
+	a := doccmd.Anchors("# Title\n## NetdriftStaleDNAT\n### Access to the secure endpoint\n## What `status` says (v1)\n")
 	for _, want := range []string{"title", "netdriftstalednat", "access-to-the-secure-endpoint", "what-status-says-v1"} {
 		if !a[want] {
 			t.Errorf("anchor %q missing from %v", want, a)

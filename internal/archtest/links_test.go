@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/netdrift/netdrift/internal/testutil/doccmd"
 )
 
 // docPages are the repository's pages whose relative links are checked.
@@ -13,29 +15,9 @@ var docPages = []string{"README.md", "BENCHMARKS.md", "docs/api.md", "docs/archi
 	"docs/install.md", "docs/runbook.md", "lab/README.md"}
 
 var (
-	linkRE    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	headingRE = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
-	fenceRE   = regexp.MustCompile("(?s)```.*?```")
+	linkRE  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	fenceRE = regexp.MustCompile("(?s)```.*?```")
 )
-
-// slugs are the GitHub anchors of a page's headings: lower case, spaces
-// to -, punctuation other than - and _ dropped.
-func slugs(md string) map[string]bool {
-	out := map[string]bool{}
-	for _, m := range headingRE.FindAllStringSubmatch(fenceRE.ReplaceAllString(md, ""), -1) {
-		var b strings.Builder
-		for _, r := range strings.ToLower(strings.ReplaceAll(m[1], "`", "")) {
-			switch {
-			case r == ' ':
-				b.WriteRune('-')
-			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
-				b.WriteRune(r)
-			}
-		}
-		out[b.String()] = true
-	}
-	return out
-}
 
 // TestDocLinksResolve: every relative link of the docs names a file of the
 // repository, and its #anchor a heading of that file.
@@ -67,7 +49,7 @@ func TestDocLinksResolve(t *testing.T) {
 				t.Errorf("%s: link %q: %v", page, target, err)
 				continue
 			}
-			if anchor != "" && strings.HasSuffix(path, ".md") && !slugs(string(body))[anchor] {
+			if anchor != "" && strings.HasSuffix(path, ".md") && !doccmd.Anchors(string(body))[anchor] {
 				t.Errorf("%s: link %q: no heading with anchor #%s in %s", page, target, anchor, file)
 			}
 		}
@@ -77,8 +59,8 @@ func TestDocLinksResolve(t *testing.T) {
 	}
 }
 
-func TestSlugs(t *testing.T) {
-	s := slugs("# netdrift runbook\n## The `kubectl` plugin\n```\n# not a heading\n```\n### API server cost of the agents' watches\n")
+func TestAnchors(t *testing.T) {
+	s := doccmd.Anchors("# netdrift runbook\n## The `kubectl` plugin\n```\n# not a heading\n```\n### API server cost of the agents' watches\n")
 	for _, want := range []string{"netdrift-runbook", "the-kubectl-plugin", "api-server-cost-of-the-agents-watches"} {
 		if !s[want] {
 			t.Errorf("no anchor %q in %v", want, s)

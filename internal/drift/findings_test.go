@@ -11,7 +11,7 @@ import (
 // between its runs, is promoted only when a run stale-after later still
 // finds it; one sighting, however long it is held, stays pending, and a
 // mismatch the next run no longer finds is forgotten. The datapath's
-// mismatches, compared at every audit, are promoted by their age as before.
+// mismatches, compared at every audit, are promoted by their age alone.
 func TestSampledMismatchNeedsASecondSighting(t *testing.T) {
 	link := model.Finding{Kind: model.OrphanLink, Subject: "v7 (10.244.1.2)"}
 	route := model.Finding{Kind: model.StaleRoute, Subject: "10.244.9.0/24"}

@@ -126,3 +126,28 @@ func Check(t testing.TB, files []string, program string, min int, parse func(arg
 		t.Errorf("found only %d documented %q command lines, want at least %d; the extraction is broken", n, program, min)
 	}
 }
+
+var (
+	headingRE = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
+	fenceRE   = regexp.MustCompile("(?s)```.*?```")
+)
+
+// Anchors are the GitHub anchors of a page's headings (outside code
+// blocks): lower case, backquotes and punctuation other than - and _
+// dropped, spaces to -.
+func Anchors(md string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range headingRE.FindAllStringSubmatch(fenceRE.ReplaceAllString(md, ""), -1) {
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+				b.WriteRune(r)
+			}
+		}
+		out[b.String()] = true
+	}
+	return out
+}
