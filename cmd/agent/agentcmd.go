@@ -56,6 +56,7 @@ type agentFlags struct {
 	clusterCIDRs     string
 	routeMode        string
 	nodeGoneAfter    time.Duration
+	watchNodes       string
 	logLevel         string
 	procPath         string
 	report           reportFlags
@@ -97,10 +98,16 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.clusterCIDRs, "cluster-cidr", "", "pod network `CIDRs`, comma separated (default: from Node podCIDRs)")
 	fs.StringVar(&f.routeMode, "route-mode", "auto", "pod route layout `MODE`: auto, per-node or none")
 	fs.DurationVar(&f.nodeGoneAfter, "node-gone-after", 5*time.Minute, "a node NotReady this long counts as gone")
+	fs.StringVar(&f.watchNodes, "watch-nodes", "all", "`WHICH` Node objects to watch: all (needed by the route and missing-node checks) or own "+
+		"(this node's only, as kube-proxy: the API server sends one Node's updates instead of the cluster's; those checks are skipped)")
 	fs.StringVar(&f.procPath, "proc-path", "/proc", "host /proc `DIR` (to find pod namespaces behind veths; /host/proc in a container)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
 	f.report.register(fs)
 }
+
+// ownNodeNote is /v1/status's note for --watch-nodes=own.
+const ownNodeNote = "--watch-nodes=own: only this node's Node is watched; stale_route, missing_route and " +
+	"endpoint_on_missing_node are not checked (they need every node's podCIDRs and readiness)"
 
 // agentCompletions are the values of the agent's enum flags, for shell
 // completion.
@@ -108,6 +115,7 @@ var agentCompletions = map[string][]string{
 	"datapath":       {"auto", "iptables", "nftables", "ipvs", "cilium"},
 	"rst-probe-mode": {"auto", "tracepoint", "tp_btf", "fentry"},
 	"route-mode":     {"auto", "per-node", "none"},
+	"watch-nodes":    {"all", "own"},
 	"log-level":      {"debug", "info", "warn", "error"},
 }
 
@@ -184,6 +192,9 @@ func (f *agentFlags) settings() (agentSettings, error) {
 	}
 	if st.nodeCheck.ClusterCIDRs, err = nodecheck.ParseClusterCIDRs(f.clusterCIDRs); err != nil {
 		bad("--cluster-cidr", err)
+	}
+	if f.watchNodes != "all" && f.watchNodes != "own" {
+		bad("--watch-nodes", fmt.Errorf("%q is not a choice (want all or own)", f.watchNodes))
 	}
 	if err := st.logLevel.UnmarshalText([]byte(f.logLevel)); err != nil {
 		bad("--log-level", fmt.Errorf("%q is not a level (want debug, info, warn or error)", f.logLevel))

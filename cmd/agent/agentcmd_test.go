@@ -26,6 +26,7 @@ func TestAgentFlagsValidatedUpFront(t *testing.T) {
 		{"--datapath", "ebpf"},
 		{"--rst-probe-mode", "kprobe"},
 		{"--route-mode", "mesh"},
+		{"--watch-nodes", "some"},
 		{"--cluster-cidr", "10.244.0.0/16,nonsense"},
 		{"--log-level", "loud"},
 		{"--fast-poll", "0s"},
