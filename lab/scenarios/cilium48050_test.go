@@ -93,35 +93,82 @@ func start48050(t *testing.T, e *env) {
 func run48050(t *testing.T, l *labenv.Lab) {
 	svc := "default/" + c48050Svc
 	old, fixed := "node-1", "node-2"
-	cip, pods := service(t, l, c48050Svc, []string{"node-2", "node-3"}, 0)
-	agents := agentsOf(t, l)
-	waitConverged(t, agents, svc, 60*time.Second)
-	for _, n := range []string{old, fixed} { // the slice now comes from their initial list
-		restartCiliumLB(t, l, n)
-	}
-	// The maps outlive a restart, so they answer before the restarted
-	// control planes have listed: a Service created now, once programmed,
-	// shows their watches live (their initial list done).
-	_, _ = service(t, l, c48050Svc+"p", []string{"node-3"}, 0)
-	waitProgrammed(t, l, cip, backendsOf(pods), 30*time.Second)
+	listed := newSvc48050(t, l, c48050Svc)
+	// Restarted, they learn listed's slice from their initial list.
+	restartedAfterRemoval(t, l, []string{old, fixed}, newSvc48050(t, l, c48050Svc+"r"))
+	// A slice they learn from a watch event, not a list: the control.
+	watched := newSvc48050(t, l, c48050Svc+"w")
 
-	victim, kept := pods[0], pods[1:]
-	relistAfterRemoval(t, l, []string{old, fixed}, victim, cip, backendsOf(kept))
-
-	// v1.20.2: the relist removes the backend; netdrift reports nothing.
-	programmedOn(t, l, fixed, cip, backendsOf(kept), 60*time.Second)
-	waitConverged(t, []*Agent{agent(t, l, fixed)}, svc, 30*time.Second)
-
-	// v1.19.1: the backend stays, Cilium's log says why, netdrift reports it.
 	a := agent(t, l, old)
-	waitStale(t, a, svc, victim.backend(), 60*time.Second)
-	mustHold(t, l, old, cip, victim.backend())
+	victim := listed.pods[0]
+	removed := removeWhileCut(t, l, []string{old, fixed}, listed, watched)
+	found := waitPromoted(t, a, svc, victim.backend(), removed)
+	thaw(t, l, []string{old, fixed})
+
+	// v1.20.2: the relist removes both backends; netdrift reports nothing.
+	for _, s := range []svc48050{listed, watched} {
+		programmedOn(t, l, fixed, s.cip, backendsOf(s.kept()), 60*time.Second)
+		waitConverged(t, []*Agent{agent(t, l, fixed)}, "default/"+s.name, 30*time.Second)
+	}
+
+	// v1.19.1: the same relist removes the backend of the slice it learnt
+	// from a watch event, and keeps that of the slice it learnt from its
+	// initial list; Cilium's log says nothing; netdrift's finding stays.
+	programmedOn(t, l, old, watched.cip, backendsOf(watched.kept()), 60*time.Second)
+	waitConverged(t, []*Agent{a}, "default/"+watched.name, 30*time.Second)
+	mustHold(t, l, old, listed.cip, victim.backend())
 	quietLog(t, l, old)
-	laterUpdateKeepsIt(t, l, a, cip, victim, kept)
+	if f := waitStale(t, a, svc, victim.backend(), time.Second); !f.FirstSeen.Equal(*found.FirstSeen) {
+		t.Fatalf("%s: stale_backend %s first seen %v, then %v: not one continuous finding", old, victim.backend(), found.FirstSeen, f.FirstSeen)
+	}
+	laterUpdateKeepsIt(t, l, a, listed.cip, victim, listed.kept())
 
 	// Only a restart of the control plane clears it.
 	restartCiliumLB(t, l, old)
 	waitConverged(t, []*Agent{a}, svc, 60*time.Second)
+}
+
+// svc48050 is a Service with a pod on node-2 (the one deleted) and one on
+// node-3.
+type svc48050 struct {
+	name, cip string
+	pods      []podInfo
+}
+
+func (s svc48050) kept() []podInfo { return s.pods[1:] }
+
+func newSvc48050(t *testing.T, l *labenv.Lab, name string) svc48050 {
+	cip, pods := service(t, l, name, []string{"node-2", "node-3"}, 0)
+	waitConverged(t, agentsOf(t, l), "default/"+name, 60*time.Second)
+	return svc48050{name: name, cip: cip, pods: pods}
+}
+
+// restartedAfterRemoval stops nodes' control planes, deletes probe's first
+// pod, and starts them again. The maps outlive a restart and answer at
+// once; the deleted backend leaves them only once a restarted control
+// plane has applied its initial list of EndpointSlices, so its removal
+// from every node's maps shows their initial lists done.
+func restartedAfterRemoval(t *testing.T, l *labenv.Lab, nodes []string, probe svc48050) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if err := l.StopKubeProxy(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.DeletePod(ctx, "default", probe.pods[0].Name, labenv.Grace(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitPodGone(ctx, "default", probe.pods[0].Name, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if err := l.StartKubeProxy(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitProgrammed(t, l, probe.cip, backendsOf(probe.kept()), 60*time.Second)
 }
 
 // restartCiliumLB stops node's control plane and starts it again.
@@ -137,10 +184,10 @@ func restartCiliumLB(t *testing.T, l *labenv.Lab, node string) {
 	}
 }
 
-// relistAfterRemoval freezes nodes' control planes, restarts the API server
-// (their watches close with nothing pending), deletes victim while they
-// have no watch, waits until the unfrozen node-3 applied it, and thaws
-// them: their watches cannot resume and they list again.
+// removeWhileCut freezes nodes' control planes, restarts the API server
+// (their watches close with nothing pending), deletes each Service's first
+// pod while they have no watch, and waits until the unfrozen node-3 applied
+// that. It returns when the deletions began.
 //
 // A watch resumes from the last resource version its client saw if the
 // API server's watch cache still covers it: a restarted API server's cache
@@ -152,7 +199,7 @@ func restartCiliumLB(t *testing.T, l *labenv.Lab, node string) {
 // cluster the revision moves on while an agent is cut off (other API
 // servers, controllers); here one key, outside Kubernetes' prefix, is
 // written straight into the lab's etcd while no API server runs.
-func relistAfterRemoval(t *testing.T, l *labenv.Lab, nodes []string, victim podInfo, cip string, kept []string) {
+func removeWhileCut(t *testing.T, l *labenv.Lab, nodes []string, svcs ...svc48050) (removed time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	for _, n := range nodes {
@@ -168,13 +215,24 @@ func relistAfterRemoval(t *testing.T, l *labenv.Lab, nodes []string, victim podI
 	if err := l.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.DeletePod(ctx, "default", victim.Name, labenv.Grace(0)); err != nil {
-		t.Fatal(err)
+	removed = time.Now()
+	for _, s := range svcs {
+		victim := s.pods[0]
+		if err := l.DeletePod(ctx, "default", victim.Name, labenv.Grace(0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitPodGone(ctx, "default", victim.Name, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		programmedOn(t, l, "node-3", s.cip, backendsOf(s.kept()), 60*time.Second)
 	}
-	if err := l.WaitPodGone(ctx, "default", victim.Name, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	programmedOn(t, l, "node-3", cip, kept, 60*time.Second)
+	return removed
+}
+
+// thaw resumes nodes' control planes: they find their watches closed,
+// cannot resume them and list again.
+func thaw(t *testing.T, l *labenv.Lab, nodes []string) {
+	t.Helper()
 	for _, n := range nodes {
 		if err := l.ThawKubeProxy(n); err != nil {
 			t.Fatal(err)
@@ -207,21 +265,40 @@ func bumpEtcdRevision(t *testing.T, l *labenv.Lab) string {
 	return out.Header.Revision
 }
 
-// waitStale waits until a reports stale_backend backend for svc.
-func waitStale(t *testing.T, a *Agent, svc, backend string, timeout time.Duration) {
+// waitStale waits until a reports stale_backend backend for svc and returns
+// the finding.
+func waitStale(t *testing.T, a *Agent, svc, backend string, timeout time.Duration) Finding {
 	t.Helper()
-	eventually(t, timeout, 500*time.Millisecond, a.Node+": stale_backend "+backend, func() (bool, string) {
+	var found Finding
+	eventually(t, timeout, 200*time.Millisecond, a.Node+": stale_backend "+backend, func() (bool, string) {
 		var d Drift
 		if err := a.Get(context.Background(), "/v1/drift", &d); err != nil {
 			return false, err.Error()
 		}
 		for _, f := range findingsOf(d, "stale_backend", svc) {
 			if f.Backend == backend {
+				found = f
 				return true, ""
 			}
 		}
 		return false, "findings " + kinds(d.Findings) + ", pending " + kinds(d.Pending)
 	})
+	return found
+}
+
+// waitPromoted waits for the stale_backend finding of a backend removed at
+// removed, and checks that netdrift saw the mismatch after the removal and
+// reported it within stale-after of seeing it.
+func waitPromoted(t *testing.T, a *Agent, svc, backend string, removed time.Time) Finding {
+	t.Helper()
+	f := waitStale(t, a, svc, backend, 30*time.Second)
+	if f.FirstSeen == nil || f.FirstSeen.Before(removed.Add(-time.Second)) {
+		t.Fatalf("%s: stale_backend %s first seen %v, the removal at %v", a.Node, backend, f.FirstSeen, removed)
+	}
+	if late := time.Since(*f.FirstSeen); late > staleAfter+2*time.Second {
+		t.Fatalf("%s: stale_backend %s reported %s after its mismatch was first seen (stale-after %s)", a.Node, backend, late, staleAfter)
+	}
+	return f
 }
 
 // mustHold fails unless Cilium's own listing of node's maps still gives
