@@ -33,10 +33,13 @@ import (
 // v1.20.2's as the unfrozen reference. node-1's and node-2's control planes
 // are restarted (the Service's slice now comes from their initial list) and
 // frozen; the API server is restarted while nothing changes, so their watch
-// connections close with no event pending; then a pod is deleted (the
-// slice shrinks while they have no watch); thawed, they find their watch
-// gone, cannot resume it (the new API server's watch cache begins after
-// their resource version: 410 Gone) and list again.
+// connections close with no event pending (one key is written into etcd
+// meanwhile, see removeWhileCut); then a pod is deleted (the slice shrinks
+// while they have no watch); thawed, they find their watch gone, cannot
+// resume it (the new API server's watch cache begins after their resource
+// version: 410 Gone) and list again. A second Service, created after the
+// restart so they learn its slice from a watch event, loses a pod the same
+// way: the control, removed by both versions in the same relist.
 const c48050Svc = "c48050"
 
 // TestCilium48050: make test-lab-cilium-48050.
