@@ -42,7 +42,7 @@ import (
 // way: the control, removed by both versions in the same relist.
 const c48050Svc = "c48050"
 
-// TestCilium48050: make test-lab-cilium-48050.
+// TestCilium48050: make test-lab-cilium-48050 (and make test-lab-cilium, in make test).
 func TestCilium48050(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces, bpf filesystems and maps")
