@@ -27,6 +27,7 @@ var ciliumScenarios = []scenario{
 	{"local", testCiliumLocal},
 	{"frozen", testCiliumFrozen},
 	{"restart", testCiliumRestart},
+	{"panels", testCiliumPanels}, // after the stories that feed the panels
 }
 
 // TestCiliumScenarios: -run 'TestCiliumScenarios/(frozen|restart)$'.
@@ -257,11 +258,37 @@ func testCiliumFrozen(t *testing.T, e *env) {
 		})
 	}
 	crossCheck(t, l, frozen)
+	reported := time.Now()
+	forDur, iv := forOf(t, "NetdriftStaleDNAT"), l.ScrapeInterval()
+	bound := forDur + 3*iv // two scrapes to see it, one evaluation to act
+	fired, firedAt := waitAlert(t, promOf(l), "NetdriftStaleDNAT", bound+30*time.Second, func(as []PromAlert) (bool, string) {
+		for _, a := range as {
+			if a.Labels["node"] != frozen {
+				return false, "fires for another node: " + describe(as)
+			}
+		}
+		return true, ""
+	})
+	t.Logf("cilium mode: NetdriftStaleDNAT firing %s after the agent reported the finding: %s",
+		firedAt.Sub(reported).Round(100*time.Millisecond), describe(fired))
+	if took := firedAt.Sub(reported); took > bound+time.Second {
+		t.Errorf("NetdriftStaleDNAT fired %s after the finding; want within %s", took, bound)
+	}
 	if err := l.ThawKubeProxy(frozen); err != nil {
 		t.Fatal(err)
 	}
 	thawed = true
 	waitConverged(t, agents, "default/cfrz", 30*time.Second)
+	waitResolved(t, promOf(l), "NetdriftStaleDNAT", 3*iv+30*time.Second)
+}
+
+// waitResolved waits until alert name is no longer firing.
+func waitResolved(t *testing.T, p *Prom, name string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, 500*time.Millisecond, name+" resolved", func() (bool, string) {
+		firing := Named(alertsNow(t, p), name, "firing")
+		return len(firing) == 0, describe(firing)
+	})
 }
 
 // testCiliumRestart: node-1's Cilium control plane is stopped and started
