@@ -14,9 +14,10 @@ import (
 )
 
 // Binaries are the programs the lab builds from its go.mod: the upstream
-// ones, watchonly (the live benchmark's API-watch reference) and nodestream
-// (the kubelet's port-forward endpoint, per node).
-var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "watchonly", "nodestream"}
+// ones, watchonly (the live benchmark's API-watch reference), nodestream
+// (the kubelet's streaming endpoints, per node) and kubectl (the client the
+// docs scenario runs the documented command lines with).
+var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "watchonly", "nodestream", "kubectl"}
 
 // ModuleDir is the lab module's root (where go.mod lives), found from this
 // source file's location (or, under -trimpath, `go env GOMOD`);
