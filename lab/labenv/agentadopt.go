@@ -39,6 +39,9 @@ type agentRun struct {
 // AdoptChartAgents deletes the lab's own agent Pod objects and lets the
 // chart's DaemonSet pods stand for the agents (see above).
 func (l *Lab) AdoptChartAgents(ctx context.Context) error {
+	if l.kubelet == nil {
+		return errors.New("adopt the chart's agent pods: this lab runs no kubelet stand-in (start it with labenv.Start)")
+	}
 	l.kubelet.setAdopt(true)
 	pods := l.cs.CoreV1().Pods(AgentNamespace)
 	for i := 1; i <= l.opts.Nodes; i++ {
@@ -54,6 +57,9 @@ func (l *Lab) AdoptChartAgents(ctx context.Context) error {
 // deleted at once (a DaemonSet still installed recreates them, left Pending
 // as without adoption) and every running agent gets its own Pod object back.
 func (l *Lab) ReleaseChartAgents(ctx context.Context) error {
+	if l.kubelet == nil {
+		return nil
+	}
 	l.kubelet.setAdopt(false)
 	pods, err := l.chartAgentPods(ctx, "")
 	if err != nil {
@@ -215,6 +221,10 @@ func (l *Lab) reportChartAgent(ctx context.Context, name string, i int) error {
 func (l *Lab) chartAgentStatus(pod *corev1.Pod, i int) corev1.PodStatus {
 	ip := nodeIP(i).String()
 	st := runningStatus(pod, ip, ip)
+	st.QOSClass = pod.Status.QOSClass // set at creation from the resources, immutable
+	if pod.Status.StartTime != nil {  // reported before: the pod started then
+		st.StartTime = pod.Status.StartTime
+	}
 	for _, c := range pod.Spec.InitContainers {
 		st.InitContainerStatuses = append(st.InitContainerStatuses, corev1.ContainerStatus{
 			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true,

@@ -50,7 +50,7 @@ func testDocs(t *testing.T, e *env) {
 	t.Cleanup(func() { docRemoveAll(t, d) })
 	victim := docShopCart(t, l)
 
-	docHelmStory(t, d, victim)
+	docHelmStory(t, d, victim, e.mode)
 	docCiliumStory(t, d)
 	docKubectlStory(t, d)
 	d.checkAllRun()
@@ -117,7 +117,7 @@ func docStale(t *testing.T, l *labenv.Lab, victim podInfo) {
 
 // docHelmStory: install.md's Helm install, the query block, the plugin's
 // synopsis, the NodeReport lines and the runbook's DaemonSet lines.
-func docHelmStory(t *testing.T, d *docShell, victim podInfo) {
+func docHelmStory(t *testing.T, d *docShell, victim podInfo, mode string) {
 	l := d.l
 	d.mustExpect(d.run("install.md", docHelmInstall), 0, "STATUS: deployed")
 	d.expect(d.run("install.md", docLabelNS), 0, "namespace/netdrift labeled")
@@ -145,8 +145,8 @@ func docHelmStory(t *testing.T, d *docShell, victim podInfo) {
 	if got := strings.TrimSpace(r.out); got != "pod/"+pods["node-2"] {
 		t.Errorf("POD=%q, want pod/%s", got, pods["node-2"])
 	}
-	d.expect(d.runIn("install.md", docExecStatus, docPodVar, "", nil, nodeEnv...), 0, "node-2", "iptables")
-	d.expect(d.runIn("install.md", docExecExplain, docPodVar, "", nil, nodeEnv...), 0, "shop/cart", victim.IP)
+	d.expect(d.runIn("install.md", docExecStatus, docPodVar, "", nodeEnv), 0, "node-2", mode)
+	d.expect(d.runIn("install.md", docExecExplain, docPodVar, "", nodeEnv), 0, "shop/cart", victim.IP)
 	if b, _ := os.ReadFile(l.LogPath("nodestream/node-2")); !strings.Contains(string(b), "exec netdrift/"+pods["node-2"]+" -c agent") {
 		t.Errorf("node-2's nodestream logged no exec in %s", pods["node-2"])
 	}
@@ -241,8 +241,8 @@ func docRunbookDaemonSet(t *testing.T, d *docShell, pods map[string]string) {
 		t.Errorf("logs --previous: %d bytes, want the previous run's log (%d bytes)", len(r.out), len(prev))
 	}
 	r = d.run("runbook.md", docDescribe, "POD", pods["node-2"])
-	d.expect(r, 0, "node-2/"+l.Nodes()[1].IP, "Controlled By:  DaemonSet/netdrift")
-	for _, re := range []string{`Status: +Running`, `Restart Count: +[1-9]`, `Last State: +Terminated`, `Ready: +True`} {
+	d.expect(r, 0, "node-2/"+l.Nodes()[1].IP)
+	for _, re := range []string{`Controlled By: +DaemonSet/netdrift`, `Status: +Running`, `Restart Count: +[1-9]`, `Last State: +Terminated`, `Ready: +True`} {
 		if !regexp.MustCompile(re).MatchString(r.out) {
 			t.Errorf("describe pod: no %q", re)
 		}
@@ -344,14 +344,22 @@ func docAgentPods(t *testing.T, l *labenv.Lab, image string) map[string]string {
 	return out
 }
 
+// docWaitNoAgentPods waits until the chart's agent pods and its NodeReport
+// CRD (removed with the release: a CRD still being deleted refuses the next
+// install's) are gone.
 func docWaitNoAgentPods(t *testing.T, l *labenv.Lab) {
 	t.Helper()
-	eventually(t, 60*time.Second, 300*time.Millisecond, "no chart agent pods left", func() (bool, string) {
+	dyn, err := dynamic.NewForConfig(l.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, 300*time.Millisecond, "no chart agent pods and no NodeReport CRD left", func() (bool, string) {
 		list, err := l.Clientset().CoreV1().Pods("netdrift").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=netdrift"})
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(list.Items) == 0, fmt.Sprintf("%d pods", len(list.Items))
+		_, err = dyn.Resource(crdGVR).Get(context.Background(), "nodereports.netdrift.io", metav1.GetOptions{})
+		return len(list.Items) == 0 && apierrors.IsNotFound(err), fmt.Sprintf("%d pods, CRD: %v", len(list.Items), err)
 	})
 }
 

@@ -71,7 +71,7 @@ type docShell struct {
 	dir   string
 	env   []string
 	pages map[string]string
-	lines map[string]docLine
+	lines map[string][]docLine // by key: a line may be shown more than once
 	ran   map[string]bool
 }
 
@@ -83,7 +83,7 @@ type docResult struct {
 
 func newDocShell(t *testing.T, l *labenv.Lab) *docShell {
 	t.Helper()
-	d := &docShell{t: t, l: l, pages: map[string]string{}, lines: map[string]docLine{}, ran: map[string]bool{}}
+	d := &docShell{t: t, l: l, pages: map[string]string{}, lines: map[string][]docLine{}, ran: map[string]bool{}}
 	for _, p := range docPages {
 		b, err := os.ReadFile(filepath.Join(labenv.ModuleDir(), "..", "docs", p))
 		if err != nil {
@@ -91,7 +91,7 @@ func newDocShell(t *testing.T, l *labenv.Lab) *docShell {
 		}
 		d.pages[p] = string(b)
 		for _, dl := range docShellLines(p, string(b)) {
-			d.lines[dl.key()] = dl
+			d.lines[dl.key()] = append(d.lines[dl.key()], dl)
 		}
 	}
 	d.dir = docWorkDir(t, d.pages["install.md"])
@@ -176,21 +176,17 @@ func (d *docShell) run(page, text string, fill ...string) docResult {
 // own look at what it left, e.g. a variable), with extra environment.
 func (d *docShell) runIn(page, text, prelude, after string, env []string, fill ...string) docResult {
 	d.t.Helper()
-	dl, ok := d.lines[docLine{Page: page, Text: text}.key()]
-	if !ok {
-		d.t.Fatalf("%s no longer shows %q", page, text)
-	}
-	d.ran[dl.key()] = true
+	where := d.mark(page, text)
 	cmd := text
 	for i := 0; i+1 < len(fill); i += 2 {
 		if !strings.Contains(cmd, fill[i]) {
-			d.t.Fatalf("%s:%d: placeholder %q not in %q", page, dl.Line, fill[i], text)
+			d.t.Fatalf("%s: placeholder %q not in %q", where, fill[i], text)
 		}
 		cmd = strings.ReplaceAll(cmd, fill[i], fill[i+1])
 	}
 	r := d.shell(prelude+"\n"+cmd+after, env)
 	r.cmd = cmd
-	d.t.Logf("%s:%d $ %s\n(exit %d)\n%s%s", page, dl.Line, cmd, r.code, clip(r.out), clip(r.serr))
+	d.t.Logf("%s $ %s\n(exit %d)\n%s%s", where, cmd, r.code, clip(r.out), clip(r.serr))
 	return r
 }
 
@@ -198,15 +194,28 @@ func (d *docShell) runIn(page, text, prelude, after string, env []string, fill .
 // for (its notation: alternatives, optional parts, placeholders).
 func (d *docShell) runAs(page, synopsis, args string) docResult {
 	d.t.Helper()
-	dl, ok := d.lines[docLine{Page: page, Text: synopsis}.key()]
-	if !ok {
-		d.t.Fatalf("%s no longer shows %q", page, synopsis)
-	}
-	d.ran[dl.key()] = true
+	where := d.mark(page, synopsis)
 	r := d.shell(args, nil)
 	r.cmd = args
-	d.t.Logf("%s:%d (%s) $ %s\n(exit %d)\n%s%s", page, dl.Line, synopsis, args, r.code, clip(r.out), clip(r.serr))
+	d.t.Logf("%s (%s) $ %s\n(exit %d)\n%s%s", where, synopsis, args, r.code, clip(r.out), clip(r.serr))
 	return r
+}
+
+// mark records that page's line text runs and returns where the page
+// shows it ("install.md:54,108"); it fails if the page no longer does.
+func (d *docShell) mark(page, text string) string {
+	d.t.Helper()
+	key := docLine{Page: page, Text: text}.key()
+	dls := d.lines[key]
+	if len(dls) == 0 {
+		d.t.Fatalf("%s no longer shows %q", page, text)
+	}
+	d.ran[key] = true
+	var at []string
+	for _, dl := range dls {
+		at = append(at, strconv.Itoa(dl.Line))
+	}
+	return page + ":" + strings.Join(at, ",")
 }
 
 // runInline runs a command page gives in its text (as inline code).
@@ -276,12 +285,12 @@ func (d *docShell) mustExpect(r docResult, code int, wants ...string) {
 func (d *docShell) checkAllRun() {
 	d.t.Helper()
 	n := 0
-	for k, dl := range d.lines {
+	for k, dls := range d.lines {
 		if docsScenarioLines[k] && !d.ran[k] {
-			d.t.Errorf("%s:%d: %q was not run", dl.Page, dl.Line, dl.Text)
+			d.t.Errorf("%s:%d: %q was not run", dls[0].Page, dls[0].Line, dls[0].Text)
 		}
 		if d.ran[k] {
-			n++
+			n += len(dls)
 		}
 	}
 	d.t.Logf("ran %d documented command lines of %v", n, docPages)
