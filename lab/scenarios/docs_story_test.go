@@ -121,6 +121,10 @@ func docHelmStory(t *testing.T, d *docShell, victim podInfo, mode string) {
 	l := d.l
 	d.mustExpect(d.run("install.md", docHelmInstall), 0, "STATUS: deployed")
 	d.expect(d.run("install.md", docLabelNS), 0, "namespace/netdrift labeled")
+	if ns, err := l.Clientset().CoreV1().Namespaces().Get(context.Background(), "netdrift", metav1.GetOptions{}); err != nil ||
+		ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("namespace netdrift after the label command: %v, labels %v", err, ns.GetLabels())
+	}
 	d.mustExpect(d.run("install.md", docRollout), 0, `daemon set "netdrift" successfully rolled out`)
 	pods := docAgentPods(t, l, "registry.example/netdrift:0.1.0")
 
