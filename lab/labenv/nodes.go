@@ -252,6 +252,9 @@ func (l *Lab) startAgent(i int) error {
 	if l.opts.ProxyMode == "cilium" { // the node's maps, as a DaemonSet mounts the node's /sys/fs/bpf
 		args = append(args, "--bpffs", l.nodeBPFFS(i))
 	}
+	if err := l.noteAgentRun(i); err != nil {
+		return err
+	}
 	if _, err := l.startEnv(agentName(i), nodeNS(l.opts.Name, i), l.opts.AgentEnv, args); err != nil {
 		return err
 	}
