@@ -2,8 +2,11 @@ package cilium
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -13,6 +16,11 @@ type Config struct {
 	// BPFFS is the bpf filesystem cilium-agent pins into ("" = the first
 	// bpf mount of this process's mount namespace, as Cilium's tools find it).
 	BPFFS string
+	// WriteStamp dates the state a read finds by the kernel's stamp of the
+	// last write to the maps (bpf/mapstamp.c) instead of by the read: the
+	// agent sets it, one-shot reads do not. When the stamp cannot attach,
+	// reads are dated by themselves and Fallback says why.
+	WriteStamp bool
 }
 
 // Reader reads Cilium's load-balancer maps into the observed model. It
@@ -24,6 +32,11 @@ type Reader struct {
 	mu    sync.Mutex
 	hints model.Hints
 	bpffs string // Config.BPFFS, or the first bpf mount once found
+
+	read     sync.Mutex  // one Snapshot at a time: it sets the stamp's watched maps
+	stamp    *writeStamp // nil: not attached (yet, or it failed: stampErr)
+	stampErr error
+	stampAt  time.Time // when it failed
 }
 
 // Name is the datapath mode.
@@ -46,7 +59,22 @@ func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	if err != nil {
 		return model.Observed{}, err
 	}
-	t, err := readTables(fs)
+	r.read.Lock()
+	defer r.read.Unlock()
+	st := r.writeStamp()
+	watchedNew := false
+	t, err := readTables(fs, func(ms []*ebpf.Map) error {
+		if st == nil {
+			return nil
+		}
+		changed, err := st.watch(ms)
+		if err != nil {
+			r.stampFailed(fmt.Errorf("watch the maps' writes: %w", err))
+			st = nil
+		}
+		watchedNew = changed
+		return nil
+	})
 	if err != nil {
 		return model.Observed{}, err
 	}
@@ -54,10 +82,72 @@ func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	h := r.hints
 	r.mu.Unlock()
 	obs := observe(t.services, t.backends, h)
+	if st != nil && !watchedNew {
+		// Read after the dump: a write the dump raced is counted, so the
+		// state read held since this time or earlier.
+		obs.HeldSince, _ = st.heldSince()
+	}
 	if len(t.families) == 1 {
 		obs.Warnings = append(obs.Warnings, "only "+t.families[0]+" service maps are pinned: the other family is not compared")
 	}
 	return obs, nil
+}
+
+// writeStamp is the attached stamp, attaching it on first use when
+// Config.WriteStamp asks for it; nil when it is not attached. Called
+// under r.read.
+func (r *Reader) writeStamp() *writeStamp {
+	if !r.Config.WriteStamp || r.stamp != nil {
+		return r.stamp
+	}
+	r.mu.Lock()
+	failed := r.stampErr != nil
+	r.mu.Unlock()
+	if failed {
+		return nil
+	}
+	s, err := attachWriteStamp()
+	if err != nil {
+		r.stampFailed(err)
+		return nil
+	}
+	r.stamp = s
+	return s
+}
+
+// stampFailed drops the stamp for good: reads date the state from now on.
+func (r *Reader) stampFailed(err error) {
+	if r.stamp != nil {
+		r.stamp.close()
+		r.stamp = nil
+	}
+	r.mu.Lock()
+	r.stampErr, r.stampAt = err, time.Now()
+	r.mu.Unlock()
+}
+
+// Fallback reports that changes are dated by the reads, not by the kernel's
+// stamp of the maps' writes, when Config.WriteStamp asked for the stamp and
+// it could not attach ("" when it did, or was not asked for).
+func (r *Reader) Fallback() (from, to, reason string, since time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stampErr == nil {
+		return "", "", "", time.Time{}
+	}
+	return "kernel time", "read time", "map writes are not stamped (" + r.stampErr.Error() +
+		"): lag samples are dated by the read that saw the change, up to a fast-poll interval late", r.stampAt
+}
+
+// Close detaches the write stamp, if attached.
+func (r *Reader) Close() error {
+	r.read.Lock()
+	defer r.read.Unlock()
+	if r.stamp != nil {
+		r.stamp.close()
+		r.stamp = nil
+	}
+	return nil
 }
 
 // fs is the bpffs to read: the configured one, else the first bpf mount,

@@ -1,6 +1,7 @@
 package cilium
 
 import (
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -189,4 +190,46 @@ func TestWriteStampPrecision(t *testing.T) {
 	q := func(d []time.Duration, p float64) time.Duration { return d[int(p*float64(len(d)-1))] }
 	t.Logf("stamp to syscall return over %d updates: p50 %v p90 %v p99 %v max %v (the whole call: p50 %v p99 %v)",
 		n, q(gaps, .5), q(gaps, .9), q(gaps, .99), gaps[n-1], q(calls, .5), q(calls, .99))
+}
+
+// BenchmarkWriteStampCost: one map update system call without the stamp,
+// with it attached (a map it does not watch: what every other bpf() write
+// on the node pays) and on a watched map; and another system call
+// (getppid) without and with it: an enabled syscall tracepoint sends every
+// system call of the node through the kernel's tracing path.
+func BenchmarkWriteStampCost(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("creating bpf maps and attaching the stamp need root")
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 12, ValueSize: 12, MaxEntries: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	k, v := encodeService(svcEntry{Addr: vip, Port: 80, Proto: 6, Count: 1})
+	put := func(b *testing.B) {
+		for b.Loop() {
+			if err := m.Put(k, v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	other := func(b *testing.B) {
+		for b.Loop() {
+			unix.Getppid()
+		}
+	}
+	b.Run("no-stamp", put)
+	b.Run("getppid-no-stamp", other)
+	s, err := attachWriteStamp()
+	if err != nil {
+		b.Skipf("the stamp does not attach: %v", err)
+	}
+	defer s.close()
+	b.Run("unwatched", put)
+	b.Run("getppid-stamp", other)
+	if _, err := s.watch([]*ebpf.Map{m}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("watched", put)
 }

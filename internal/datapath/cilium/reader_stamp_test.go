@@ -1,0 +1,129 @@
+package cilium
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/netdrift/netdrift/internal/drift"
+	"github.com/netdrift/netdrift/internal/model"
+)
+
+// stampedReader is a Reader with the write stamp over a private bpffs
+// holding Cilium's IPv4 maps with one frontend of two backends.
+func stampedReader(t *testing.T) (*Reader, func(count uint16)) {
+	t.Helper()
+	fs := privateBPFFS(t)
+	if _, err := btf.LoadKernelSpec(); err != nil {
+		t.Skipf("no kernel BTF, the stamp's programs cannot load: %v", err)
+	}
+	svc, bes := pinMap(t, fs, services4Layout), pinMap(t, fs, backends4Layout)
+	putAll(t, svc, bes, frontend(vip, 80, 0, 0, 0, []uint32{1, 2}, nil),
+		map[uint32]backendEntry{1: be(pod1, 0), 2: be(pod2, 0)})
+	r := &Reader{Config: Config{BPFFS: fs, WriteStamp: true}}
+	t.Cleanup(func() { r.Close() })
+	setCount := func(count uint16) {
+		k, v := encodeService(svcEntry{Addr: vip, Port: 80, Proto: 6, Count: count, RevNat: 7})
+		if err := svc.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r, setCount
+}
+
+func snapshot(t *testing.T, r *Reader) model.Observed {
+	t.Helper()
+	obs, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from, _, why, _ := r.Fallback(); from != "" {
+		t.Fatalf("the write stamp did not attach (the kernel has BTF and this test runs as root): %s", why)
+	}
+	return obs
+}
+
+// TestReaderDatesByTheWriteStamp: a read 300 ms after a write to the
+// maps says the state it found held since that write (within the write's
+// system call), and a lag sample taken from that read has T2 at the write,
+// not at the read. The first read (the maps just watched) cannot tell;
+// a read after no write says the state held since the maps were watched.
+func TestReaderDatesByTheWriteStamp(t *testing.T) {
+	r, setCount := stampedReader(t)
+	beforeFirst := time.Now()
+	if obs := snapshot(t, r); !obs.HeldSince.IsZero() {
+		t.Errorf("the first read dates its state at %v: its maps were not watched before it", obs.HeldSince)
+	}
+	afterFirst := time.Now()
+	if obs := snapshot(t, r); obs.HeldSince.Before(beforeFirst) || obs.HeldSince.After(afterFirst) {
+		t.Errorf("no write since the maps were watched: held since %v, want within the first read (%v..%v)",
+			obs.HeldSince, beforeFirst, afterFirst)
+	}
+
+	fe := model.NewFrontend(vip, 80, model.TCP, model.ClusterIP)
+	lag := drift.NewLagTracker()
+	t1 := time.Now()
+	want := map[model.Frontend]model.Verdict{fe: {Action: model.Forward, Backends: []netip.AddrPort{ap(pod1)}}}
+	lag.Record(drift.Change{Service: model.ServiceName{Namespace: "shop", Name: "web"}, Kind: drift.ChangeRemove, T1: t1,
+		Desired: want, Previous: map[model.Frontend]model.Verdict{fe: {Action: model.Forward, Backends: []netip.AddrPort{ap(pod1), ap(pod2)}}}})
+	time.Sleep(20 * time.Millisecond)
+	before := time.Now()
+	setCount(1)
+	after := time.Now()
+	time.Sleep(300 * time.Millisecond)
+	readAt := time.Now()
+	obs := snapshot(t, r)
+	const slack = 2 * time.Millisecond // the wall and monotonic clocks are read one after the other
+	if obs.HeldSince.Before(before.Add(-slack)) || obs.HeldSince.After(after.Add(slack)) {
+		t.Errorf("held since %v after the write began, want within the write (%v)", obs.HeldSince.Sub(before), after.Sub(before))
+	}
+	if got := obs.Frontends[fe].Backends; !slices.Equal(got, []netip.AddrPort{ap(pod1)}) {
+		t.Fatalf("the read does not show the write: %v", got)
+	}
+	samples := lag.ObserveSince(obs, readAt, obs.HeldSince)
+	if len(samples) != 1 || !samples[0].T2.Equal(obs.HeldSince) {
+		t.Fatalf("samples %+v, want one with T2 at the stamp %v", samples, obs.HeldSince)
+	}
+	if d := readAt.Sub(samples[0].T2); d < 250*time.Millisecond {
+		t.Errorf("T2 only %v before the read 300 ms after the write: dated by the read?", d)
+	}
+	t.Logf("T2-T1 %v by the stamp; the read came %v after T1", samples[0].NodeLag(), readAt.Sub(t1))
+}
+
+// TestReaderWithoutStampFallsBack: a reader whose stamp cannot attach
+// reads on, dates nothing, and reports the fallback with its reason; a
+// reader not asked for the stamp reports none.
+func TestReaderWithoutStampFallsBack(t *testing.T) {
+	fs := privateBPFFS(t)
+	svc, bes := pinMap(t, fs, services4Layout), pinMap(t, fs, backends4Layout)
+	putAll(t, svc, bes, frontend(vip, 80, 0, 0, 0, []uint32{1}, nil), map[uint32]backendEntry{1: be(pod1, 0)})
+	plain := &Reader{Config: Config{BPFFS: fs}}
+	obs, err := plain.Snapshot(context.Background())
+	if err != nil || !obs.HeldSince.IsZero() {
+		t.Fatalf("a reader without the stamp: held since %v, err %v", obs.HeldSince, err)
+	}
+	if from, _, _, _ := plain.Fallback(); from != "" {
+		t.Errorf("a reader not asked for the stamp reports a fallback from %q", from)
+	}
+	r := &Reader{Config: Config{BPFFS: fs, WriteStamp: true}}
+	r.stampFailed(errors.New("no BTF"))
+	for i := 0; i < 2; i++ {
+		obs, err := r.Snapshot(context.Background())
+		if err != nil || !obs.HeldSince.IsZero() || len(obs.Frontends) != 1 {
+			t.Fatalf("read %d without the stamp: held since %v, %d frontends, err %v", i, obs.HeldSince, len(obs.Frontends), err)
+		}
+	}
+	from, to, why, since := r.Fallback()
+	if from != "kernel time" || to != "read time" || !strings.Contains(why, "no BTF") || since.IsZero() {
+		t.Errorf("fallback %q -> %q (%q) since %v", from, to, why, since)
+	}
+	if r.stamp != nil {
+		t.Error("the stamp was attached after it failed")
+	}
+}
