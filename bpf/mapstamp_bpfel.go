@@ -29,10 +29,14 @@ type MapstampMapStamp struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	MapstampMapInflight    = "inflight"
-	MapstampMapWatched     = "watched"
-	MapstampProgStampEnter = "stamp_enter"
-	MapstampProgStampExit  = "stamp_exit"
+	MapstampMapInflight     = "inflight"
+	MapstampMapWatched      = "watched"
+	MapstampProgFexitDelete = "fexit_delete"
+	MapstampProgFexitUpdate = "fexit_update"
+	MapstampProgTpEnter     = "tp_enter"
+	MapstampProgTpExit      = "tp_exit"
+	MapstampVarInFlightHint = "in_flight_hint"
+	MapstampVarNrBpf        = "nr_bpf"
 )
 
 // LoadMapstamp returns the embedded CollectionSpec for Mapstamp.
@@ -77,8 +81,10 @@ type MapstampSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MapstampProgramSpecs struct {
-	StampEnter *ebpf.ProgramSpec `ebpf:"stamp_enter"`
-	StampExit  *ebpf.ProgramSpec `ebpf:"stamp_exit"`
+	FexitDelete *ebpf.ProgramSpec `ebpf:"fexit_delete"`
+	FexitUpdate *ebpf.ProgramSpec `ebpf:"fexit_update"`
+	TpEnter     *ebpf.ProgramSpec `ebpf:"tp_enter"`
+	TpExit      *ebpf.ProgramSpec `ebpf:"tp_exit"`
 }
 
 // MapstampMapSpecs contains maps before they are loaded into the kernel.
@@ -93,6 +99,8 @@ type MapstampMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MapstampVariableSpecs struct {
+	InFlightHint *ebpf.VariableSpec `ebpf:"in_flight_hint"`
+	NrBpf        *ebpf.VariableSpec `ebpf:"nr_bpf"`
 }
 
 // MapstampObjects contains all objects after they have been loaded into the kernel.
@@ -130,20 +138,26 @@ func (m *MapstampMaps) Close() error {
 //
 // It can be passed to LoadMapstampObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MapstampVariables struct {
+	InFlightHint *ebpf.Variable `ebpf:"in_flight_hint"`
+	NrBpf        *ebpf.Variable `ebpf:"nr_bpf"`
 }
 
 // MapstampPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadMapstampObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MapstampPrograms struct {
-	StampEnter *ebpf.Program `ebpf:"stamp_enter"`
-	StampExit  *ebpf.Program `ebpf:"stamp_exit"`
+	FexitDelete *ebpf.Program `ebpf:"fexit_delete"`
+	FexitUpdate *ebpf.Program `ebpf:"fexit_update"`
+	TpEnter     *ebpf.Program `ebpf:"tp_enter"`
+	TpExit      *ebpf.Program `ebpf:"tp_exit"`
 }
 
 func (p *MapstampPrograms) Close() error {
 	return _MapstampClose(
-		p.StampEnter,
-		p.StampExit,
+		p.FexitDelete,
+		p.FexitUpdate,
+		p.TpEnter,
+		p.TpExit,
 	)
 }
 

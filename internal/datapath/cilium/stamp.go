@@ -3,6 +3,7 @@ package cilium
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -15,43 +16,149 @@ import (
 
 // A writeStamp dates writes to Cilium's maps by the kernel's clock.
 // Cilium publishes no change feed for its maps, so without it a change is
-// dated by the poll that saw it. bpf/mapstamp.c, programs on the bpf()
-// system call's entry and exit tracepoints, records for each watched map
-// the kernel time of its last write command and a write counter; the
-// reader sets the watched maps by their kernel ids and, after each read,
-// takes the last write as the time since which the state it read has held.
+// dated by the poll that saw it. bpf/mapstamp.c records for each watched
+// map the kernel time of its last write from user space and a write
+// counter; the reader sets the watched maps by their kernel ids and, after
+// each read, takes the last write as the time since which the state it
+// read has held.
 type writeStamp struct {
-	objs  bpf.MapstampObjects
-	links []link.Link
-	ids   []ebpf.MapID // watched, sorted
-	since time.Time    // when ids were last set: writes before are not stamped
+	mode    string // stampFexit or stampTPBTF
+	watched *ebpf.Map
+	closers []io.Closer  // the programs, links and maps loaded
+	ids     []ebpf.MapID // watched, sorted
+	since   time.Time    // when ids were last set: writes before are not stamped
 }
+
+// The stamp's modes: fexit programs on the kernel functions of the bpf()
+// write commands (nothing else pays), or, where fexit is refused, BTF
+// programs on the raw system-call tracepoints (every system call pays a
+// little).
+const (
+	stampFexit = "fexit"
+	stampTPBTF = "tp_btf"
+)
 
 // maxWatched is bpf/mapstamp.c's MAX_WATCHED.
 const maxWatched = 16
 
-// attachWriteStamp loads bpf/mapstamp.c and attaches its programs to the
-// syscalls/sys_{enter,exit}_bpf tracepoints. It fails on a kernel without
-// BTF (the programs resolve a file descriptor to its map with CO-RE reads)
-// or syscall tracepoints, or without CAP_BPF and CAP_PERFMON; the caller
-// then dates changes by its reads.
+// attachWriteStamp loads and attaches bpf/mapstamp.c's fexit programs or,
+// when the kernel refuses them, its tracepoint programs, and checks that
+// they stamp writes to a map of its own. It fails on a kernel without BTF
+// or BTF tracepoints (Linux 5.5), without CAP_BPF and CAP_PERFMON, or when
+// the self-test finds writes not stamped; the caller then dates changes by
+// its reads.
 func attachWriteStamp() (*writeStamp, error) {
-	s := &writeStamp{}
-	if err := bpf.LoadMapstampObjects(&s.objs, nil); err != nil {
-		return nil, fmt.Errorf("load the map-write stamp (needs kernel BTF, CAP_BPF and CAP_PERFMON): %w", err)
+	s, ferr := attachStampMode(stampFexit, unix.SYS_BPF)
+	if ferr == nil {
+		return s, nil
 	}
-	for _, p := range []struct {
-		name string
-		prog *ebpf.Program
-	}{{"sys_enter_bpf", s.objs.StampEnter}, {"sys_exit_bpf", s.objs.StampExit}} {
-		l, err := link.Tracepoint("syscalls", p.name, p.prog, nil)
-		if err != nil {
-			s.close()
-			return nil, fmt.Errorf("attach the map-write stamp to tracepoint syscalls/%s: %w", p.name, err)
-		}
-		s.links = append(s.links, l)
+	s, terr := attachStampMode(stampTPBTF, unix.SYS_BPF)
+	if terr != nil {
+		return nil, fmt.Errorf("%w; %w", ferr, terr)
 	}
 	return s, nil
+}
+
+// stampFexitObjs and stampTPObjs are the objects of each mode.
+type stampFexitObjs struct {
+	Watched *ebpf.Map     `ebpf:"watched"`
+	Update  *ebpf.Program `ebpf:"fexit_update"`
+	Delete  *ebpf.Program `ebpf:"fexit_delete"`
+}
+
+type stampTPObjs struct {
+	Watched  *ebpf.Map     `ebpf:"watched"`
+	Inflight *ebpf.Map     `ebpf:"inflight"`
+	Enter    *ebpf.Program `ebpf:"tp_enter"`
+	Exit     *ebpf.Program `ebpf:"tp_exit"`
+}
+
+// attachStampMode loads and attaches one mode's programs and runs the
+// self-test; nrBPF is the bpf() system call's number (tests give a wrong
+// one to the tracepoint mode).
+func attachStampMode(mode string, nrBPF uint32) (*writeStamp, error) {
+	spec, err := bpf.LoadMapstamp()
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables[bpf.MapstampVarNrBpf].Set(nrBPF); err != nil {
+		return nil, fmt.Errorf("set the bpf() system call number: %w", err)
+	}
+	s := &writeStamp{mode: mode}
+	var progs []*ebpf.Program
+	switch mode {
+	case stampFexit:
+		var o stampFexitObjs
+		err = spec.LoadAndAssign(&o, nil)
+		s.watched, progs = o.Watched, []*ebpf.Program{o.Update, o.Delete}
+		s.closers = []io.Closer{o.Watched, o.Update, o.Delete}
+	default:
+		var o stampTPObjs
+		err = spec.LoadAndAssign(&o, nil)
+		s.watched, progs = o.Watched, []*ebpf.Program{o.Enter, o.Exit}
+		s.closers = []io.Closer{o.Watched, o.Inflight, o.Enter, o.Exit}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load the map-write stamp's %s programs (needs kernel BTF, CAP_BPF and CAP_PERFMON): %w", mode, err)
+	}
+	for _, p := range progs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("attach the map-write stamp's %s programs: %w", mode, err)
+		}
+		s.closers = append(s.closers, l)
+	}
+	if err := s.selfTest(); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// selfTest writes to and deletes from a map of its own, watched for the
+// test, and checks both writes were stamped within their system calls:
+// a stamp that silently missed writes would date every change too early.
+func (s *writeStamp) selfTest() error {
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		return fmt.Errorf("map-write stamp self-test: %w", err)
+	}
+	defer m.Close()
+	info, err := m.Info()
+	if err != nil {
+		return fmt.Errorf("map-write stamp self-test: %w", err)
+	}
+	id, ok := info.ID()
+	if !ok {
+		return errors.New("map-write stamp self-test: the kernel reports no map ids")
+	}
+	if err := s.watched.Put(uint32(id), bpf.MapstampMapStamp{}); err != nil {
+		return fmt.Errorf("map-write stamp self-test: %w", err)
+	}
+	defer s.watched.Delete(uint32(id))
+	before := monoNs()
+	err = errors.Join(m.Put(uint32(1), uint32(1)), m.Delete(uint32(1)))
+	after := monoNs()
+	if err != nil {
+		return fmt.Errorf("map-write stamp self-test: %w", err)
+	}
+	var v bpf.MapstampMapStamp
+	if err := s.watched.Lookup(uint32(id), &v); err != nil {
+		return fmt.Errorf("map-write stamp self-test: %w", err)
+	}
+	if v.Writes != 2 || v.Ns < before || v.Ns > after {
+		return fmt.Errorf("map-write stamp self-test (%s): an update and a deletion left %d writes stamped at %d, want 2 within %d..%d "+
+			"(an architecture whose system-call registers bpf/mapstamp.c does not know?)", s.mode, v.Writes, v.Ns, before, after)
+	}
+	return nil
+}
+
+// monoNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
+func monoNs() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
 }
 
 // watch makes ms the watched maps. It reports whether the set changed: the
@@ -79,14 +186,14 @@ func (s *writeStamp) watch(ms []*ebpf.Map) (bool, error) {
 	}
 	for _, old := range s.ids {
 		if !slices.Contains(ids, old) {
-			if err := s.objs.Watched.Delete(uint32(old)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			if err := s.watched.Delete(uint32(old)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 				return false, err
 			}
 		}
 	}
 	for _, id := range ids {
 		if !slices.Contains(s.ids, id) {
-			if err := s.objs.Watched.Put(uint32(id), bpf.MapstampMapStamp{}); err != nil {
+			if err := s.watched.Put(uint32(id), bpf.MapstampMapStamp{}); err != nil {
 				return false, err
 			}
 		}
@@ -100,7 +207,7 @@ func (s *writeStamp) watch(ms []*ebpf.Map) (bool, error) {
 func (s *writeStamp) last() (ns, writes uint64, err error) {
 	var v bpf.MapstampMapStamp
 	for _, id := range s.ids {
-		if err := s.objs.Watched.Lookup(uint32(id), &v); err != nil {
+		if err := s.watched.Lookup(uint32(id), &v); err != nil {
 			return 0, 0, fmt.Errorf("read the stamp of map %d: %w", id, err)
 		}
 		ns, writes = max(ns, v.Ns), writes+v.Writes
@@ -123,11 +230,13 @@ func (s *writeStamp) heldSince() (time.Time, bool) {
 }
 
 func (s *writeStamp) close() {
-	for _, l := range s.links {
-		l.Close()
+	// closers holds the maps and programs, then the links: links close first.
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		if s.closers[i] != nil {
+			s.closers[i].Close()
+		}
 	}
-	s.links = nil
-	s.objs.Close()
+	s.closers = nil
 }
 
 // monoToWall converts a CLOCK_MONOTONIC reading in ns to the wall clock;

@@ -3,6 +3,7 @@ package cilium
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func attachStampT(t *testing.T) *writeStamp {
 		t.Fatalf("attach the map-write stamp (the kernel has BTF and this test runs as root): %v", err)
 	}
 	t.Cleanup(s.close)
+	t.Logf("the stamp attached in mode %s", s.mode)
 	return s
 }
 
@@ -37,7 +39,7 @@ func stampOf(t *testing.T, s *writeStamp, m *ebpf.Map) bpf.MapstampMapStamp {
 	}
 	id, _ := info.ID()
 	var v bpf.MapstampMapStamp
-	if err := s.objs.Watched.Lookup(uint32(id), &v); err != nil {
+	if err := s.watched.Lookup(uint32(id), &v); err != nil {
 		t.Fatalf("stamp of map %d: %v", id, err)
 	}
 	return v
@@ -53,7 +55,7 @@ func monoNow(t *testing.T) uint64 {
 }
 
 // TestWriteStampDatesEachWrite: updates, deletions, batch updates and
-// batch deletions of a watched map, each counted once, (Cilium's services layout, pinned in a
+// batch deletions of a watched map, each counted, (Cilium's services layout, pinned in a
 // private bpffs) are each stamped between the clock read before the
 // system call and the one after it, and counted; writes to an unwatched
 // map of the same layout stamp nothing.
@@ -81,6 +83,9 @@ func TestWriteStampDatesEachWrite(t *testing.T) {
 		{"batch update", func() error { _, err := svc.BatchUpdate(keys, vals, nil); return err }},
 		{"batch delete", func() error { _, err := svc.BatchDelete(keys, nil); return err }},
 	}
+	// The tracepoint mode counts write commands, the fexit mode the
+	// entries written (a batch of two is two).
+	wantWrites := map[string][]uint64{stampTPBTF: {1, 2, 3, 4}, stampFexit: {1, 2, 4, 6}}
 	for i, w := range writes {
 		before := monoNow(t)
 		if err := w.op(); err != nil {
@@ -91,8 +96,8 @@ func TestWriteStampDatesEachWrite(t *testing.T) {
 		if st.Ns < before || st.Ns > after {
 			t.Errorf("%s stamped %d ns after the call began, want within the call (%d ns)", w.name, int64(st.Ns-before), after-before)
 		}
-		if st.Writes != uint64(i+1) { // a batch is one write command
-			t.Errorf("after %s: %d writes counted, want %d", w.name, st.Writes, i+1)
+		if st.Writes != wantWrites[s.mode][i] {
+			t.Errorf("after %s: %d writes counted, want %d (mode %s)", w.name, st.Writes, wantWrites[s.mode][i], s.mode)
 		}
 	}
 	// A failed deletion (no such key) is no write.
@@ -120,8 +125,26 @@ func TestWriteStampDatesEachWrite(t *testing.T) {
 	info, _ := other.Info()
 	oid, _ := info.ID()
 	var ov bpf.MapstampMapStamp
-	if err := s.objs.Watched.Lookup(uint32(oid), &ov); err == nil {
+	if err := s.watched.Lookup(uint32(oid), &ov); err == nil {
 		t.Errorf("the unwatched map %d has a stamp: %+v", oid, ov)
+	}
+}
+
+// TestWriteStampSelfTest: tracepoint programs that see no map write (told
+// another system call's number) fail the self-test on attaching, which
+// says so.
+func TestWriteStampSelfTest(t *testing.T) {
+	privateBPFFS(t) // root
+	if _, err := btf.LoadKernelSpec(); err != nil {
+		t.Skipf("no kernel BTF, the stamp's programs cannot load: %v", err)
+	}
+	s, err := attachStampMode(stampTPBTF, unix.SYS_GETPID)
+	if err == nil {
+		s.close()
+		t.Fatal("a stamp blind to bpf() attached")
+	}
+	if !strings.Contains(err.Error(), "self-test") || !strings.Contains(err.Error(), "0 writes") {
+		t.Errorf("error %q, want the self-test's finding", err)
 	}
 }
 
@@ -150,7 +173,7 @@ func TestWriteStampWatchSet(t *testing.T) {
 	var keys []uint32
 	var key uint32
 	var val bpf.MapstampMapStamp
-	for it := s.objs.Watched.Iterate(); it.Next(&key, &val); {
+	for it := s.watched.Iterate(); it.Next(&key, &val); {
 		keys = append(keys, key)
 	}
 	info, _ := bes.Info()
