@@ -15,9 +15,10 @@ func OpenCilium(bpffs string) Reader {
 
 // OpenCiliumStamped is OpenCilium for the agent: the reader also dates
 // the state it reads by the kernel's stamp of the last write to the maps
-// (cilium.Config.WriteStamp), and reports a fallback when it cannot.
-func OpenCiliumStamped(bpffs string) Reader {
-	return ciliumReader{Reader: &cilium.Reader{Config: cilium.Config{BPFFS: bpffs, WriteStamp: true}}}
+// (cilium.Config.WriteStamp: stamp says how), and reports a fallback when
+// it cannot.
+func OpenCiliumStamped(bpffs string, stamp cilium.StampMode) Reader {
+	return ciliumReader{Reader: &cilium.Reader{Config: cilium.Config{BPFFS: bpffs, WriteStamp: stamp}}}
 }
 
 // DetectCilium reports whether Cilium's service maps are pinned in bpffs

@@ -16,11 +16,12 @@ type Config struct {
 	// BPFFS is the bpf filesystem cilium-agent pins into ("" = the first
 	// bpf mount of this process's mount namespace, as Cilium's tools find it).
 	BPFFS string
-	// WriteStamp dates the state a read finds by the kernel's stamp of the
-	// last write to the maps (bpf/mapstamp.c) instead of by the read: the
-	// agent sets it, one-shot reads do not. When the stamp cannot attach,
-	// reads are dated by themselves and Fallback says why.
-	WriteStamp bool
+	// WriteStamp, unless "" or StampOff, dates the state a read finds by
+	// the kernel's stamp of the last write to the maps (bpf/mapstamp.c)
+	// instead of by the read: the agent sets it, one-shot reads do not.
+	// When the stamp cannot attach, reads are dated by themselves and
+	// Fallback says why.
+	WriteStamp StampMode
 }
 
 // Reader reads Cilium's load-balancer maps into the observed model. It
@@ -97,7 +98,7 @@ func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 // Config.WriteStamp asks for it; nil when it is not attached. Called
 // under r.read.
 func (r *Reader) writeStamp() *writeStamp {
-	if !r.Config.WriteStamp || r.stamp != nil {
+	if r.Config.WriteStamp == "" || r.Config.WriteStamp == StampOff || r.stamp != nil {
 		return r.stamp
 	}
 	r.mu.Lock()
@@ -106,7 +107,7 @@ func (r *Reader) writeStamp() *writeStamp {
 	if failed {
 		return nil
 	}
-	s, err := attachWriteStamp()
+	s, err := attachWriteStamp(r.Config.WriteStamp)
 	if err != nil {
 		r.stampFailed(err)
 		return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
 
 	"github.com/netdrift/netdrift/internal/drift"
 	"github.com/netdrift/netdrift/internal/model"
@@ -19,6 +20,11 @@ import (
 // holding Cilium's IPv4 maps with one frontend of two backends.
 func stampedReader(t *testing.T) (*Reader, func(count uint16)) {
 	t.Helper()
+	return stampedReaderMode(t, StampAuto)
+}
+
+func stampedReaderMode(t *testing.T, mode StampMode) (*Reader, func(count uint16)) {
+	t.Helper()
 	fs := privateBPFFS(t)
 	if _, err := btf.LoadKernelSpec(); err != nil {
 		t.Skipf("no kernel BTF, the stamp's programs cannot load: %v", err)
@@ -26,7 +32,7 @@ func stampedReader(t *testing.T) (*Reader, func(count uint16)) {
 	svc, bes := pinMap(t, fs, services4Layout), pinMap(t, fs, backends4Layout)
 	putAll(t, svc, bes, frontend(vip, 80, 0, 0, 0, []uint32{1, 2}, nil),
 		map[uint32]backendEntry{1: be(pod1, 0), 2: be(pod2, 0)})
-	r := &Reader{Config: Config{BPFFS: fs, WriteStamp: true}}
+	r := &Reader{Config: Config{BPFFS: fs, WriteStamp: mode}}
 	t.Cleanup(func() { r.Close() })
 	setCount := func(count uint16) {
 		k, v := encodeService(svcEntry{Addr: vip, Port: 80, Proto: 6, Count: count, RevNat: 7})
@@ -111,7 +117,7 @@ func TestReaderWithoutStampFallsBack(t *testing.T) {
 	if from, _, _, _ := plain.Fallback(); from != "" {
 		t.Errorf("a reader not asked for the stamp reports a fallback from %q", from)
 	}
-	r := &Reader{Config: Config{BPFFS: fs, WriteStamp: true}}
+	r := &Reader{Config: Config{BPFFS: fs, WriteStamp: StampAuto}}
 	r.stampFailed(errors.New("no BTF"))
 	for i := 0; i < 2; i++ {
 		obs, err := r.Snapshot(context.Background())
@@ -126,4 +132,31 @@ func TestReaderWithoutStampFallsBack(t *testing.T) {
 	if r.stamp != nil {
 		t.Error("the stamp was attached after it failed")
 	}
+	// --cilium-write-stamp=off: no stamp, no fallback.
+	off := &Reader{Config: Config{BPFFS: fs, WriteStamp: StampOff}}
+	if obs, err := off.Snapshot(context.Background()); err != nil || !obs.HeldSince.IsZero() || off.stamp != nil {
+		t.Errorf("stamp off: held since %v, stamp %v, err %v", obs.HeldSince, off.stamp, err)
+	}
+	if from, _, _, _ := off.Fallback(); from != "" {
+		t.Errorf("stamp off reports a fallback from %q", from)
+	}
+}
+
+// TestReaderFexitOnly: with --cilium-write-stamp=fexit on a
+// kernel that refuses fexit, the reader reports the fallback and says the
+// tracepoint mode would work; where fexit loads, it is used.
+func TestReaderFexitOnly(t *testing.T) {
+	r, _ := stampedReaderMode(t, StampFexit)
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	from, _, why, _ := r.Fallback()
+	_, ferr := attachStampMode(stampFexit, unix.SYS_BPF)
+	switch {
+	case ferr == nil && (from != "" || r.stamp == nil || r.stamp.mode != stampFexit):
+		t.Errorf("fexit loads here, but the reader has stamp %+v and fallback %q", r.stamp, why)
+	case ferr != nil && (from == "" || !strings.Contains(why, "--cilium-write-stamp=auto")):
+		t.Errorf("fexit is refused here (%v), but the reader reports fallback %q", ferr, why)
+	}
+	t.Logf("fexit here: %v; fallback: %q", ferr, why)
 }

@@ -41,16 +41,41 @@ const (
 // maxWatched is bpf/mapstamp.c's MAX_WATCHED.
 const maxWatched = 16
 
+// StampMode says how the agent's Cilium reader stamps map writes.
+type StampMode string
+
+const (
+	// StampAuto: fexit programs, else the system-call tracepoints.
+	StampAuto StampMode = "auto"
+	// StampFexit: fexit programs only; where the kernel refuses them, reads
+	// date the changes.
+	StampFexit StampMode = "fexit"
+	// StampOff: no stamp; reads date the changes.
+	StampOff StampMode = "off"
+)
+
+// ParseStampMode checks a --cilium-write-stamp value.
+func ParseStampMode(s string) (StampMode, error) {
+	switch m := StampMode(s); m {
+	case StampAuto, StampFexit, StampOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("%q is not a write-stamp mode (want auto, fexit or off)", s)
+}
+
 // attachWriteStamp loads and attaches bpf/mapstamp.c's fexit programs or,
-// when the kernel refuses them, its tracepoint programs, and checks that
-// they stamp writes to a map of its own. It fails on a kernel without BTF
-// or BTF tracepoints (Linux 5.5), without CAP_BPF and CAP_PERFMON, or when
-// the self-test finds writes not stamped; the caller then dates changes by
-// its reads.
-func attachWriteStamp() (*writeStamp, error) {
+// when the kernel refuses them and mode allows it, its tracepoint
+// programs, and checks that they stamp writes to a map of its own. It
+// fails on a kernel without BTF or BTF tracepoints (Linux 5.5), without
+// CAP_BPF and CAP_PERFMON, or when the self-test finds writes not stamped;
+// the caller then dates changes by its reads.
+func attachWriteStamp(mode StampMode) (*writeStamp, error) {
 	s, ferr := attachStampMode(stampFexit, unix.SYS_BPF)
 	if ferr == nil {
 		return s, nil
+	}
+	if mode == StampFexit {
+		return nil, fmt.Errorf("%w (--cilium-write-stamp=auto would use the system-call tracepoints)", ferr)
 	}
 	s, terr := attachStampMode(stampTPBTF, unix.SYS_BPF)
 	if terr != nil {

@@ -21,7 +21,7 @@ func attachStampT(t *testing.T) *writeStamp {
 	if _, err := btf.LoadKernelSpec(); err != nil {
 		t.Skipf("no kernel BTF, the stamp's programs cannot load: %v", err)
 	}
-	s, err := attachWriteStamp()
+	s, err := attachWriteStamp(StampAuto)
 	if err != nil {
 		t.Fatalf("attach the map-write stamp (the kernel has BTF and this test runs as root): %v", err)
 	}
@@ -244,7 +244,7 @@ func BenchmarkWriteStampCost(b *testing.B) {
 	}
 	b.Run("no-stamp", put)
 	b.Run("getppid-no-stamp", other)
-	s, err := attachWriteStamp()
+	s, err := attachWriteStamp(StampAuto)
 	if err != nil {
 		b.Skipf("the stamp does not attach: %v", err)
 	}
@@ -255,4 +255,17 @@ func BenchmarkWriteStampCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("watched", put)
+}
+
+// TestParseStampMode: the three modes are accepted, anything else is
+// refused with what is wanted.
+func TestParseStampMode(t *testing.T) {
+	for _, s := range []string{"auto", "fexit", "off"} {
+		if m, err := ParseStampMode(s); err != nil || string(m) != s {
+			t.Errorf("%q: %q, %v", s, m, err)
+		}
+	}
+	if _, err := ParseStampMode("kprobe"); err == nil || !strings.Contains(err.Error(), "auto, fexit or off") {
+		t.Errorf("kprobe: %v", err)
+	}
 }

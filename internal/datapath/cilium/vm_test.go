@@ -16,7 +16,7 @@ import (
 // every write as its tracepoint mode does here.
 func TestWriteStampInVM(t *testing.T) {
 	vmtest.RunOwnTests(t, "cilium", []string{"TestWriteStampPicksFexit", "TestWriteStampDatesEachWrite", "TestWriteStampWatchSet",
-		"TestWriteStampPrecision", "TestReaderDatesByTheWriteStamp"}, vmtest.Config{Timeout: 6 * time.Minute})
+		"TestWriteStampPrecision", "TestReaderDatesByTheWriteStamp", "TestReaderFexitOnly"}, vmtest.Config{Timeout: 6 * time.Minute})
 }
 
 // TestWriteStampPicksFexit runs only in the VM: where fexit programs load,
