@@ -29,10 +29,9 @@ type writeStamp struct {
 	since   time.Time    // when ids were last set: writes before are not stamped
 }
 
-// The stamp's modes: fexit programs on the kernel functions of the bpf()
-// write commands (nothing else pays), or, where fexit is refused, BTF
-// programs on the raw system-call tracepoints (every system call pays a
-// little).
+// The stamp's modes: fexit programs on the hash map's update and delete
+// functions (only hash-map writes pay), or, where fexit is refused, BTF
+// programs on the raw system-call tracepoints (every system call pays).
 const (
 	stampFexit = "fexit"
 	stampTPBTF = "tp_btf"
