@@ -148,13 +148,15 @@ type tables struct {
 	services []svcEntry
 	backends map[uint32]backendEntry
 	families []string // families whose maps exist
+	skipped  bool     // not read: the caller's opened hook said so
 }
 
 // readTables reads the services and backends maps of both families under
 // bpffs. A family whose services map is not pinned is left out (a node
 // without IPv6); no services map at all is an error saying so. opened,
-// when not nil, is called with every map opened before any is read.
-func readTables(bpffs string, opened func([]*ebpf.Map) error) (tables, error) {
+// when not nil, is called with every map opened before any is read; when
+// it returns true nothing is read (tables.skipped).
+func readTables(bpffs string, opened func([]*ebpf.Map) (skip bool, err error)) (tables, error) {
 	t := tables{backends: map[uint32]backendEntry{}}
 	var fams []family
 	defer func() {
@@ -185,7 +187,9 @@ func readTables(bpffs string, opened func([]*ebpf.Map) error) (tables, error) {
 		for _, f := range fams {
 			ms = append(ms, f.svc, f.bes)
 		}
-		if err := opened(ms); err != nil {
+		skip, err := opened(ms)
+		if err != nil || skip {
+			t.skipped = skip
 			return t, err
 		}
 	}

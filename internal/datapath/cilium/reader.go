@@ -24,9 +24,9 @@ type Config struct {
 	WriteStamp StampMode
 }
 
-// Reader reads Cilium's load-balancer maps into the observed model. It
-// keeps nothing between reads but the hints: every Snapshot is a full read,
-// which costs in-process map iteration only.
+// Reader reads Cilium's load-balancer maps into the observed model. Every
+// Snapshot is a full read (in-process map iteration), unless the write
+// stamp is attached and counted no write to the maps since the last one.
 type Reader struct {
 	Config Config
 
@@ -38,6 +38,15 @@ type Reader struct {
 	stamp    *writeStamp // nil: not attached (yet, or it failed: stampErr)
 	stampErr error
 	stampAt  time.Time // when it failed
+
+	// The last full read, handed out again (same Version) while the stamp
+	// counted no write to the same maps since and neither new hints nor a
+	// Resync asked for a read: polling then costs opening the pins.
+	last       model.Observed
+	lastWrites uint64 // the stamp's write count before its dump
+	lastOK     bool   // last may be handed out again
+	version    uint64
+	stale      bool // hints changed or Resync called since the last full read
 }
 
 // Name is the datapath mode.
@@ -47,7 +56,7 @@ func (r *Reader) Name() string { return model.ModeCilium }
 // frontend's reverse-NAT id, not its Service's name.
 func (r *Reader) SetHints(h model.Hints) {
 	r.mu.Lock()
-	r.hints = h
+	r.hints, r.stale = h, true
 	r.mu.Unlock()
 }
 
@@ -63,35 +72,59 @@ func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	r.read.Lock()
 	defer r.read.Unlock()
 	st := r.writeStamp()
+	var writes uint64
 	watchedNew := false
-	t, err := readTables(fs, func(ms []*ebpf.Map) error {
+	t, err := readTables(fs, func(ms []*ebpf.Map) (bool, error) {
 		if st == nil {
-			return nil
+			return false, nil
 		}
 		changed, err := st.watch(ms)
+		if err == nil {
+			// Counted before the dump: a write it races makes the next
+			// read a full one.
+			_, writes, err = st.last()
+		}
 		if err != nil {
 			r.stampFailed(fmt.Errorf("watch the maps' writes: %w", err))
 			st = nil
+			return false, nil
 		}
 		watchedNew = changed
-		return nil
+		return !changed && r.reusable(writes), nil
 	})
 	if err != nil {
 		return model.Observed{}, err
 	}
+	if t.skipped {
+		obs := r.last
+		obs.HeldSince, _ = st.heldSince()
+		return obs, nil
+	}
 	r.mu.Lock()
 	h := r.hints
+	r.stale = false
 	r.mu.Unlock()
 	obs := observe(t.services, t.backends, h)
+	if len(t.families) == 1 {
+		obs.Warnings = append(obs.Warnings, "only "+t.families[0]+" service maps are pinned: the other family is not compared")
+	}
+	r.version++
+	obs.Version = r.version
+	r.last, r.lastWrites, r.lastOK = obs, writes, st != nil
 	if st != nil && !watchedNew {
 		// Read after the dump: a write the dump raced is counted, so the
 		// state read held since this time or earlier.
 		obs.HeldSince, _ = st.heldSince()
 	}
-	if len(t.families) == 1 {
-		obs.Warnings = append(obs.Warnings, "only "+t.families[0]+" service maps are pinned: the other family is not compared")
-	}
 	return obs, nil
+}
+
+// reusable reports whether the last full read may stand for this one:
+// the stamp has counted writes writes, as many as before that read's dump.
+func (r *Reader) reusable(writes uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastOK && !r.stale && writes == r.lastWrites
 }
 
 // writeStamp is the attached stamp, attaching it on first use when
@@ -172,5 +205,10 @@ func (r *Reader) fs() (string, error) {
 // LastReadCPU: reads are in process; callers use wall time.
 func (r *Reader) LastReadCPU() time.Duration { return 0 }
 
-// Resync: every Snapshot reads everything already.
-func (r *Reader) Resync() {}
+// Resync makes the next Snapshot a full read, also when the stamp counted
+// no write since the last one.
+func (r *Reader) Resync() {
+	r.mu.Lock()
+	r.stale = true
+	r.mu.Unlock()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -159,4 +160,48 @@ func TestReaderFexitOnly(t *testing.T) {
 		t.Errorf("fexit is refused here (%v), but the reader reports fallback %q", ferr, why)
 	}
 	t.Logf("fexit here: %v; fallback: %q", ferr, why)
+}
+
+// TestReaderSkipsUnwrittenMaps: while the stamp counts no write to the
+// maps, a Snapshot hands out the last full read again (same Version, same
+// frontends); a write, new hints or a Resync make the next one a full
+// read. Without the stamp every read is a full one.
+func TestReaderSkipsUnwrittenMaps(t *testing.T) {
+	r, setCount := stampedReader(t)
+	fe := model.NewFrontend(vip, 80, model.TCP, model.ClusterIP)
+	same := func(a, b model.Observed) bool {
+		return a.Version == b.Version && reflect.ValueOf(a.Frontends).Pointer() == reflect.ValueOf(b.Frontends).Pointer()
+	}
+	o1 := snapshot(t, r)
+	o2 := snapshot(t, r)
+	if o1.Version == 0 || !same(o1, o2) {
+		t.Fatalf("no write between two reads: versions %d and %d, the second a full read", o1.Version, o2.Version)
+	}
+	setCount(1)
+	o3 := snapshot(t, r)
+	if same(o2, o3) || len(o3.Frontends[fe].Backends) != 1 {
+		t.Fatalf("after a write: version %d (was %d), backends %v", o3.Version, o2.Version, o3.Frontends[fe].Backends)
+	}
+	if o4 := snapshot(t, r); !same(o3, o4) || o4.HeldSince.IsZero() {
+		t.Errorf("no write since: version %d (was %d), held since %v", o4.Version, o3.Version, o4.HeldSince)
+	}
+	r.SetHints(model.Hints{})
+	o5 := snapshot(t, r)
+	if same(o3, o5) {
+		t.Error("new hints did not make a full read")
+	}
+	r.Resync()
+	if o6 := snapshot(t, r); same(o5, o6) {
+		t.Error("Resync did not make a full read")
+	}
+
+	plain := &Reader{Config: Config{BPFFS: r.Config.BPFFS}}
+	p1, err := plain.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := plain.Snapshot(context.Background())
+	if err != nil || same(p1, p2) {
+		t.Errorf("without the stamp two reads share version %d (err %v)", p1.Version, err)
+	}
 }
