@@ -71,33 +71,14 @@ func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	}
 	r.read.Lock()
 	defer r.read.Unlock()
-	st := r.writeStamp()
-	var writes uint64
-	watchedNew := false
-	t, err := readTables(fs, func(ms []*ebpf.Map) (bool, error) {
-		if st == nil {
-			return false, nil
-		}
-		changed, err := st.watch(ms)
-		if err == nil {
-			// Counted before the dump: a write it races makes the next
-			// read a full one.
-			_, writes, err = st.last()
-		}
-		if err != nil {
-			r.stampFailed(fmt.Errorf("watch the maps' writes: %w", err))
-			st = nil
-			return false, nil
-		}
-		watchedNew = changed
-		return !changed && r.reusable(writes), nil
-	})
+	sr := stampedRead{r: r, st: r.writeStamp()}
+	t, err := readTables(fs, sr.opened)
 	if err != nil {
 		return model.Observed{}, err
 	}
 	if t.skipped {
 		obs := r.last
-		obs.HeldSince, _ = st.heldSince()
+		obs.HeldSince, _ = sr.st.heldSince()
 		return obs, nil
 	}
 	r.mu.Lock()
@@ -110,13 +91,41 @@ func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	}
 	r.version++
 	obs.Version = r.version
-	r.last, r.lastWrites, r.lastOK = obs, writes, st != nil
-	if st != nil && !watchedNew {
+	r.last, r.lastWrites, r.lastOK = obs, sr.writes, sr.st != nil
+	if sr.st != nil && !sr.watchedNew {
 		// Read after the dump: a write the dump raced is counted, so the
 		// state read held since this time or earlier.
-		obs.HeldSince, _ = st.heldSince()
+		obs.HeldSince, _ = sr.st.heldSince()
 	}
 	return obs, nil
+}
+
+// stampedRead is one Snapshot's use of the write stamp (st nil: none).
+type stampedRead struct {
+	r          *Reader
+	st         *writeStamp
+	writes     uint64 // the stamp's write count before the dump
+	watchedNew bool   // the watched maps changed: writes before were not counted
+}
+
+// opened watches the maps a read opened and reports whether the last full
+// read may stand for this one (nothing to read). The count is taken before
+// the dump: a write the dump races makes the next read a full one.
+func (sr *stampedRead) opened(ms []*ebpf.Map) (bool, error) {
+	if sr.st == nil {
+		return false, nil
+	}
+	changed, err := sr.st.watch(ms)
+	if err == nil {
+		_, sr.writes, err = sr.st.last()
+	}
+	if err != nil {
+		sr.r.stampFailed(fmt.Errorf("watch the maps' writes: %w", err))
+		sr.st = nil
+		return false, nil
+	}
+	sr.watchedNew = changed
+	return !changed && sr.r.reusable(sr.writes), nil
 }
 
 // reusable reports whether the last full read may stand for this one:
