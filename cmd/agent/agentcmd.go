@@ -22,6 +22,7 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/cli"
 	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/cilium"
 	"github.com/netdrift/netdrift/internal/nodecheck"
 	"github.com/netdrift/netdrift/internal/rst"
 	"github.com/netdrift/netdrift/internal/runtimetune"
@@ -40,6 +41,7 @@ type agentFlags struct {
 	netns            string
 	bpffs            string
 	ciliumTopology   bool
+	ciliumStamp      string
 	staleAfter       time.Duration
 	fastPoll         time.Duration
 	eventPoll        time.Duration
@@ -78,6 +80,8 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key-file", "", "key `FILE` (PEM) for --secure-listen")
 	fs.StringVar(&f.datapath, "datapath", "auto", "`MODE`: auto, iptables, nftables, ipvs or cilium (Cilium's kube-proxy replacement)")
 	fs.BoolVar(&f.ciliumTopology, "cilium-service-topology", false, "cilium mode: cilium-agent runs with enable-service-topology (it honours topology hints; off by default in Cilium)")
+	fs.StringVar(&f.ciliumStamp, "cilium-write-stamp", "auto", "cilium mode: how lag samples are dated by the kernel's stamp of writes to Cilium's maps: "+
+		"auto (fexit programs, else the system-call tracepoints, which every system call of the node pays for), fexit (fexit only), off (date by the reads)")
 	fs.StringVar(&f.bpffs, "bpffs", "", "the bpf filesystem `DIR` Cilium pins its service maps in (default: the first bpf mount, as Cilium's tools find it)")
 	fs.StringVar(&f.netns, "netns", "", "read the datapath in the named network namespace `NAME` (tests, lab)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")
@@ -146,6 +150,8 @@ type agentSettings struct {
 	nodeCheck nodecheck.Config
 	rstMode   rst.Mode
 	logLevel  slog.Level
+	// ciliumStamp: how the cilium mode's reader stamps map writes
+	ciliumStamp cilium.StampMode
 }
 
 // settings validates every flag up front; each error names its flag and
@@ -183,6 +189,9 @@ func (f *agentFlags) settings() (agentSettings, error) {
 		errs = append(errs, errors.New("--max-service-series must be at least 1"))
 	}
 	var err error
+	if st.ciliumStamp, err = cilium.ParseStampMode(f.ciliumStamp); err != nil {
+		bad("--cilium-write-stamp", err)
+	}
 	if st.rstMode, err = rst.ParseMode(f.rstMode); err != nil {
 		bad("--rst-probe-mode", err)
 	}

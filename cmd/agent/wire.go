@@ -66,7 +66,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	var src datapath.Reader
 	switch {
 	case mode == model.ModeCilium:
-		src = datapath.OpenCilium(f.bpffs)
+		src = datapath.OpenCiliumStamped(f.bpffs, st.ciliumStamp)
 	case mode != model.ModeNone:
 		if src, err = datapath.Open(mode, f.netns); err != nil {
 			return nil, err

@@ -49,6 +49,43 @@ func testCiliumConverged(t *testing.T, e *env) {
 	for _, n := range l.Nodes() {
 		crossCheck(t, l, n.Name)
 	}
+	stampDated(t, agents, "default/cconv")
+}
+
+// stampDated checks that every agent's lag samples of svc are dated by the
+// kernel's stamp of the map writes, not by the read that saw them (the
+// stamp needs kernel BTF).
+func stampDated(t *testing.T, agents []*Agent, svc string) {
+	t.Helper()
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		t.Logf("no kernel BTF (%v): the agents date lag samples by their reads, not checked", err)
+		return
+	}
+	for _, a := range agents {
+		var lag Lag
+		if err := a.Get(context.Background(), "/v1/lag", &lag); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range lag.Samples {
+			if s.Service != svc {
+				continue
+			}
+			n++
+			if s.T2Source != "map-write-stamp" {
+				var st struct {
+					Fallbacks any `json:"fallbacks"`
+				}
+				_ = a.Get(context.Background(), "/v1/status", &st)
+				t.Errorf("%s: %s %s sample has T2 source %q, want map-write-stamp (fallbacks in force: %v)", a.Node, svc, s.Change,
+					s.T2Source, st.Fallbacks)
+			}
+			t.Logf("%s: %s %s: T2-T1 %.3f s (T2 %s)", a.Node, svc, s.Change, s.NodeLagSeconds, s.T2Source)
+		}
+		if n == 0 {
+			t.Errorf("%s: no lag sample of %s", a.Node, svc)
+		}
+	}
 }
 
 // crossCheck compares the ClusterIP frontends and backends netdrift reads
