@@ -80,8 +80,9 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key-file", "", "key `FILE` (PEM) for --secure-listen")
 	fs.StringVar(&f.datapath, "datapath", "auto", "`MODE`: auto, iptables, nftables, ipvs or cilium (Cilium's kube-proxy replacement)")
 	fs.BoolVar(&f.ciliumTopology, "cilium-service-topology", false, "cilium mode: cilium-agent runs with enable-service-topology (it honours topology hints; off by default in Cilium)")
-	fs.StringVar(&f.ciliumStamp, "cilium-write-stamp", "auto", "cilium mode: how lag samples are dated by the kernel's stamp of writes to Cilium's maps: "+
-		"auto (fexit programs, else the system-call tracepoints, which every system call of the node pays for), fexit (fexit only), off (date by the reads)")
+	fs.StringVar(&f.ciliumStamp, "cilium-write-stamp", "fexit", "cilium mode: how lag samples are dated by the kernel's stamp of writes to Cilium's maps: "+
+		"fexit (fexit programs on the hash map's writes; where the kernel refuses them, reads date the changes), "+
+		"auto (fexit, else the system-call tracepoints, which every system call of the node pays for), off (date by the reads)")
 	fs.StringVar(&f.bpffs, "bpffs", "", "the bpf filesystem `DIR` Cilium pins its service maps in (default: the first bpf mount, as Cilium's tools find it)")
 	fs.StringVar(&f.netns, "netns", "", "read the datapath in the named network namespace `NAME` (tests, lab)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")

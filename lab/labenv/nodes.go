@@ -250,7 +250,9 @@ func (l *Lab) startAgent(i int) error {
 		"--listen", l.AgentAddr(nodeName(i)),
 	}, l.opts.AgentArgs...)
 	if l.opts.ProxyMode == "cilium" { // the node's maps, as a DaemonSet mounts the node's /sys/fs/bpf
-		args = append(args, "--bpffs", l.nodeBPFFS(i))
+		// The stamp with its tracepoint fallback: the lab's kernel may refuse
+		// fexit on the hash map's functions, and the lab has no other load.
+		args = append(args, "--bpffs", l.nodeBPFFS(i), "--cilium-write-stamp=auto")
 	}
 	if err := l.noteAgentRun(i); err != nil {
 		return err
