@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,25 @@ type SoakPoint struct {
 	Goroutines         float64
 	Stale, Pending     int  // the agent's stale findings and pending mismatches (/v1/drift)
 	Err                bool // a sample that failed (the others still count)
+	// Counters of the agent's own bookkeeping (its /metrics), to tell what
+	// a run did besides the changes: overruns of its change-event socket,
+	// full audits, the reader's self-audits and how many differed, reader
+	// fallbacks in force.
+	EventsLost, FullAudits, ReaderAudits, ReaderDiffs, Fallbacks float64
+	// FirstStale names up to three stale findings of this sample.
+	FirstStale []string
+}
+
+// soakCounters are the metrics each sample reads into its counters.
+var soakCounters = []struct {
+	name string
+	dst  func(*SoakPoint) *float64
+}{
+	{"netdrift_change_events_lost_total", func(p *SoakPoint) *float64 { return &p.EventsLost }},
+	{"netdrift_full_audits_total", func(p *SoakPoint) *float64 { return &p.FullAudits }},
+	{"netdrift_reader_audits_total", func(p *SoakPoint) *float64 { return &p.ReaderAudits }},
+	{"netdrift_reader_audit_differences_total", func(p *SoakPoint) *float64 { return &p.ReaderDiffs }},
+	{"netdrift_reader_fallback_active", func(p *SoakPoint) *float64 { return &p.Fallbacks }},
 }
 
 // soakSampler samples every SoakEvery until stopped.
@@ -76,15 +96,26 @@ func sampleOnce(ctx context.Context, a *scenarios.Agent, p pids) SoakPoint {
 	}
 	if ms, err := a.Metrics(ctx); err == nil {
 		pt.Goroutines, _ = ms.Sum("go_goroutines", nil)
+		for _, c := range soakCounters {
+			*c.dst(&pt), _ = ms.Sum(c.name, nil)
+		}
 	} else {
 		pt.Err = true
 	}
 	var d struct {
-		Findings []struct{} `json:"findings"`
-		Pending  []struct{} `json:"pending"`
+		Findings []struct {
+			Kind     string `json:"kind"`
+			Service  string `json:"service"`
+			Frontend string `json:"frontend"`
+			Backend  string `json:"backend"`
+		} `json:"findings"`
+		Pending []struct{} `json:"pending"`
 	}
 	if err := a.Get(ctx, "/v1/drift", &d); err == nil {
 		pt.Stale, pt.Pending = len(d.Findings), len(d.Pending)
+		for _, f := range d.Findings[:min(3, len(d.Findings))] {
+			pt.FirstStale = append(pt.FirstStale, fmt.Sprintf("%s %s %s %s", f.Kind, f.Service, f.Frontend, f.Backend))
+		}
 	} else {
 		pt.Err = true
 	}
@@ -173,4 +204,27 @@ func writeSoak(w io.Writer, points []SoakPoint) {
 	fmt.Fprintf(w, "  kube-proxy RSS  first %.0f MiB, last %.0f MiB, slope %+.1f MiB/h\n", s.ProxyFirst, s.ProxyLast, s.ProxySlope)
 	fmt.Fprintf(w, "  goroutines      first %.0f, last %.0f, peak %.0f, slope %+.1f/h\n", s.GoroutinesFirst, s.GoroutinesLast, s.GoroutinesPeak, s.GoroutineSlope)
 	fmt.Fprintf(w, "  stale findings  max %d, in %d of %d samples\n", s.MaxStale, s.StaleSamples, s.Points)
+	writeSoakCounters(w, points)
+}
+
+// writeSoakCounters prints the agent's counters at the last good sample and
+// the first samples that had stale findings, with up to three of them.
+func writeSoakCounters(w io.Writer, points []SoakPoint) {
+	shown := 0
+	for _, p := range points {
+		if p.Err {
+			continue
+		}
+		if len(p.FirstStale) > 0 && shown < 5 {
+			shown++
+			fmt.Fprintf(w, "  at %s: %d stale, e.g. %s\n", p.At.Round(time.Second), p.Stale, strings.Join(p.FirstStale, "; "))
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		if p := points[i]; !p.Err {
+			fmt.Fprintf(w, "  agent counters at the end: change events lost %.0f, full audits %.0f, reader self-audits %.0f (differed %.0f), reader fallbacks in force %.0f\n",
+				p.EventsLost, p.FullAudits, p.ReaderAudits, p.ReaderDiffs, p.Fallbacks)
+			return
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,27 @@ func TestSlope(t *testing.T) {
 	s := Summarize(append(pts, SoakPoint{At: time.Hour, AgentRSS: 98 << 20, Stale: 2}))
 	if s.MaxStale != 2 || s.StaleSamples != 1 || s.Failed != 1 || s.AgentPeak != 98 {
 		t.Errorf("summary %+v", s)
+	}
+}
+
+// TestWriteSoakCounters: the report names the first samples with stale
+// findings (up to three of each) and the agent's counters at the last good
+// sample, skipping a failed one.
+func TestWriteSoakCounters(t *testing.T) {
+	pts := []SoakPoint{
+		{At: time.Minute},
+		{At: 2 * time.Minute, Stale: 4, FirstStale: []string{"stale_backend default/a 10.96.0.1:80/TCP 10.244.1.2:8080"}},
+		{At: 3 * time.Minute, EventsLost: 2, FullAudits: 7, ReaderAudits: 30, ReaderDiffs: 1, Fallbacks: 1},
+		{At: 4 * time.Minute, Err: true, EventsLost: 99},
+	}
+	var b strings.Builder
+	writeSoakCounters(&b, pts)
+	for _, want := range []string{
+		"at 2m0s: 4 stale, e.g. stale_backend default/a 10.96.0.1:80/TCP 10.244.1.2:8080",
+		"change events lost 2, full audits 7, reader self-audits 30 (differed 1), reader fallbacks in force 1",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report %q lacks %q", b.String(), want)
+		}
 	}
 }
