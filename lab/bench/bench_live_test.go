@@ -113,7 +113,7 @@ func TestBenchLiveQuick(t *testing.T) {
 	needRoot(t)
 	bin := agentBinary(t)
 	ensureBins(t)
-	modes := fields(t, "BENCH_LIVE_QUICK_MODES", "nftables iptables-nft")
+	modes := fields(t, "BENCH_LIVE_QUICK_MODES", "nftables iptables-nft cilium")
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			res := Run(context.Background(), Config{

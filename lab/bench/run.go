@@ -934,11 +934,11 @@ func cheapest(refs []RefDump) RefDump {
 	return best
 }
 
-// createTimed creates the run's objects (kube-proxy "running" or "stopped"
-// meanwhile) and records how long that took.
+// createTimed creates the run's objects (the service proxy "running" or
+// "stopped" meanwhile) and records how long that took.
 func createTimed(ctx context.Context, cs kubernetes.Interface, cfg Config, res *Result, logf func(string, ...any), proxy string) (*Cluster, error) {
 	t0 := time.Now()
-	logf("creating %d services x %d endpoints (kube-proxy %s)", res.Services, cfg.EndpointsPerService, proxy)
+	logf("creating %d services x %d endpoints (%s %s)", res.Services, cfg.EndpointsPerService, proxyName(cfg.Mode), proxy)
 	cl, err := CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
 	if err != nil {
 		return nil, fmt.Errorf("creating objects: %w", err)
