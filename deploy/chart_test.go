@@ -289,6 +289,25 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
+// TestChartWatchNodes: watchNodes=own passes --watch-nodes=own; the default
+// passes nothing (the agent's default, all); a wrong value fails the render
+// and names the value.
+func TestChartWatchNodes(t *testing.T) {
+	argsOf := func(set ...string) string {
+		return strings.Join(daemonSetOf(t, renderChart(t, set...)).Spec.Template.Spec.Containers[0].Args, " ")
+	}
+	if a := argsOf(); strings.Contains(a, "--watch-nodes") {
+		t.Errorf("default args %q carry --watch-nodes", a)
+	}
+	if a := argsOf("--set", "watchNodes=own"); !strings.Contains(a, "--watch-nodes=own") {
+		t.Errorf("watchNodes=own: args %q lack --watch-nodes=own", a)
+	}
+	out, err := exec.Command(helmBin(t), "template", "netdrift", chartDir, "--kube-version", kubeVersion, "--set", "watchNodes=some").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `watchNodes: "some" is not a choice`) {
+		t.Errorf("watchNodes=some: err %v, output %q", err, out)
+	}
+}
+
 // NOTES.txt says how to query an agent (helm install prints it; helm template does not, so
 // it is rendered through a throwaway template).
 func TestChartNotes(t *testing.T) {

@@ -8,7 +8,8 @@
 # Under `flock LOCK make demo` the lab's runner inherits the lock and holds it
 # while the lab stays up: run `make demo-down` without the lock.
 #
-# make test-lab: the lab scenarios CI runs (rollout, frozen kube-proxy and the node
+# make test-lab: the lab scenarios CI runs (every shell line of docs/install.md and
+# docs/runbook.md, run as written with kubectl, helm and jq; rollout, frozen kube-proxy and the node
 # reports with their own-node admission policies in iptables mode, frozen kube-proxy in nftables mode; in iptables mode also
 # the alerts through the lab Prometheus: quiet under churn, NetdriftStaleDNAT
 # for a frozen kube-proxy, the watch alerts with the API server down, and
@@ -33,10 +34,10 @@ demo: deps build lab-bins
 demo-down:
 	$(LAB_RUN) down -name $(DEMO_NAME)
 
-test-lab: build lab-bins $(HELM)
+test-lab: build lab-bins lab-deps $(HELM)
 	export NETDRIFT_HELM=$(HELM); $(SCENARIO_GO) -timeout 40m -v \
-		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestScenarios/(iptables|nftables)/(quiet|rollout|readyrefusals|frozen|stalealert|nodereports|reportpolicy|agentrestart|kprestart|ruledeleted|triggerskew|panels|plugin|watchalert)$$' \
-		-skip 'TestScenarios/nftables/(quiet|rollout|readyrefusals|stalealert|nodereports|reportpolicy|agentrestart|ruledeleted|triggerskew|panels|plugin|watchalert)$$' ./scenarios
+		-run 'TestParse|TestMatch|TestQuantile|TestNormalize|TestSubstitute|TestDocCommandsRun|TestDocShellLines|TestScenarios/(iptables|nftables)/(quiet|docs|rollout|readyrefusals|frozen|stalealert|nodereports|reportpolicy|agentrestart|kprestart|ruledeleted|triggerskew|panels|plugin|watchalert)$$' \
+		-skip 'TestScenarios/nftables/(quiet|docs|rollout|readyrefusals|stalealert|nodereports|reportpolicy|agentrestart|ruledeleted|triggerskew|panels|plugin|watchalert)$$' ./scenarios
 
 test-lab-faults: build lab-bins $(HELM)
 	export NETDRIFT_HELM=$(HELM); $(SCENARIO_GO) -timeout 30m -v \

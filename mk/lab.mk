@@ -10,11 +10,20 @@ LAB_MODE  ?= iptables
 LAB_GOFLAGS := -trimpath
 LAB_RUN   := cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) run $(LAB_GOFLAGS) ./cmd/lab
 
-.PHONY: lab-bins lab-up lab-up-agent lab-down lab-status test-lab-smoke test-lab-race lab-lint
+.PHONY: lab-bins lab-deps lab-up lab-up-agent lab-down lab-status test-lab-smoke test-lab-race lab-lint
 
-# Build (or confirm up to date) the pinned upstream binaries; prints progress.
+# Build (or confirm up to date) the pinned upstream binaries, nodestream and
+# kubectl (k8s.io/kubectl, for the docs scenario); prints progress.
 lab-bins:
 	$(LAB_RUN) build
+
+# Debian packages the scenarios run besides the lab's binaries: jq (the
+# docs scenario runs install.md's `kubectl get nodereports -o json | jq ...`).
+LAB_DEB_PKGS := jq
+lab-deps:
+	@missing=""; for p in $(LAB_DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
 # Bring up a lab in the background (the runner hosts the kubelet stand-in).
 lab-up: lab-bins

@@ -22,6 +22,7 @@ import (
 	"github.com/netdrift/netdrift/internal/api"
 	"github.com/netdrift/netdrift/internal/cli"
 	"github.com/netdrift/netdrift/internal/datapath"
+	"github.com/netdrift/netdrift/internal/datapath/cilium"
 	"github.com/netdrift/netdrift/internal/nodecheck"
 	"github.com/netdrift/netdrift/internal/rst"
 	"github.com/netdrift/netdrift/internal/runtimetune"
@@ -40,6 +41,7 @@ type agentFlags struct {
 	netns            string
 	bpffs            string
 	ciliumTopology   bool
+	ciliumStamp      string
 	staleAfter       time.Duration
 	fastPoll         time.Duration
 	eventPoll        time.Duration
@@ -56,6 +58,7 @@ type agentFlags struct {
 	clusterCIDRs     string
 	routeMode        string
 	nodeGoneAfter    time.Duration
+	watchNodes       string
 	logLevel         string
 	procPath         string
 	report           reportFlags
@@ -77,6 +80,9 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key-file", "", "key `FILE` (PEM) for --secure-listen")
 	fs.StringVar(&f.datapath, "datapath", "auto", "`MODE`: auto, iptables, nftables, ipvs or cilium (Cilium's kube-proxy replacement)")
 	fs.BoolVar(&f.ciliumTopology, "cilium-service-topology", false, "cilium mode: cilium-agent runs with enable-service-topology (it honours topology hints; off by default in Cilium)")
+	fs.StringVar(&f.ciliumStamp, "cilium-write-stamp", "fexit", "cilium mode: how lag samples are dated by the kernel's stamp of writes to Cilium's maps: "+
+		"fexit (fexit programs on the hash map's writes; where the kernel refuses them, reads date the changes), "+
+		"auto (fexit, else the system-call tracepoints, which every system call of the node pays for), off (date by the reads)")
 	fs.StringVar(&f.bpffs, "bpffs", "", "the bpf filesystem `DIR` Cilium pins its service maps in (default: the first bpf mount, as Cilium's tools find it)")
 	fs.StringVar(&f.netns, "netns", "", "read the datapath in the named network namespace `NAME` (tests, lab)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 5*time.Second, "a mismatch older than this is a stale finding")
@@ -97,10 +103,16 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.clusterCIDRs, "cluster-cidr", "", "pod network `CIDRs`, comma separated (default: from Node podCIDRs)")
 	fs.StringVar(&f.routeMode, "route-mode", "auto", "pod route layout `MODE`: auto, per-node or none")
 	fs.DurationVar(&f.nodeGoneAfter, "node-gone-after", 5*time.Minute, "a node NotReady this long counts as gone")
+	fs.StringVar(&f.watchNodes, "watch-nodes", "all", "`WHICH` Node objects to watch: all (needed by the route and missing-node checks) or own "+
+		"(this node's only, as kube-proxy: the API server sends one Node's updates instead of the cluster's; those checks are skipped)")
 	fs.StringVar(&f.procPath, "proc-path", "/proc", "host /proc `DIR` (to find pod namespaces behind veths; /host/proc in a container)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
 	f.report.register(fs)
 }
+
+// ownNodeNote is /v1/status's note for --watch-nodes=own.
+const ownNodeNote = "--watch-nodes=own: only this node's Node is watched; stale_route, missing_route and " +
+	"endpoint_on_missing_node are not checked (they need every node's podCIDRs and readiness)"
 
 // agentCompletions are the values of the agent's enum flags, for shell
 // completion.
@@ -108,6 +120,7 @@ var agentCompletions = map[string][]string{
 	"datapath":       {"auto", "iptables", "nftables", "ipvs", "cilium"},
 	"rst-probe-mode": {"auto", "tracepoint", "tp_btf", "fentry"},
 	"route-mode":     {"auto", "per-node", "none"},
+	"watch-nodes":    {"all", "own"},
 	"log-level":      {"debug", "info", "warn", "error"},
 }
 
@@ -138,6 +151,8 @@ type agentSettings struct {
 	nodeCheck nodecheck.Config
 	rstMode   rst.Mode
 	logLevel  slog.Level
+	// ciliumStamp: how the cilium mode's reader stamps map writes
+	ciliumStamp cilium.StampMode
 }
 
 // settings validates every flag up front; each error names its flag and
@@ -175,6 +190,9 @@ func (f *agentFlags) settings() (agentSettings, error) {
 		errs = append(errs, errors.New("--max-service-series must be at least 1"))
 	}
 	var err error
+	if st.ciliumStamp, err = cilium.ParseStampMode(f.ciliumStamp); err != nil {
+		bad("--cilium-write-stamp", err)
+	}
 	if st.rstMode, err = rst.ParseMode(f.rstMode); err != nil {
 		bad("--rst-probe-mode", err)
 	}
@@ -184,6 +202,9 @@ func (f *agentFlags) settings() (agentSettings, error) {
 	}
 	if st.nodeCheck.ClusterCIDRs, err = nodecheck.ParseClusterCIDRs(f.clusterCIDRs); err != nil {
 		bad("--cluster-cidr", err)
+	}
+	if f.watchNodes != "all" && f.watchNodes != "own" {
+		bad("--watch-nodes", fmt.Errorf("%q is not a choice (want all or own)", f.watchNodes))
 	}
 	if err := st.logLevel.UnmarshalText([]byte(f.logLevel)); err != nil {
 		bad("--log-level", fmt.Errorf("%q is not a level (want debug, info, warn or error)", f.logLevel))

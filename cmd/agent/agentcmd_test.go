@@ -25,7 +25,9 @@ func TestAgentFlagsValidatedUpFront(t *testing.T) {
 	cases := [][]string{
 		{"--datapath", "ebpf"},
 		{"--rst-probe-mode", "kprobe"},
+		{"--cilium-write-stamp", "kprobe"},
 		{"--route-mode", "mesh"},
+		{"--watch-nodes", "some"},
 		{"--cluster-cidr", "10.244.0.0/16,nonsense"},
 		{"--log-level", "loud"},
 		{"--fast-poll", "0s"},

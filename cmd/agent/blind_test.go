@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,7 +47,60 @@ func (l *lockedBuffer) String() string {
 // view.current=false with the connection error, and `netdrift drift`
 // exits 3 with "no view: ...".
 func TestBlindAgentSaysSo(t *testing.T) {
-	ns := netnstest.New(t, "ndblind")
+	base, logs, started := startBlindAgent(t, "ndblind")
+	waitFor(t, 5*time.Second, "the API error in the agent's log", func() bool {
+		return strings.Contains(logs.String(), `"msg":"API server request failed`) && strings.Contains(logs.String(), "connection refused")
+	})
+	t.Logf("API error logged %s after the start", time.Since(started).Round(time.Millisecond))
+
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "connection refused") {
+		t.Errorf("/readyz: %d %q; want 503 naming the refused connection", resp.StatusCode, body)
+	}
+	var d api.Drift
+	if err := api.NewClient(base).Get(t.Context(), "/v1/drift", &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.View == nil || d.View.Current || d.View.Code != "api_failing" || !strings.Contains(d.View.LastError, "127.0.0.1:1") ||
+		!strings.Contains(d.View.LastError, "connection refused") || d.View.Since.IsZero() {
+		t.Errorf("/v1/drift view %+v; want not current, api_failing, the refused dial to 127.0.0.1:1", d.View)
+	}
+	out, errs, code := runBin(t, selfBinary(t), "drift", "--agent", base)
+	if code != cli.ExitNoView || !strings.HasPrefix(out, "no view: list/watch requests to the API server fail") ||
+		!strings.Contains(out, "last error: ") || !strings.Contains(out, "connection refused") {
+		t.Errorf("netdrift drift: exit %d, stdout %q, stderr %q; want exit 3 and the no view line", code, out, errs)
+	}
+	// Three more rounds of refused dials (five informers, every 500 ms,
+	// jittered): still one line.
+	failures := regexp.MustCompile(`\((\d+) failed since`)
+	waitFor(t, 10*time.Second, "twenty failed requests", func() bool {
+		var d api.Drift
+		if err := api.NewClient(base).Get(t.Context(), "/v1/drift", &d); err != nil || d.View == nil {
+			return false
+		}
+		m := failures.FindStringSubmatch(d.View.Reason)
+		if m == nil {
+			return false
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n >= 20
+	})
+	if n := strings.Count(logs.String(), `"msg":"API server request failed`); n != 1 {
+		t.Errorf("%d failure lines for the first failures; want 1 (then at most one per %s)", n, agent.APILogEvery)
+	}
+}
+
+// startBlindAgent runs the real agent (extra flags appended) pointed at an
+// API server address where nothing listens (loopback port 1), reading a
+// network namespace named after netns; it returns the agent's API base URL,
+// its log and when it started. The agent is stopped when the test ends.
+func startBlindAgent(t *testing.T, netns string, extra ...string) (string, *lockedBuffer, time.Time) {
+	ns := netnstest.New(t, netns)
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}}]\n" +
 		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
@@ -54,11 +108,12 @@ func TestBlindAgentSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := selfBinary(t)
-	var logs lockedBuffer
+	logs := &lockedBuffer{}
 	cmd := exec.Command(bin, "agent", "--node-name", "blind-node", "--kubeconfig", kc, "--netns", ns,
 		"--listen", "127.0.0.1:0", "--no-rst-probe", "--api-reconnect-interval", "500ms")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "NETDRIFT_AS_MAIN=1")
-	cmd.Stdout, cmd.Stderr = io.Discard, &logs
+	cmd.Stdout, cmd.Stderr = io.Discard, logs
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -87,50 +142,19 @@ func TestBlindAgentSaysSo(t *testing.T) {
 		}
 		return base != ""
 	})
-	waitFor(t, 5*time.Second, "the API error in the agent's log", func() bool {
-		return strings.Contains(logs.String(), `"msg":"API server request failed`) && strings.Contains(logs.String(), "connection refused")
-	})
-	t.Logf("API error logged %s after the start", time.Since(started).Round(time.Millisecond))
+	return base, logs, started
+}
 
-	resp, err := http.Get(base + "/readyz")
-	if err != nil {
+// TestWatchNodesOwnNoted: an agent run with --watch-nodes=own says in
+// /v1/status's notes which checks it does not run.
+func TestWatchNodesOwnNoted(t *testing.T) {
+	base, _, _ := startBlindAgent(t, "ndownnode", "--watch-nodes=own")
+	var st api.Status
+	if err := api.NewClient(base).Get(t.Context(), "/v1/status", &st); err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "connection refused") {
-		t.Errorf("/readyz: %d %q; want 503 naming the refused connection", resp.StatusCode, body)
-	}
-	var d api.Drift
-	if err := api.NewClient(base).Get(t.Context(), "/v1/drift", &d); err != nil {
-		t.Fatal(err)
-	}
-	if d.View == nil || d.View.Current || d.View.Code != "api_failing" || !strings.Contains(d.View.LastError, "127.0.0.1:1") ||
-		!strings.Contains(d.View.LastError, "connection refused") || d.View.Since.IsZero() {
-		t.Errorf("/v1/drift view %+v; want not current, api_failing, the refused dial to 127.0.0.1:1", d.View)
-	}
-	out, errs, code := runBin(t, bin, "drift", "--agent", base)
-	if code != cli.ExitNoView || !strings.HasPrefix(out, "no view: list/watch requests to the API server fail") ||
-		!strings.Contains(out, "last error: ") || !strings.Contains(out, "connection refused") {
-		t.Errorf("netdrift drift: exit %d, stdout %q, stderr %q; want exit 3 and the no view line", code, out, errs)
-	}
-	// Three more rounds of refused dials (five informers, every 500 ms,
-	// jittered): still one line.
-	failures := regexp.MustCompile(`\((\d+) failed since`)
-	waitFor(t, 10*time.Second, "twenty failed requests", func() bool {
-		var d api.Drift
-		if err := api.NewClient(base).Get(t.Context(), "/v1/drift", &d); err != nil || d.View == nil {
-			return false
-		}
-		m := failures.FindStringSubmatch(d.View.Reason)
-		if m == nil {
-			return false
-		}
-		n, _ := strconv.Atoi(m[1])
-		return n >= 20
-	})
-	if n := strings.Count(logs.String(), `"msg":"API server request failed`); n != 1 {
-		t.Errorf("%d failure lines for the first failures; want 1 (then at most one per %s)", n, agent.APILogEvery)
+	if !slices.Contains(st.Notes, ownNodeNote) {
+		t.Errorf("/v1/status notes %q lack %q", st.Notes, ownNodeNote)
 	}
 }
 

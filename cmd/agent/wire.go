@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -65,7 +66,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	var src datapath.Reader
 	switch {
 	case mode == model.ModeCilium:
-		src = datapath.OpenCilium(f.bpffs)
+		src = datapath.OpenCiliumStamped(f.bpffs, st.ciliumStamp)
 	case mode != model.ModeNone:
 		if src, err = datapath.Open(mode, f.netns); err != nil {
 			return nil, err
@@ -100,19 +101,24 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	if w.changes != nil {
 		opts.Changes = w.changes.Events()
 	}
-	opts.Notes, opts.Fallbacks = w.notes, w.fallbacks
+	opts.Notes, opts.Fallbacks = slices.Clone(w.notes), w.fallbacks
 	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: st.nodeCheck}, clk)
 	opts.NodeSources = []agent.FindingSource{nf}
 	// One registry of pod deletions: the agent records each delivery into
 	// it (OnEvent, before OnPod reads it), the RST pipeline only reads it.
 	opts.PodDeletions = deletions.New(0)
 	w.rst = rstPipeline(f, st.rstMode, func() rst.EndpointIndex { return w.agent }, opts.PodDeletions, log)
+	var watchOpts []informer.Option
+	if f.watchNodes == "own" {
+		watchOpts = append(watchOpts, informer.OwnNodeOnly())
+		opts.Notes = append(opts.Notes, ownNodeNote)
+	}
 	w.watcher = informer.NewWatcher(client, f.nodeName, clk, func(ev watch.Event) {
 		w.agent.OnEvent(ev)
 		if ev.Kind == watch.KindPod {
 			w.rst.OnPod(rst.PodChange{Name: ev.Name, IPs: ev.PodIPs, Deleted: ev.Deleted, HostNetwork: ev.PodHostNetwork, At: ev.At})
 		}
-	})
+	}, watchOpts...)
 	opts.Cluster = w.watcher
 	w.agent = agent.New(opts)
 

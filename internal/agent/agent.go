@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,6 +161,9 @@ func (a *Agent) stateOf(frontends bool) State {
 	defer a.mu.Unlock()
 	s := a.state
 	s.Now = a.clock.Now()
+	if s.LastAudit.IsZero() { // not published yet (caches not synced): the notes known at start
+		s.Notes = slices.Clone(a.notes)
+	}
 	s.FullAudits, s.FullAuditCorrections = a.tracker.fullAuditCounts()
 	if !s.LastAudit.IsZero() { // published at least once
 		if frontends {

@@ -162,6 +162,53 @@ func TestLoopLagExact(t *testing.T) {
 	}
 }
 
+// TestLoopLagDatedByTheReader: a read whose observation says since when
+// its state held (Cilium's map-write stamp) dates the sample by that time,
+// not by the read, and the sample says so; a stamp older than the
+// delivery dates it at the delivery.
+func TestLoopLagDatedByTheReader(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		held time.Duration // after the delivery
+		want time.Duration // T2-T1
+	}{
+		{"written after the delivery", 130 * time.Millisecond, 130 * time.Millisecond},
+		{"written before the delivery", -50 * time.Millisecond, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.start()
+			t1 := h.clk.Now()
+			h.setSlice(slice("web", "10.1.0.1", "10.1.0.2", "10.1.0.3"), time.Time{})
+			for i := 0; i < 3; i++ { // not programmed yet: pending
+				h.advance(100 * time.Millisecond)
+			}
+			obs := h.desiredOf()
+			obs.HeldSince = t1.Add(tc.held)
+			h.src.set(obs, nil)
+			h.advance(100 * time.Millisecond)
+			if len(h.lags) != 1 {
+				t.Fatalf("samples %+v", h.lags)
+			}
+			if s := h.lags[0]; s.NodeLag() != tc.want || s.T2Source != drift.T2WriteStamp {
+				t.Errorf("T2-T1 %v source %q, want %v %q (the read was %v after the delivery)", s.NodeLag(), s.T2Source,
+					tc.want, drift.T2WriteStamp, h.clk.Now().Sub(t1))
+			}
+		})
+	}
+	// Without the reader's dating, the read dates the sample, and no
+	// source is named.
+	h := newHarness(t)
+	h.start()
+	h.setSlice(slice("web", "10.1.0.1"), time.Time{})
+	h.advance(100 * time.Millisecond)
+	h.kubeProxySyncs()
+	h.advance(100 * time.Millisecond)
+	if len(h.lags) != 1 || h.lags[0].NodeLag() != 200*time.Millisecond || h.lags[0].T2Source != "" {
+		t.Errorf("read-dated samples %+v", h.lags)
+	}
+}
+
 func TestLoopSupersededChange(t *testing.T) {
 	h := newHarness(t)
 	h.start()

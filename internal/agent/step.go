@@ -101,6 +101,9 @@ func (a *Agent) audit(ctx context.Context, api APIState) {
 	a.noteReadLocked(now, readErr)
 	var mismatches []model.Finding
 	if ok {
+		if !obs.HeldSince.IsZero() {
+			since = obs.HeldSince // the kernel dated the state read (Cilium's map-write stamp)
+		}
 		a.observeLagLocked(obs, obsAt, since, now)
 		mismatches = append(mismatches, a.comparer.Update(a.tracker.liveDesired(a.cfg.NodeName), obs,
 			drift.Changes{Desired: a.tracker.takeChangedFrontends(), Full: full, ObservedInPlace: a.appliedInPlace})...)
@@ -135,6 +138,9 @@ func (a *Agent) noteModeLocked(obs model.Observed, ok bool) bool {
 // programmed.
 func (a *Agent) observeLagLocked(obs model.Observed, at, since, now time.Time) {
 	for _, s := range a.tracker.observe(obs, at, since, now) {
+		if !obs.HeldSince.IsZero() {
+			s.T2Source = drift.T2WriteStamp
+		}
 		a.log.Debug("change programmed", "service", s.Service, "change", s.Kind, "t1", s.T1, "t2", s.T2)
 		a.recorder.ObserveLag(s)
 		a.recent = append(a.recent, s)

@@ -71,7 +71,7 @@ func TrackedOf(ts []drift.Tracked, now time.Time) []Finding {
 // LagSampleOf converts a lag sample.
 func LagSampleOf(s drift.LagSample) LagSample {
 	out := LagSample{Service: s.Service.String(), Change: string(s.Kind), T0: s.T0, T0Source: s.T0Source, T1: s.T1, T2: s.T2,
-		NodeLagSeconds: s.NodeLag().Seconds(), Superseded: s.Superseded}
+		T2Source: s.T2Source, NodeLagSeconds: s.NodeLag().Seconds(), Superseded: s.Superseded}
 	if l, ok := s.NetworkLatency(); ok {
 		v := l.Seconds()
 		out.NetworkLatencySeconds = &v

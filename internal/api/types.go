@@ -143,6 +143,7 @@ type LagSample struct {
 	T0Source              string    `json:"t0_source,omitempty"`
 	T1                    time.Time `json:"t1"`
 	T2                    time.Time `json:"t2"`
+	T2Source              string    `json:"t2_source,omitempty"`
 	NodeLagSeconds        float64   `json:"node_lag_seconds"`
 	NetworkLatencySeconds *float64  `json:"network_latency_seconds,omitempty"`
 	Superseded            int       `json:"superseded,omitempty"`

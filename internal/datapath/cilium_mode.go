@@ -13,6 +13,14 @@ func OpenCilium(bpffs string) Reader {
 	return ciliumReader{Reader: &cilium.Reader{Config: cilium.Config{BPFFS: bpffs}}}
 }
 
+// OpenCiliumStamped is OpenCilium for the agent: the reader also dates
+// the state it reads by the kernel's stamp of the last write to the maps
+// (cilium.Config.WriteStamp: stamp says how), and reports a fallback when
+// it cannot.
+func OpenCiliumStamped(bpffs string, stamp cilium.StampMode) Reader {
+	return ciliumReader{Reader: &cilium.Reader{Config: cilium.Config{BPFFS: bpffs, WriteStamp: stamp}}}
+}
+
 // DetectCilium reports whether Cilium's service maps are pinned in bpffs
 // ("" = the first bpf mount) and says where. Detection reads no map.
 func DetectCilium(bpffs string) (string, bool) {
@@ -44,7 +52,10 @@ type ciliumReader struct {
 	unevented
 }
 
-var _ Reader = ciliumReader{}
+var _ interface {
+	Reader
+	FallbackReporter
+} = ciliumReader{}
 
 // Semantics returns how a mode's datapath departs from kube-proxy's
 // semantics, as a function over each desired verdict, or nil when it does

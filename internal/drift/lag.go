@@ -36,13 +36,20 @@ const (
 	T0PodDeletion = "pod-deletion" // the removed pod's deletion request (this node's pods only)
 )
 
+// T2WriteStamp is the T2 source of a sample dated by the kernel's stamp of
+// the last write to Cilium's maps before the read that saw it.
+const T2WriteStamp = "map-write-stamp"
+
 // LagSample is one converged change.
 type LagSample struct {
 	Service    model.ServiceName
 	Kind       ChangeKind
 	T0, T1, T2 time.Time
 	T0Source   string // T0Trigger or T0PodDeletion; "" when T0 is unknown
-	Superseded int    // how many older changes this one replaced before converging
+	// T2Source is T2WriteStamp when the kernel's stamp of the datapath's
+	// last write dated T2; "" when a read or a change event did.
+	T2Source   string
+	Superseded int // how many older changes this one replaced before converging
 	// Removed: backend addresses this change took away (what a removal's
 	// trigger can be looked up by when the slice carries no trigger time).
 	Removed []netip.Addr

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Protocol is a Service port protocol as the API spells it: TCP, UDP or SCTP.
@@ -271,6 +272,11 @@ type Observed struct {
 	// Since compares only these.
 	Since   uint64
 	Changed map[Frontend]bool
+	// HeldSince, when not zero, is when the kernel last changed the state
+	// this read found (Cilium's maps, whose writes the kernel stamps): the
+	// state has held since then, which dates the changes the read shows
+	// programmed. Zero: the reader cannot tell; the read dates them.
+	HeldSince time.Time
 }
 
 // SortedFrontends returns the keys of m in a stable order.

@@ -22,6 +22,10 @@ func endpointRule(w *world, eps []model.EndpointInfo, bySlice [][]model.Endpoint
 		info.Skipped = append(info.Skipped, "endpoint_on_missing_node: no Node objects known")
 		return nil
 	}
+	if w.onlyOwnNode {
+		info.Skipped = append(info.Skipped, "endpoint_on_missing_node: "+ownNodeOnly)
+		return nil
+	}
 	groups := map[epGroupKey][]model.EndpointInfo{}
 	for _, list := range append([][]model.EndpointInfo{eps}, bySlice...) {
 		for _, e := range list {

@@ -19,6 +19,10 @@ func routeRules(w *world, s *model.NodeSnapshot, info *Info) []model.Finding {
 		info.Skipped = append(info.Skipped, "stale_route, missing_route: no Node objects known")
 		return nil
 	}
+	if w.onlyOwnNode {
+		info.Skipped = append(info.Skipped, "stale_route, missing_route: "+ownNodeOnly)
+		return nil
+	}
 	kinds := linkKinds(s.Links)
 	info.RouteModes = decideRouteModes(w, s.Routes)
 	mode := map[model.IPFamily]RouteMode{}

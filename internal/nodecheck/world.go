@@ -9,6 +9,10 @@ import (
 	"github.com/netdrift/netdrift/internal/model"
 )
 
+// ownNodeOnly is why the rules that judge other nodes are skipped when only
+// this node's Node is known.
+const ownNodeOnly = "only this node's Node is watched (--watch-nodes=own); other nodes' podCIDRs and existence are unknown"
+
 // ownedPrefix is a node's podCIDR.
 type ownedPrefix struct {
 	Prefix netip.Prefix
@@ -27,8 +31,10 @@ type world struct {
 	goneByAddr map[netip.Addr]model.PodInfo // deleted pods of this node, to name previous owners
 	localAddrs map[netip.Addr]bool
 	extraGW    map[netip.Addr]bool
-	podNet     []netip.Prefix
-	podNetSrc  string
+	// onlyOwnNode: nodes holds this node alone (Inputs.OnlyOwnNode).
+	onlyOwnNode bool
+	podNet      []netip.Prefix
+	podNetSrc   string
 
 	// indexes, so rules stay linear in routes at thousands of nodes
 	cidrOwners   map[netip.Prefix][]string // podCIDR -> owning nodes
@@ -39,7 +45,7 @@ type world struct {
 
 func newWorld(in Inputs, cfg Config, now time.Time) *world {
 	w := &world{
-		cfg: cfg, now: now, self: in.NodeName,
+		cfg: cfg, now: now, self: in.NodeName, onlyOwnNode: in.OnlyOwnNode,
 		nodes:      map[string]model.NodeInfo{},
 		nodeAddrs:  map[netip.Addr]string{},
 		localPods:  map[netip.Addr]model.PodInfo{},

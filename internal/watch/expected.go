@@ -30,6 +30,9 @@ type ClusterState struct {
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Nodes          []*corev1.Node
 	Pods           []*corev1.Pod
+	// OwnNodeOnly: Nodes holds only the agent's own Node (--watch-nodes=own),
+	// so a Node missing from it is not known to be gone.
+	OwnNodeOnly bool
 }
 
 // Expected computes what kube-proxy must program on node from cs. It is pure:

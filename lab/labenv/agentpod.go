@@ -38,10 +38,15 @@ func (l *Lab) agentPod(i int) *corev1.Pod {
 
 // registerAgentPod creates (or keeps) node i's agent Pod object and reports
 // it Running with the node's IP, as a kubelet does for a host-network pod.
-// The kubelet stand-in leaves host-network pods alone.
+// The kubelet stand-in leaves host-network pods alone. While the lab adopts
+// the chart's DaemonSet pods (agentadopt.go), node i's chart pod is
+// reported instead, with the agent's restart.
 func (l *Lab) registerAgentPod(i int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if l.kubelet != nil && l.kubelet.adopting() {
+		return l.reportChartAgents(ctx, i)
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AgentNamespace}}
 	if _, err := l.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err

@@ -26,7 +26,9 @@ import (
 // The lab's process slot "kube-proxy/<node>" holds cilium-lb, so freezing
 // or stopping "kube-proxy" freezes or stops the node's service proxy.
 
-// CiliumBinaries are built by `make lab-cilium-bins` (module lab/cilium).
+// CiliumBinaries are built by `make lab-cilium-bins` (module lab/cilium);
+// cilium-lb-1.19.1 (Options.CiliumLB) by `make lab-cilium119-bin` (module
+// lab/cilium119).
 var CiliumBinaries = []string{"cilium-lb", "cilium-dbg"}
 
 // NodeBPFFS is the bpf filesystem holding node's Cilium service maps.
@@ -56,23 +58,31 @@ func (l *Lab) mountNodeBPFFS(i int) error {
 	return nil
 }
 
-func checkCiliumBinaries(binDir string) error {
-	for _, b := range CiliumBinaries {
+func checkCiliumBinaries(binDir, lb string) error {
+	for _, b := range append(CiliumBinaries, lb) {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
-			return fmt.Errorf("cilium mode needs %s in %s: run `make lab-cilium-bins`", b, binDir)
+			return fmt.Errorf("cilium mode needs %s in %s: run `make lab-cilium-bins` (`make lab-cilium119-bin` for cilium-lb-1.19.1)", b, binDir)
 		}
 	}
 	return nil
 }
 
+// ciliumLB is the cilium-lb binary node i runs (Options.CiliumLB).
+func (l *Lab) ciliumLB(i int) string {
+	if b := l.opts.CiliumLB[nodeName(i)]; b != "" {
+		return b
+	}
+	return "cilium-lb"
+}
+
 func (l *Lab) startCilium(i int) error {
-	if err := checkCiliumBinaries(l.opts.BinDir); err != nil {
+	if err := checkCiliumBinaries(l.opts.BinDir, l.ciliumLB(i)); err != nil {
 		return err
 	}
 	if err := l.mountNodeBPFFS(i); err != nil {
 		return err
 	}
-	args := append([]string{filepath.Join(l.opts.BinDir, "cilium-lb"),
+	args := append([]string{filepath.Join(l.opts.BinDir, l.ciliumLB(i)),
 		"--node-name=" + nodeName(i),
 		"--k8s-kubeconfig-path=" + l.kubeconfig,
 		"--bpf-root=" + l.nodeBPFFS(i),

@@ -30,3 +30,27 @@ func TestParseCiliumBackends(t *testing.T) {
 		t.Error("bad listing accepted")
 	}
 }
+
+// Options.CiliumLB: only in cilium mode, keyed by this lab's node names,
+// naming plain files.
+func TestOptionsCiliumLB(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		lb   map[string]string
+		ok   bool
+	}{
+		{"cilium", map[string]string{"node-1": "cilium-lb-1.19.1"}, true},
+		{"cilium", nil, true},
+		{"iptables", map[string]string{"node-1": "cilium-lb-1.19.1"}, false},
+		{"cilium", map[string]string{"node-4": "cilium-lb-1.19.1"}, false},
+		{"cilium", map[string]string{"node-0": "cilium-lb-1.19.1"}, false},
+		{"cilium", map[string]string{"node-01": "cilium-lb-1.19.1"}, false},
+		{"cilium", map[string]string{"node-1": "../cilium-lb"}, false},
+		{"cilium", map[string]string{"node-1": ""}, false},
+	} {
+		o := Options{Nodes: 3, ProxyMode: c.mode, CiliumLB: c.lb}
+		if err := o.checkCiliumLB(); (err == nil) != c.ok {
+			t.Errorf("%s %v: error %v, want ok %v", c.mode, c.lb, err, c.ok)
+		}
+	}
+}

@@ -26,7 +26,9 @@ const DefaultPodPort = 8080
 // kubelet is the stand-in: it gives Pods bound to lab nodes a network
 // namespace, an IP from the node's podCIDR and an HTTP server on each TCP
 // container port, reports them Running and Ready, and on deletion runs the
-// preStop sleep, closes the listeners and removes the Pod object.
+// preStop sleep, closes the listeners and removes the Pod object. The
+// chart's DaemonSet pods it handles only while the lab adopts them
+// (agentadopt.go).
 type kubelet struct {
 	l      *Lab
 	ctx    context.Context
@@ -34,6 +36,8 @@ type kubelet struct {
 	pods   map[types.UID]*podRun
 	usedIP map[int]map[byte]bool
 	seq    int
+	adopt  bool              // the chart's DaemonSet pods stand for the agents
+	runs   map[int]*agentRun // by node index: its agent process's runs
 }
 
 type podRun struct {
@@ -50,7 +54,7 @@ type podRun struct {
 }
 
 func newKubelet(l *Lab) *kubelet {
-	return &kubelet{l: l, pods: map[types.UID]*podRun{}, usedIP: map[int]map[byte]bool{}}
+	return &kubelet{l: l, pods: map[types.UID]*podRun{}, usedIP: map[int]map[byte]bool{}, runs: map[int]*agentRun{}}
 }
 
 func (k *kubelet) run(ctx context.Context, wg *sync.WaitGroup) error {
@@ -77,6 +81,10 @@ func (k *kubelet) run(ctx context.Context, wg *sync.WaitGroup) error {
 func (k *kubelet) observe(o any) {
 	pod, ok := o.(*corev1.Pod)
 	if !ok {
+		return
+	}
+	if chartAgentPod(pod) {
+		k.observeChartAgent(pod)
 		return
 	}
 	node, err := nodeIndex(pod.Spec.NodeName)

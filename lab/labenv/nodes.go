@@ -250,7 +250,12 @@ func (l *Lab) startAgent(i int) error {
 		"--listen", l.AgentAddr(nodeName(i)),
 	}, l.opts.AgentArgs...)
 	if l.opts.ProxyMode == "cilium" { // the node's maps, as a DaemonSet mounts the node's /sys/fs/bpf
-		args = append(args, "--bpffs", l.nodeBPFFS(i))
+		// The stamp with its tracepoint fallback: the lab's kernel may refuse
+		// fexit on the hash map's functions, and the lab has no other load.
+		args = append(args, "--bpffs", l.nodeBPFFS(i), "--cilium-write-stamp=auto")
+	}
+	if err := l.noteAgentRun(i); err != nil {
+		return err
 	}
 	if _, err := l.startEnv(agentName(i), nodeNS(l.opts.Name, i), l.opts.AgentEnv, args); err != nil {
 		return err

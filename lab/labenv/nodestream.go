@@ -102,13 +102,18 @@ func readCA(f pkiFiles) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 }
 
 // startNodestreams starts lab/cmd/nodestream in every node's namespace and
-// waits until each serves.
+// waits until each serves. Each serves node i's agent container's exec and
+// logs (its log file, with the run boundaries noteAgentRun records).
 func (l *Lab) startNodestreams(ctx context.Context) error {
 	for i := 1; i <= l.opts.Nodes; i++ {
 		cert, key := l.nodestreamCert(i)
 		args := []string{filepath.Join(l.opts.BinDir, "nodestream"),
 			"--listen=" + kubeletAddr(i), "--dial-ip=" + nodeIP(i).String(),
-			"--tls-cert-file=" + cert, "--tls-key-file=" + key, "--client-ca-file=" + l.pki.CACert}
+			"--tls-cert-file=" + cert, "--tls-key-file=" + key, "--client-ca-file=" + l.pki.CACert,
+			"--agent-log=" + l.LogPath(agentName(i))}
+		if l.opts.Agent != "" { // exec in the agent's container: its commands are the lab's netdrift
+			args = append(args, "--agent-bin-dir="+filepath.Dir(l.opts.Agent))
+		}
 		if _, err := l.start(nodestreamName(i), nodeNS(l.opts.Name, i), args); err != nil {
 			return err
 		}

@@ -31,6 +31,10 @@ type Options struct {
 	// or "cilium": no kube-proxy, Cilium's load-balancer control plane
 	// writes each node's service maps (cilium.go).
 	ProxyMode string
+	// CiliumLB, in cilium mode, names per node ("node-1") the cilium-lb
+	// binary in BinDir that node runs in place of "cilium-lb" (Cilium
+	// v1.20.2), such as "cilium-lb-1.19.1" for cilium#48050.
+	CiliumLB map[string]string
 	// Dir holds certificates, data, logs and the state file. Default
 	// $TMPDIR/netdrift-lab-<Name>. It is removed by Stop.
 	Dir string
@@ -112,6 +116,9 @@ func (o *Options) setDefaults() error {
 	default:
 		return fmt.Errorf("proxy mode %q: want iptables, nftables or cilium", o.ProxyMode)
 	}
+	if err := o.checkCiliumLB(); err != nil {
+		return err
+	}
 	switch o.IPTablesBackend {
 	case "", "nft", "legacy":
 	default:
@@ -152,3 +159,21 @@ func podCIDR(i int) *net.IPNet {
 }
 func podGateway(i int) net.IP { return net.IPv4(10, 244, byte(i), 1).To4() }
 func apiServerURL() string    { return fmt.Sprintf("https://%s:%d", routerIP, apiPort) }
+
+// checkCiliumLB: CiliumLB only in cilium mode, keyed by this lab's node
+// names, naming plain files (looked up in BinDir).
+func (o *Options) checkCiliumLB() error {
+	if len(o.CiliumLB) > 0 && o.ProxyMode != "cilium" {
+		return fmt.Errorf("per-node cilium-lb binaries need proxy mode cilium, not %q", o.ProxyMode)
+	}
+	for node, bin := range o.CiliumLB {
+		var i int
+		if _, err := fmt.Sscanf(node, "node-%d", &i); err != nil || nodeName(i) != node || i < 1 || i > o.Nodes {
+			return fmt.Errorf("cilium-lb binary for %q: not a node of this lab (node-1..node-%d)", node, o.Nodes)
+		}
+		if bin == "" || filepath.Base(bin) != bin {
+			return fmt.Errorf("cilium-lb binary %q for %s: want a file name in the lab's bin directory", bin, node)
+		}
+	}
+	return nil
+}

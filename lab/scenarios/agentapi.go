@@ -66,6 +66,7 @@ type LagSample struct {
 	T0                    time.Time `json:"t0"`
 	T1                    time.Time `json:"t1"`
 	T2                    time.Time `json:"t2"`
+	T2Source              string    `json:"t2_source"` // map-write-stamp: dated by the kernel's stamp (cilium mode)
 	NodeLagSeconds        float64   `json:"node_lag_seconds"`
 	NetworkLatencySeconds *float64  `json:"network_latency_seconds"`
 	// Superseded: how many older changes of the service this one replaced

@@ -27,6 +27,7 @@ var ciliumScenarios = []scenario{
 	{"local", testCiliumLocal},
 	{"frozen", testCiliumFrozen},
 	{"restart", testCiliumRestart},
+	{"panels", testCiliumPanels}, // after the stories that feed the panels
 }
 
 // TestCiliumScenarios: -run 'TestCiliumScenarios/(frozen|restart)$'.
@@ -47,6 +48,43 @@ func testCiliumConverged(t *testing.T, e *env) {
 	waitConverged(t, agents, "default/cconv", 60*time.Second)
 	for _, n := range l.Nodes() {
 		crossCheck(t, l, n.Name)
+	}
+	stampDated(t, agents, "default/cconv")
+}
+
+// stampDated checks that every agent's lag samples of svc are dated by the
+// kernel's stamp of the map writes, not by the read that saw them (the
+// stamp needs kernel BTF).
+func stampDated(t *testing.T, agents []*Agent, svc string) {
+	t.Helper()
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		t.Logf("no kernel BTF (%v): the agents date lag samples by their reads, not checked", err)
+		return
+	}
+	for _, a := range agents {
+		var lag Lag
+		if err := a.Get(context.Background(), "/v1/lag", &lag); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range lag.Samples {
+			if s.Service != svc {
+				continue
+			}
+			n++
+			if s.T2Source != "map-write-stamp" {
+				var st struct {
+					Fallbacks any `json:"fallbacks"`
+				}
+				_ = a.Get(context.Background(), "/v1/status", &st)
+				t.Errorf("%s: %s %s sample has T2 source %q, want map-write-stamp (fallbacks in force: %v)", a.Node, svc, s.Change,
+					s.T2Source, st.Fallbacks)
+			}
+			t.Logf("%s: %s %s: T2-T1 %.3f s (T2 %s)", a.Node, svc, s.Change, s.NodeLagSeconds, s.T2Source)
+		}
+		if n == 0 {
+			t.Errorf("%s: no lag sample of %s", a.Node, svc)
+		}
 	}
 }
 
@@ -257,11 +295,37 @@ func testCiliumFrozen(t *testing.T, e *env) {
 		})
 	}
 	crossCheck(t, l, frozen)
+	reported := time.Now()
+	forDur, iv := forOf(t, "NetdriftStaleDNAT"), l.ScrapeInterval()
+	bound := forDur + 3*iv // two scrapes to see it, one evaluation to act
+	fired, firedAt := waitAlert(t, promOf(l), "NetdriftStaleDNAT", bound+30*time.Second, func(as []PromAlert) (bool, string) {
+		for _, a := range as {
+			if a.Labels["node"] != frozen {
+				return false, "fires for another node: " + describe(as)
+			}
+		}
+		return true, ""
+	})
+	t.Logf("cilium mode: NetdriftStaleDNAT firing %s after the agent reported the finding: %s",
+		firedAt.Sub(reported).Round(100*time.Millisecond), describe(fired))
+	if took := firedAt.Sub(reported); took > bound+time.Second {
+		t.Errorf("NetdriftStaleDNAT fired %s after the finding; want within %s", took, bound)
+	}
 	if err := l.ThawKubeProxy(frozen); err != nil {
 		t.Fatal(err)
 	}
 	thawed = true
 	waitConverged(t, agents, "default/cfrz", 30*time.Second)
+	waitResolved(t, promOf(l), "NetdriftStaleDNAT", 3*iv+30*time.Second)
+}
+
+// waitResolved waits until alert name is no longer firing.
+func waitResolved(t *testing.T, p *Prom, name string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, 500*time.Millisecond, name+" resolved", func() (bool, string) {
+		firing := Named(alertsNow(t, p), name, "firing")
+		return len(firing) == 0, describe(firing)
+	})
 }
 
 // testCiliumRestart: node-1's Cilium control plane is stopped and started

@@ -36,6 +36,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{"lagprecision", testLagPrecision}, // first: kube-proxy's post-commit work (conntrack cleanup) grows with the traffic of later scenarios
 	{"quiet", testQuiet},               // before any scenario that rightly fires an alert (rollout: RSTs for 5 minutes)
+	{"docs", testDocs},                 // before the scenarios that create the chart's objects without Helm
 	{"rollout", testRollout},
 	{"prestop", testPreStop},
 	{"readyrefusals", testReadyRefusals},

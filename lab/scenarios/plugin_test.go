@@ -34,7 +34,9 @@ import (
 // answer, one without it is told which permission is missing. Then
 // `cluster drift --backend IP`, over NodeReports this scenario writes from
 // each agent's own answers while node-2's kube-proxy is frozen after a
-// backend's deletion, names node-2 only.
+// backend's deletion, names node-2 only, for the admin and for a user bound
+// to the chart's netdrift-cluster-reader ClusterRole alone; the namespace
+// responder is refused with the RBAC the cluster commands need.
 func testPlugin(t *testing.T, e *env) {
 	l := e.lab
 	ctx := context.Background()
@@ -154,6 +156,7 @@ func testPluginClusterDrift(t *testing.T, e *env, bin string) {
 		!strings.Contains(out, "1 of 3 nodes with rules that still DNAT to "+victim.IP) {
 		t.Errorf("cluster drift --backend %s: exit %d; want 1 and node-2 only", victim.IP, code)
 	}
+	checkClusterReader(t, l, bin, victim.IP, out)
 	out, _, _ = runPlugin(t, l, bin, l.Kubeconfig(), "cluster", "drift", "--backend", victim.IP, "-o", "json")
 	var d struct {
 		Kind  string `json:"kind"`

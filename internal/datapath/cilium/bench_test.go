@@ -85,6 +85,24 @@ func BenchmarkFullRead(b *testing.B) {
 					}
 				}
 			})
+			b.Run("netdrift-unwritten", func(b *testing.B) {
+				// With the write stamp and no write since the last read:
+				// the last read is handed out again.
+				r := &Reader{Config: Config{BPFFS: dir, WriteStamp: StampAuto}}
+				defer r.Close()
+				if _, err := r.Snapshot(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if from, _, why, _ := r.Fallback(); from != "" {
+					b.Skipf("no write stamp: %s", why)
+				}
+				for b.Loop() {
+					obs, err := r.Snapshot(context.Background())
+					if err != nil || len(obs.Frontends) != sc.services {
+						b.Fatalf("%d frontends, %v", len(obs.Frontends), err)
+					}
+				}
+			})
 			dbg := os.Getenv("NETDRIFT_CILIUM_DBG")
 			if dbg == "" {
 				return

@@ -148,22 +148,33 @@ type tables struct {
 	services []svcEntry
 	backends map[uint32]backendEntry
 	families []string // families whose maps exist
+	skipped  bool     // not read: the caller's opened hook said so
 }
 
 // readTables reads the services and backends maps of both families under
 // bpffs. A family whose services map is not pinned is left out (a node
-// without IPv6); no services map at all is an error saying so.
-func readTables(bpffs string) (tables, error) {
+// without IPv6); no services map at all is an error saying so. opened,
+// when not nil, is called with every map opened before any is read; when
+// it returns true nothing is read (tables.skipped).
+func readTables(bpffs string, opened func([]*ebpf.Map) (skip bool, err error)) (tables, error) {
 	t := tables{backends: map[uint32]backendEntry{}}
+	var fams []family
+	defer func() {
+		for _, f := range fams {
+			f.svc.Close()
+			f.bes.Close()
+		}
+	}()
 	for _, fam := range []struct {
 		name     string
 		svc, bes mapLayout
 	}{{"IPv4", services4Layout, backends4Layout}, {"IPv6", services6Layout, backends6Layout}} {
-		ok, err := t.readFamily(bpffs, fam.svc, fam.bes)
+		f, ok, err := openFamily(bpffs, fam.svc, fam.bes)
 		if err != nil {
 			return t, err
 		}
 		if ok {
+			fams = append(fams, f)
 			t.families = append(t.families, fam.name)
 		}
 	}
@@ -171,37 +182,64 @@ func readTables(bpffs string) (tables, error) {
 		return t, fmt.Errorf("no Cilium service map under %s (%s, %s): is this node running Cilium's kube-proxy replacement? "+
 			"(--bpffs names another bpf filesystem)", filepath.Join(bpffs, globalsDir), services4Name, services6Name)
 	}
+	if opened != nil {
+		var ms []*ebpf.Map
+		for _, f := range fams {
+			ms = append(ms, f.svc, f.bes)
+		}
+		skip, err := opened(ms)
+		if err != nil || skip {
+			t.skipped = skip
+			return t, err
+		}
+	}
+	for _, f := range fams {
+		if err := t.readFamily(f); err != nil {
+			return t, err
+		}
+	}
 	return t, nil
 }
 
-func (t *tables) readFamily(bpffs string, svcL, beL mapLayout) (bool, error) {
+// family is one family's open services and backends maps.
+type family struct {
+	svc, bes   *ebpf.Map
+	svcL, besL mapLayout
+}
+
+// openFamily opens one family's maps; false when its services map is not
+// pinned.
+func openFamily(bpffs string, svcL, beL mapLayout) (family, bool, error) {
 	svc, err := openPinned(bpffs, svcL)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return family{}, false, nil
 	} else if err != nil {
-		return false, err
+		return family{}, false, err
 	}
-	defer svc.Close()
 	bes, err := openPinned(bpffs, beL)
 	if err != nil {
-		return false, fmt.Errorf("%s is pinned but its backends map is not usable: %w", svcL.name, err)
+		svc.Close()
+		return family{}, false, fmt.Errorf("%s is pinned but its backends map is not usable: %w", svcL.name, err)
 	}
-	defer bes.Close()
-	if err := dump(bes, func(k, v []byte) error {
+	return family{svc: svc, bes: bes, svcL: svcL, besL: beL}, true, nil
+}
+
+func (t *tables) readFamily(f family) error {
+	if err := dump(f.bes, func(k, v []byte) error {
 		id, b, err := decodeBackend(k, v)
 		t.backends[id] = b
 		return err
 	}); err != nil {
-		return false, fmt.Errorf("read %s: %w", beL.name, err)
+		return fmt.Errorf("read %s: %w", f.besL.name, err)
 	}
-	if err := dump(svc, func(k, v []byte) error {
+	if err := dump(f.svc, func(k, v []byte) error {
 		e, err := decodeService(k, v)
 		t.services = append(t.services, e)
 		return err
 	}); err != nil {
-		return false, fmt.Errorf("read %s: %w", svcL.name, err)
+		return fmt.Errorf("read %s: %w", f.svcL.name, err)
 	}
-	return true, nil
+	return nil
 }
 
 // Pinned reports where a services map of either family is pinned under

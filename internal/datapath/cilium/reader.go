@@ -2,8 +2,11 @@ package cilium
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/netdrift/netdrift/internal/model"
 )
@@ -13,17 +16,37 @@ type Config struct {
 	// BPFFS is the bpf filesystem cilium-agent pins into ("" = the first
 	// bpf mount of this process's mount namespace, as Cilium's tools find it).
 	BPFFS string
+	// WriteStamp, unless "" or StampOff, dates the state a read finds by
+	// the kernel's stamp of the last write to the maps (bpf/mapstamp.c)
+	// instead of by the read: the agent sets it, one-shot reads do not.
+	// When the stamp cannot attach, reads are dated by themselves and
+	// Fallback says why.
+	WriteStamp StampMode
 }
 
-// Reader reads Cilium's load-balancer maps into the observed model. It
-// keeps nothing between reads but the hints: every Snapshot is a full read,
-// which costs in-process map iteration only.
+// Reader reads Cilium's load-balancer maps into the observed model. Every
+// Snapshot is a full read (in-process map iteration), unless the write
+// stamp is attached and counted no write to the maps since the last one.
 type Reader struct {
 	Config Config
 
 	mu    sync.Mutex
 	hints model.Hints
 	bpffs string // Config.BPFFS, or the first bpf mount once found
+
+	read     sync.Mutex  // one Snapshot at a time: it sets the stamp's watched maps
+	stamp    *writeStamp // nil: not attached (yet, or it failed: stampErr)
+	stampErr error
+	stampAt  time.Time // when it failed
+
+	// The last full read, handed out again (same Version) while the stamp
+	// counted no write to the same maps since and neither new hints nor a
+	// Resync asked for a read: polling then costs opening the pins.
+	last       model.Observed
+	lastWrites uint64 // the stamp's write count before its dump
+	lastOK     bool   // last may be handed out again
+	version    uint64
+	stale      bool // hints changed or Resync called since the last full read
 }
 
 // Name is the datapath mode.
@@ -33,7 +56,7 @@ func (r *Reader) Name() string { return model.ModeCilium }
 // frontend's reverse-NAT id, not its Service's name.
 func (r *Reader) SetHints(h model.Hints) {
 	r.mu.Lock()
-	r.hints = h
+	r.hints, r.stale = h, true
 	r.mu.Unlock()
 }
 
@@ -46,18 +69,128 @@ func (r *Reader) Snapshot(ctx context.Context) (model.Observed, error) {
 	if err != nil {
 		return model.Observed{}, err
 	}
-	t, err := readTables(fs)
+	r.read.Lock()
+	defer r.read.Unlock()
+	sr := stampedRead{r: r, st: r.writeStamp()}
+	t, err := readTables(fs, sr.opened)
 	if err != nil {
 		return model.Observed{}, err
 	}
+	if t.skipped {
+		obs := r.last
+		obs.HeldSince, _ = sr.st.heldSince()
+		return obs, nil
+	}
 	r.mu.Lock()
 	h := r.hints
+	r.stale = false
 	r.mu.Unlock()
 	obs := observe(t.services, t.backends, h)
 	if len(t.families) == 1 {
 		obs.Warnings = append(obs.Warnings, "only "+t.families[0]+" service maps are pinned: the other family is not compared")
 	}
+	r.version++
+	obs.Version = r.version
+	r.last, r.lastWrites, r.lastOK = obs, sr.writes, sr.st != nil
+	if sr.st != nil && !sr.watchedNew {
+		// Read after the dump: a write the dump raced is counted, so the
+		// state read held since this time or earlier.
+		obs.HeldSince, _ = sr.st.heldSince()
+	}
 	return obs, nil
+}
+
+// stampedRead is one Snapshot's use of the write stamp (st nil: none).
+type stampedRead struct {
+	r          *Reader
+	st         *writeStamp
+	writes     uint64 // the stamp's write count before the dump
+	watchedNew bool   // the watched maps changed: writes before were not counted
+}
+
+// opened watches the maps a read opened and reports whether the last full
+// read may stand for this one (nothing to read). The count is taken before
+// the dump: a write the dump races makes the next read a full one.
+func (sr *stampedRead) opened(ms []*ebpf.Map) (bool, error) {
+	if sr.st == nil {
+		return false, nil
+	}
+	changed, err := sr.st.watch(ms)
+	if err == nil {
+		_, sr.writes, err = sr.st.last()
+	}
+	if err != nil {
+		sr.r.stampFailed(fmt.Errorf("watch the maps' writes: %w", err))
+		sr.st = nil
+		return false, nil
+	}
+	sr.watchedNew = changed
+	return !changed && sr.r.reusable(sr.writes), nil
+}
+
+// reusable reports whether the last full read may stand for this one:
+// the stamp has counted writes writes, as many as before that read's dump.
+func (r *Reader) reusable(writes uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastOK && !r.stale && writes == r.lastWrites
+}
+
+// writeStamp is the attached stamp, attaching it on first use when
+// Config.WriteStamp asks for it; nil when it is not attached. Called
+// under r.read.
+func (r *Reader) writeStamp() *writeStamp {
+	if r.Config.WriteStamp == "" || r.Config.WriteStamp == StampOff || r.stamp != nil {
+		return r.stamp
+	}
+	r.mu.Lock()
+	failed := r.stampErr != nil
+	r.mu.Unlock()
+	if failed {
+		return nil
+	}
+	s, err := attachWriteStamp(r.Config.WriteStamp)
+	if err != nil {
+		r.stampFailed(err)
+		return nil
+	}
+	r.stamp = s
+	return s
+}
+
+// stampFailed drops the stamp for good: reads date the state from now on.
+func (r *Reader) stampFailed(err error) {
+	if r.stamp != nil {
+		r.stamp.close()
+		r.stamp = nil
+	}
+	r.mu.Lock()
+	r.stampErr, r.stampAt = err, time.Now()
+	r.mu.Unlock()
+}
+
+// Fallback reports that changes are dated by the reads, not by the kernel's
+// stamp of the maps' writes, when Config.WriteStamp asked for the stamp and
+// it could not attach ("" when it did, or was not asked for).
+func (r *Reader) Fallback() (from, to, reason string, since time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stampErr == nil {
+		return "", "", "", time.Time{}
+	}
+	return "kernel time", "read time", "map writes are not stamped (" + r.stampErr.Error() +
+		"): lag samples are dated by the read that saw the change, up to a fast-poll interval late", r.stampAt
+}
+
+// Close detaches the write stamp, if attached.
+func (r *Reader) Close() error {
+	r.read.Lock()
+	defer r.read.Unlock()
+	if r.stamp != nil {
+		r.stamp.close()
+		r.stamp = nil
+	}
+	return nil
 }
 
 // fs is the bpffs to read: the configured one, else the first bpf mount,
@@ -81,5 +214,10 @@ func (r *Reader) fs() (string, error) {
 // LastReadCPU: reads are in process; callers use wall time.
 func (r *Reader) LastReadCPU() time.Duration { return 0 }
 
-// Resync: every Snapshot reads everything already.
-func (r *Reader) Resync() {}
+// Resync makes the next Snapshot a full read, also when the stamp counted
+// no write since the last one.
+func (r *Reader) Resync() {
+	r.mu.Lock()
+	r.stale = true
+	r.mu.Unlock()
+}

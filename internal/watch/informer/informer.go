@@ -35,8 +35,10 @@ type Watcher struct {
 	onEvent func(watch.Event)
 
 	shared  informers.SharedInformerFactory
+	nodes   informers.SharedInformerFactory
 	pods    informers.SharedInformerFactory
 	leases  informers.SharedInformerFactory
+	ownNode bool
 	synced  map[string]cache.InformerSynced
 	sliceIx cache.Indexer
 	svcIx   cache.Indexer
@@ -46,26 +48,39 @@ type Watcher struct {
 
 const byService = "service"
 
-// NewWatcher prepares informers on Services, EndpointSlices, Nodes, the Pods
-// of node and node's Lease. onEvent is called from informer goroutines and
-// must not block.
-func NewWatcher(client kubernetes.Interface, node string, clk clock.PassiveClock, onEvent func(watch.Event)) *Watcher {
+// Option changes what a Watcher watches.
+type Option func(*Watcher)
+
+// OwnNodeOnly watches only node's own Node object, as kube-proxy does,
+// instead of every Node: the API server then sends this agent one Node's
+// updates instead of the whole cluster's, and the node rules that need every
+// Node (routes to other nodes' podCIDRs, endpoints on missing nodes) are
+// skipped (watch.ClusterState.OwnNodeOnly).
+func OwnNodeOnly() Option { return func(w *Watcher) { w.ownNode = true } }
+
+// NewWatcher prepares informers on Services, EndpointSlices, Nodes (every
+// Node, or node's own with OwnNodeOnly), the Pods of node and node's Lease.
+// onEvent is called from informer goroutines and must not block.
+func NewWatcher(client kubernetes.Interface, node string, clk clock.PassiveClock, onEvent func(watch.Event), opts ...Option) *Watcher {
 	w := &Watcher{node: node, clock: clk, onEvent: onEvent, synced: map[string]cache.InformerSynced{}}
+	for _, o := range opts {
+		o(w)
+	}
 	w.shared = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim))
 	w.pods = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
-		}))
+		informers.WithTweakListOptions(fieldIs("spec.nodeName", node)))
 	w.leases = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim),
-		informers.WithNamespace(corev1.NamespaceNodeLease),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", node).String()
-		}))
+		informers.WithNamespace(corev1.NamespaceNodeLease), informers.WithTweakListOptions(fieldIs("metadata.name", node)))
+	w.nodes = w.shared
+	if w.ownNode {
+		w.nodes = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim),
+			informers.WithTweakListOptions(fieldIs("metadata.name", node)))
+	}
 
 	svc := w.shared.Core().V1().Services().Informer()
 	sl := w.shared.Discovery().V1().EndpointSlices().Informer()
 	_ = sl.AddIndexers(cache.Indexers{byService: sliceServiceIndex})
-	nodes := w.shared.Core().V1().Nodes().Informer()
+	nodes := w.nodes.Core().V1().Nodes().Informer()
 	pods := w.pods.Core().V1().Pods().Informer()
 	lease := w.leases.Coordination().V1().Leases().Informer()
 
@@ -79,6 +94,11 @@ func NewWatcher(client kubernetes.Interface, node string, clk clock.PassiveClock
 	_, _ = pods.AddEventHandler(w.handler(watch.KindPod))
 	_, _ = lease.AddEventHandler(w.handler(watch.KindLease))
 	return w
+}
+
+// fieldIs restricts a list and watch to objects whose field equals value.
+func fieldIs(field, value string) func(*metav1.ListOptions) {
+	return func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector(field, value).String() }
 }
 
 func sliceServiceIndex(obj any) ([]string, error) {
@@ -96,6 +116,7 @@ func sliceServiceIndex(obj any) ([]string, error) {
 // Start runs the informers until ctx is done.
 func (w *Watcher) Start(ctx context.Context) {
 	w.shared.Start(ctx.Done())
+	w.nodes.Start(ctx.Done()) // the shared factory again unless OwnNodeOnly: starting twice is a no-op
 	w.pods.Start(ctx.Done())
 	w.leases.Start(ctx.Done())
 }
@@ -264,6 +285,7 @@ func (w *Watcher) State() *watch.ClusterState {
 		EndpointSlices: listAs[*discoveryv1.EndpointSlice](w.sliceIx.List()),
 		Nodes:          listAs[*corev1.Node](w.nodeIx.List()),
 		Pods:           listAs[*corev1.Pod](w.podIx.List()),
+		OwnNodeOnly:    w.ownNode,
 	}
 }
 

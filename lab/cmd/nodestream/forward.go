@@ -19,9 +19,10 @@ const (
 	streamCreationTimeout = 30 * time.Second
 )
 
-// newHandler serves the kubelet's port-forward paths. The pod is not
-// checked: the API server has already found it bound to this node.
-func newHandler(dialIP string) http.Handler {
+// newHandler serves the kubelet's port-forward, exec and containerLogs
+// paths. The pod is not checked: the API server has already found it bound
+// to this node.
+func newHandler(dialIP string, ex *execServer, logs *logServer) http.Handler {
 	pf := nodeForwarder{ip: dialIP}
 	serve := func(w http.ResponseWriter, req *http.Request) {
 		opts, err := portforward.NewV4Options(req)
@@ -38,6 +39,11 @@ func newHandler(dialIP string) http.Handler {
 		mux.HandleFunc("GET "+p, serve)
 		mux.HandleFunc("POST "+p, serve)
 	}
+	for _, p := range []string{"/exec/{ns}/{pod}/{container}", "/exec/{ns}/{pod}/{uid}/{container}"} {
+		mux.HandleFunc("GET "+p, ex.serve)
+		mux.HandleFunc("POST "+p, ex.serve)
+	}
+	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", logs.serve)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	return mux
 }

@@ -1,9 +1,13 @@
-// Command nodestream is the lab's stand-in for the one part of a kubelet
-// the API server calls for `kubectl port-forward`: the streaming
-// port-forward endpoint (/portForward/{namespace}/{pod}[/{uid}]), served
-// with the kubelet's own streaming library (k8s.io/cri-streaming) over TLS
-// at the kubelet port of one lab node. Each forwarded stream is connected to
-// the requested port of the node.
+// Command nodestream is the lab's stand-in for the parts of a kubelet the
+// API server calls for `kubectl port-forward`, `kubectl exec` and `kubectl
+// logs`: the streaming port-forward and exec endpoints
+// (/portForward/{namespace}/{pod}[/{uid}], /exec/{namespace}/{pod}[/{uid}]/{container}),
+// served with the kubelet's own streaming library (k8s.io/cri-streaming),
+// and /containerLogs/{namespace}/{pod}/{container}, over TLS at the kubelet
+// port of one lab node. Each forwarded stream is connected to the requested
+// port of the node. Exec and logs serve the netdrift agent's container only
+// (exec.go, logs.go): its commands run in the node's network namespace, its
+// log is the lab agent's log file.
 //
 // The lab runs one nodestream per node, inside the node's network
 // namespace (labenv). The lab's agents are host-network pods that listen
@@ -42,13 +46,19 @@ func main() {
 	certFile := flag.String("tls-cert-file", "", "serving certificate")
 	keyFile := flag.String("tls-key-file", "", "serving certificate's key")
 	clientCA := flag.String("client-ca-file", "", "CA of the client certificates accepted (the API server's)")
+	ex := &execServer{}
+	logs := &logServer{}
+	flag.StringVar(&ex.binDir, "agent-bin-dir", "", "the directory of the netdrift binary: the agent container's PATH for exec (empty: no exec)")
+	flag.StringVar(&ex.localListen, "agent-local-listen", "127.0.0.1:9760", "the agent's plain listener in the pod, forwarded to the same port of --dial-ip at the first exec (empty: none)")
+	flag.StringVar(&logs.file, "agent-log", "", "the agent's log file, served as the agent container's log (empty: no logs)")
 	flag.Parse()
-	if err := run(*listen, *dialIP, *certFile, *keyFile, *clientCA); err != nil {
+	ex.dialIP = *dialIP
+	if err := run(*listen, *dialIP, *certFile, *keyFile, *clientCA, ex, logs); err != nil {
 		log.Fatalf("nodestream: %v", err)
 	}
 }
 
-func run(listen, dialIP, certFile, keyFile, clientCA string) error {
+func run(listen, dialIP, certFile, keyFile, clientCA string, ex *execServer, logs *logServer) error {
 	if listen == "" || net.ParseIP(dialIP) == nil || certFile == "" || keyFile == "" || clientCA == "" {
 		return errors.New("need --listen <node IP>:10250, --dial-ip <node IP>, --tls-cert-file, --tls-key-file and --client-ca-file")
 	}
@@ -58,7 +68,7 @@ func run(listen, dialIP, certFile, keyFile, clientCA string) error {
 	}
 	srv := &http.Server{
 		Addr:              listen,
-		Handler:           newHandler(dialIP),
+		Handler:           newHandler(dialIP, ex, logs),
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		// No HTTP/2: SPDY and WebSocket upgrades need HTTP/1.1.
@@ -73,7 +83,7 @@ func run(listen, dialIP, certFile, keyFile, clientCA string) error {
 		_ = srv.Shutdown(sctx)
 		_ = srv.Close()
 	}()
-	fmt.Printf("nodestream: serving /portForward on https://%s, forwarding to %s\n", listen, dialIP)
+	fmt.Printf("nodestream: serving /portForward, /exec and /containerLogs on https://%s, forwarding to %s\n", listen, dialIP)
 	if err := srv.ListenAndServeTLS("", ""); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
