@@ -66,13 +66,13 @@ func TestUnexpectedWarning(t *testing.T) {
 }
 
 func TestCiliumLagTable(t *testing.T) {
-	w := Window{Name: "churn 1/s", Rate: 1, Changes: 3, Samples: 3, SamplesMetric: 3,
+	w := Window{Name: "churn 1/s", Rate: 1, Changes: 3, Samples: 3, SamplesMetric: 3, T2Sources: map[string]int{"map-write-stamp": 2, "": 1},
 		AgentT2T0: []time.Duration{600 * time.Millisecond, 700 * time.Millisecond, 900 * time.Millisecond}, AgentT2T0Mean: 733 * time.Millisecond}
 	empty := Window{Name: "churn 20/s", Rate: 20}
 	var b strings.Builder
 	writeCiliumLag(&b, []Window{w, empty})
 	out := b.String()
-	for _, s := range []string{"700.0 ms", "900.0 ms", "733.0 ms", "n/a (no reference)"} {
+	for _, s := range []string{"700.0 ms", "900.0 ms", "733.0 ms", "n/a (no reference)", "map-write-stamp 2, read 1"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("table lacks %q:\n%s", s, out)
 		}

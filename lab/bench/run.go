@@ -142,6 +142,7 @@ type Window struct {
 	OutsideSync     int // samples whose T2 is outside the sync that programmed them
 	AgentT2T0Mean   time.Duration
 	AgentT2T0       []time.Duration // every sample's T2 - T0 (samples with a trigger time)
+	T2Sources       map[string]int  // samples by t2_source ("": the agent's read dated T2)
 	ProxyNetProg    time.Duration   // mean of kubeproxy_network_programming_duration_seconds in the window
 	ProxyNetProgN   int
 	LagPollErrors   []string // failed /v1/lag polls (samples may be missing from the listing)
@@ -593,7 +594,9 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	w.Samples = len(samples)
 	var t2t0 time.Duration
 	n0 := 0
+	w.T2Sources = map[string]int{}
 	for _, s := range samples {
+		w.T2Sources[s.T2Source]++
 		w.Superseded += s.Superseded
 		if !s.T0.IsZero() {
 			t2t0 += s.T2.Sub(s.T0)
