@@ -41,6 +41,8 @@ bench: bench-deps
 # and one churn window per rate; CPU (with reaped children), peak RSS, start-up
 # beside the reference dump, samples per change and lag precision. Tables in
 # $(BENCH_LIVE_OUT)/<mode>-<scale>.txt, the whole log in bench-live.log.
+# BENCH_LIVE_MODES=cilium: Cilium's load-balancer control plane (cilium-lb) in
+# kube-proxy's place, the agent with --datapath=cilium on the node's bpffs.
 BENCH_LIVE_OUT ?= bin/bench-live
 BENCH_LIVE_MODES ?= nftables iptables-nft iptables-legacy
 BENCH_LIVE_SCALES ?= 10k 100k
@@ -62,9 +64,13 @@ BENCH_LIVE_ENV = NETDRIFT_BENCH_LIVE=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift BE
 	BENCH_LIVE_SYNC_TIMEOUT=$(BENCH_LIVE_SYNC_TIMEOUT) BENCH_LIVE_AGENT_ARGS='$(BENCH_LIVE_AGENT_ARGS)' BENCH_LIVE_AGENT_ENV='$(BENCH_LIVE_AGENT_ENV)' BENCH_LIVE_PROXY_START=$(BENCH_LIVE_PROXY_START) \
 	BENCH_LIVE_OFFLINE_RUNS=$(BENCH_LIVE_OFFLINE_RUNS) BENCH_LIVE_OFFLINE_KEEP='$(BENCH_LIVE_OFFLINE_KEEP)'
 
+# lab-cilium-bins when cilium-lb or cilium-dbg is missing (only: a rebuild
+# rewrites the binaries in place).
+BENCH_CILIUM_BINS = $(if $(filter 2,$(words $(wildcard $(CURDIR)/lab/.cache/bin/cilium-lb $(CURDIR)/lab/.cache/bin/cilium-dbg))),,lab-cilium-bins)
+
 .PHONY: bench-live test-bench-live-quick
 
-bench-live: bench-deps build lab-bins
+bench-live: bench-deps build lab-bins $(if $(filter cilium,$(BENCH_LIVE_MODES)),$(BENCH_CILIUM_BINS))
 	@test "$$(id -u)" = 0 || { echo "make bench-live needs root (the lab: network namespaces, kube-proxy)"; exit 1; }
 	mkdir -p $(BENCH_LIVE_OUT)
 	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -c -o $(abspath $(BENCH_LIVE_OUT))/benchlive.test ./bench
@@ -72,12 +78,12 @@ bench-live: bench-deps build lab-bins
 	  -test.run '^TestBenchLive$$' -test.v -test.timeout 12h; rc=$$?; uptime; exit $$rc; } 2>&1 | tee $(abspath $(BENCH_LIVE_OUT))/bench-live.log
 
 # The CI variant (root, ~50 s per mode): 1,000 endpoints, one 30 s window at
-# 5 changes/s in nftables and iptables-nft mode; asserts that every change
-# yields a lag sample or a counted reason and that both processes' CPU was
-# measured, never a time.
-test-bench-live-quick: build lab-bins
+# 5 changes/s in nftables, iptables-nft and cilium mode; asserts that every
+# change yields a lag sample or a counted reason and that both processes' CPU
+# was measured, never a time.
+test-bench-live-quick: build lab-bins $(BENCH_CILIUM_BINS)
 	cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 10m -v \
-	  -run '^TestBenchLiveQuick$$|^TestParse|^TestMatch|^TestWorst|^TestReadSelf|^TestSlope$$' ./bench
+	  -run '^TestBenchLiveQuick$$|^TestParse|^TestMatch|^TestWorst|^TestReadSelf|^TestSlope$$|^TestUnexpectedWarning$$|^TestCiliumLagTable$$' ./bench
 
 # make soak (root, ~70 min; not in make test): per mode a one-node lab at
 # SOAK_SCALE endpoints, one SOAK_SECONDS churn window at SOAK_RATE changes/s,

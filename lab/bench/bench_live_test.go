@@ -19,7 +19,7 @@ import (
 // $BENCH_LIVE_OUT/<mode>-<scale>.txt. It measures, it asserts nothing but
 // that the runs completed. Skipped unless NETDRIFT_BENCH_LIVE=1.
 //
-//	BENCH_LIVE_MODES    nftables iptables-nft iptables-legacy
+//	BENCH_LIVE_MODES    nftables iptables-nft iptables-legacy (or cilium: needs `make lab-cilium-bins`)
 //	BENCH_LIVE_SCALES   10k 100k (total endpoints; 10 per service)
 //	BENCH_LIVE_RATES    1 20 (changes per second, one window each)
 //	BENCH_LIVE_SECONDS  60 (each churn window)
@@ -29,6 +29,7 @@ import (
 //	BENCH_LIVE_AGENT_ENV    the agent's extra environment (KEY=VALUE ...)
 //	BENCH_LIVE_PROXY_START  running | stopped: kube-proxy while the objects are created (default: running for iptables-nft)
 //	BENCH_LIVE_OUT      output directory (default ../../bin/bench-live)
+//	NETDRIFT_LAB_PREFIX the labs' name prefix (default "bl": bl<mode>)
 func TestBenchLive(t *testing.T) {
 	if os.Getenv("NETDRIFT_BENCH_LIVE") != "1" {
 		t.Skip("set NETDRIFT_BENCH_LIVE=1 (make bench-live)")
@@ -82,7 +83,7 @@ func TestBenchLive(t *testing.T) {
 					Agent: bin, AgentArgs: strings.Fields(os.Getenv("BENCH_LIVE_AGENT_ARGS")), Logf: t.Logf,
 					AgentEnv:   strings.Fields(os.Getenv("BENCH_LIVE_AGENT_ENV")),
 					ProxyStart: os.Getenv("BENCH_LIVE_PROXY_START"), OfflineRuns: offlineRuns,
-					OfflineKeep: os.Getenv("BENCH_LIVE_OFFLINE_KEEP"),
+					OfflineKeep: os.Getenv("BENCH_LIVE_OFFLINE_KEEP"), LabName: labPrefix() + Modes[mode].Short,
 				})
 				var buf bytes.Buffer
 				res.Write(&buf)
@@ -102,21 +103,23 @@ func TestBenchLive(t *testing.T) {
 }
 
 // TestBenchLiveQuick is the CI variant (make test-bench-live-quick): 1,000
-// endpoints, one 30 s churn window at 5 changes/s per mode. It asserts only
-// correctness: every change yields a lag sample or a counted reason (the
-// agent's superseded count), nothing stays pending, both processes' CPU
-// was measured and the watch-only reference ran. Never a time or a ratio.
+// endpoints, one 30 s churn window at 5 changes/s per mode (nftables,
+// iptables-nft and cilium; BENCH_LIVE_QUICK_MODES to choose). It asserts
+// only correctness: every change yields a lag sample or a counted reason
+// (the agent's superseded count), nothing stays pending, both processes'
+// CPU was measured and the watch-only reference ran. Never a time or a
+// ratio. Labs are named <NETDRIFT_LAB_PREFIX, default "bl">q<mode>.
 func TestBenchLiveQuick(t *testing.T) {
 	needRoot(t)
 	bin := agentBinary(t)
 	ensureBins(t)
-	modes := fields(t, "BENCH_LIVE_QUICK_MODES", "nftables iptables-nft")
+	modes := fields(t, "BENCH_LIVE_QUICK_MODES", "nftables iptables-nft cilium")
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			res := Run(context.Background(), Config{
 				Mode: mode, Endpoints: 1000, Rates: []float64{5}, Window: 30 * time.Second, Idle: 5 * time.Second,
 				SyncTimeout: 3 * time.Minute, Drain: time.Minute, Agent: bin, OfflineRuns: 1,
-				LabName: "blq" + Modes[mode].Short, Logf: t.Logf,
+				LabName: labPrefix() + "q" + Modes[mode].Short, Logf: t.Logf,
 			})
 			var buf bytes.Buffer
 			res.Write(&buf)
@@ -135,7 +138,7 @@ func TestBenchLiveQuick(t *testing.T) {
 				t.Errorf("the watch-only reference did not run: %v", res.Notes)
 			}
 			if w.Agent.Total() <= 0 || w.Proxy.Total() <= 0 {
-				t.Errorf("CPU not measured: agent %s, kube-proxy %s", w.Agent.Total(), w.Proxy.Total())
+				t.Errorf("CPU not measured: agent %s, %s %s", w.Agent.Total(), proxyName(mode), w.Proxy.Total())
 			}
 			if w.PendingAtEnd > 0 {
 				t.Errorf("%d changes still pending %s after the window", w.PendingAtEnd, w.DrainTook)
@@ -149,6 +152,15 @@ func TestBenchLiveQuick(t *testing.T) {
 			}
 		})
 	}
+}
+
+// labPrefix is NETDRIFT_LAB_PREFIX, else "bl" (the fixed names that
+// `make bench-live` and `make test-bench-live-quick` run under the lab lock).
+func labPrefix() string {
+	if p := os.Getenv("NETDRIFT_LAB_PREFIX"); p != "" {
+		return p
+	}
+	return "bl"
 }
 
 func needRoot(t *testing.T) {

@@ -72,11 +72,15 @@ func (r *Result) Write(w io.Writer) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	pn := proxyName(c.Mode)
 	if c.ProxyStart == "running" {
-		fmt.Fprintf(w, "\nset-up: lab up %s; objects created in %s with kube-proxy running; it held every service %s after the last create, using %s CPU over both (%s own + %s children)\n",
-			sec(r.LabUp), sec(r.CreateTook), sec(r.ProxyCaughtUp), sec(r.ProxyCreateCPU.Total()), sec(r.ProxyCreateCPU.Self()), sec(r.ProxyCreateCPU.Children()))
+		fmt.Fprintf(w, "\nset-up: lab up %s; objects created in %s with %s running; it held every service %s after the last create, using %s CPU over both (%s own + %s children)\n",
+			sec(r.LabUp), sec(r.CreateTook), pn, sec(r.ProxyCaughtUp), sec(r.ProxyCreateCPU.Total()), sec(r.ProxyCreateCPU.Self()), sec(r.ProxyCreateCPU.Children()))
 	} else {
-		fmt.Fprintf(w, "\nset-up: lab up %s; objects created in %s (kube-proxy stopped meanwhile)\n", sec(r.LabUp), sec(r.CreateTook))
+		fmt.Fprintf(w, "\nset-up: lab up %s; objects created in %s (%s stopped meanwhile)\n", sec(r.LabUp), sec(r.CreateTook), pn)
+	}
+	if isCilium(c.Mode) {
+		fmt.Fprintln(w, ciliumSetup)
 	}
 
 	if r.StartupTook > 0 {
@@ -84,7 +88,7 @@ func (r *Result) Write(w io.Writer) {
 		row("", "wall", "CPU", "agent/this CPU")
 		row("agent", sec(r.StartupTook), sec(r.StartupCPU.Total()), "")
 		if r.ProxySyncedAfter > 0 {
-			row("kube-proxy (start -> first full sync)", sec(r.ProxySyncedAfter), sec(r.ProxySyncCPU.Total()),
+			row(proxyStartLabel(c.Mode), sec(r.ProxySyncedAfter), sec(r.ProxySyncCPU.Total()),
 				ratio(r.StartupCPU.Total().Seconds(), r.ProxySyncCPU.Total().Seconds()))
 		}
 		for _, ref := range r.Refs {
@@ -99,8 +103,8 @@ func (r *Result) Write(w io.Writer) {
 
 	if r.Idle != nil || len(r.Churn) > 0 {
 		fmt.Fprintln(w, "\nCPU over the same window (utime+stime + cutime+cstime of reaped children, /proc/PID/stat):")
-		row("window", "secs", "changes", "agent", "(children)", "kube-proxy", "(children)", "agent/kube-proxy", "agent/change", "over idle", "kube-proxy/change", "agent %core", "kube-proxy %core",
-			"watch-only", "watch-only/kube-proxy", "load start", "load end")
+		row("window", "secs", "changes", "agent", "(children)", pn, "(children)", "agent/"+pn, "agent/change", "over idle", pn+"/change", "agent %core", pn+" %core",
+			"watch-only", "watch-only/"+pn, "load start", "load end")
 		ws := []Window{}
 		if r.Idle != nil {
 			ws = append(ws, *r.Idle)
@@ -124,21 +128,23 @@ func (r *Result) Write(w io.Writer) {
 		fmt.Fprintln(w, "over idle: the agent's CPU per change less what it spends without changes (the idle window's rate over the churn window):")
 		fmt.Fprintln(w, "  the cost of the changes themselves, without the budgeted background audits (node-level run, slow audit), which the idle column measures.")
 		fmt.Fprintln(w, "watch-only: the lab's watchonly program in the node's namespace over the same window: client-go informers on what the agent watches")
-		fmt.Fprintln(w, "  (protobuf; every Service, EndpointSlice and Node, the node's Pods and Lease) with handlers that do nothing. kube-proxy pays")
+		fmt.Fprintf(w, "  (protobuf; every Service, EndpointSlice and Node, the node's Pods and Lease) with handlers that do nothing. %s pays\n", pn)
 		fmt.Fprintln(w, "  the same watch of Services and EndpointSlices: this share of the agent's CPU is the API watch's, not the agent's work.")
 		for _, x := range ws {
 			if x.AgentLiveKids+x.ProxyLiveKids > 0 {
-				fmt.Fprintf(w, "%s: children still running at the window's end (counted up to it from their /proc/PID/stat): agent %d, kube-proxy %d\n",
-					x.Name, x.AgentLiveKids, x.ProxyLiveKids)
+				fmt.Fprintf(w, "%s: children still running at the window's end (counted up to it from their /proc/PID/stat): agent %d, %s %d\n",
+					x.Name, x.AgentLiveKids, pn, x.ProxyLiveKids)
 			}
 		}
 	}
 	if r.AgentMem.HWM > 0 {
-		fmt.Fprintf(w, "\npeak RSS (VmHWM): agent %s, kube-proxy %s, agent/kube-proxy %s (RSS now %s / %s)\n",
-			mib(r.AgentMem.HWM), mib(r.ProxyMem.HWM), ratio(float64(r.AgentMem.HWM), float64(r.ProxyMem.HWM)),
+		fmt.Fprintf(w, "\npeak RSS (VmHWM): agent %s, %s %s, agent/%s %s (RSS now %s / %s)\n",
+			mib(r.AgentMem.HWM), pn, mib(r.ProxyMem.HWM), pn, ratio(float64(r.AgentMem.HWM), float64(r.ProxyMem.HWM)),
 			mib(r.AgentMem.RSS), mib(r.ProxyMem.RSS))
 	}
-	if len(r.Churn) > 0 {
+	if len(r.Churn) > 0 && isCilium(c.Mode) {
+		writeCiliumLag(w, r.Churn)
+	} else if len(r.Churn) > 0 {
 		fmt.Fprintln(w, "\nsamples per change and lag precision, against two references:")
 		fmt.Fprintln(w, "  p50..max: |agent T2 - kube-proxy's logged sync completion| (\"SyncProxyRules complete\", matched as lab/scenarios lagprecision does).")
 		fmt.Fprintln(w, "    kube-proxy logs it after its post-commit work (nft/iptables-restore exiting, health servers, metrics): late by a variable amount.")
@@ -184,18 +190,7 @@ func (r *Result) Write(w io.Writer) {
 		if r.Monitor != nil {
 			fmt.Fprintf(w, "nf_tables listener over all churn windows: %d datagrams, %d commits, %d overruns, CPU %s\n", r.Monitor.Datagrams, r.Monitor.Commits, r.Monitor.Overruns, sec(r.Monitor.CPU))
 		}
-		for _, x := range r.Churn {
-			if x.SamplesMetric > x.Samples {
-				fmt.Fprintf(w, "%s: /v1/lag listed %d samples, the metric counted %d (the listing keeps the newest 1,000): precision is over the listed ones\n",
-					x.Name, x.Samples, x.SamplesMetric)
-			}
-			for _, e := range x.LagPollErrors {
-				fmt.Fprintf(w, "%s: /v1/lag poll failed: %s\n", x.Name, e)
-			}
-			for _, c := range x.MissingChanges {
-				fmt.Fprintf(w, "%s: no sample, no counted reason: %s changed at %s\n", x.Name, c.Service, c.At.Format("15:04:05.000"))
-			}
-		}
+		writeChurnNotes(w, r.Churn)
 	}
 	if len(r.Soak) > 0 {
 		writeSoak(w, r.Soak)
@@ -285,4 +280,21 @@ func overIdle(x Window, idle *Window) time.Duration {
 	}
 	base := time.Duration(float64(idle.Agent.Total()) * x.Took.Seconds() / idle.Took.Seconds())
 	return max(x.Agent.Total()-base, 0)
+}
+
+// writeChurnNotes says, per churn window, what the lag figures lack: the
+// listing's cap, failed polls, changes with neither a sample nor a reason.
+func writeChurnNotes(w io.Writer, churn []Window) {
+	for _, x := range churn {
+		if x.SamplesMetric > x.Samples {
+			fmt.Fprintf(w, "%s: /v1/lag listed %d samples, the metric counted %d (the listing keeps the newest 1,000): lag figures are over the listed ones\n",
+				x.Name, x.Samples, x.SamplesMetric)
+		}
+		for _, e := range x.LagPollErrors {
+			fmt.Fprintf(w, "%s: /v1/lag poll failed: %s\n", x.Name, e)
+		}
+		for _, c := range x.MissingChanges {
+			fmt.Fprintf(w, "%s: no sample, no counted reason: %s changed at %s\n", x.Name, c.Service, c.At.Format("15:04:05.000"))
+		}
+	}
 }

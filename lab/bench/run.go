@@ -26,12 +26,20 @@ import (
 // written may not have reached the agent's watch yet.
 const drainSettle = time.Second
 
-// Modes are the datapath modes a run can measure.
-var Modes = map[string]struct{ ProxyMode, Backend, AgentDatapath, Short string }{
-	"nftables":        {"nftables", "", "nftables", "nft"},
-	"iptables-nft":    {"iptables", "nft", "iptables", "iptnft"},
-	"iptables-legacy": {"iptables", "legacy", "iptables", "iptleg"},
+// Modes are the datapath modes a run can measure. Proxy is the command
+// name of the node's service proxy: kube-proxy, or in cilium mode Cilium's
+// own load-balancer control plane (lab/cilium), which the lab runs in
+// kube-proxy's place.
+var Modes = map[string]struct{ ProxyMode, Backend, AgentDatapath, Short, Proxy string }{
+	"nftables":        {"nftables", "", "nftables", "nft", "kube-proxy"},
+	"iptables-nft":    {"iptables", "nft", "iptables", "iptnft", "kube-proxy"},
+	"iptables-legacy": {"iptables", "legacy", "iptables", "iptleg", "kube-proxy"},
+	"cilium":          {"cilium", "", "cilium", "cil", "cilium-lb"},
 }
+
+// isCilium: the mode without kube-proxy, whose metrics, sync log and
+// nf_tables commits the harness cannot use.
+func isCilium(mode string) bool { return mode == "cilium" }
 
 // Config is one run: a mode at a scale, with churn windows at Rates.
 type Config struct {
@@ -69,7 +77,7 @@ type Config struct {
 
 func (c *Config) defaults() error {
 	if _, ok := Modes[c.Mode]; !ok {
-		return fmt.Errorf("mode %q: want nftables, iptables-nft or iptables-legacy", c.Mode)
+		return fmt.Errorf("mode %q: want nftables, iptables-nft, iptables-legacy or cilium", c.Mode)
 	}
 	if c.EndpointsPerService == 0 {
 		c.EndpointsPerService = 10
@@ -133,7 +141,9 @@ type Window struct {
 	PrecisionNoSync int // samples with no kube-proxy sync to match
 	OutsideSync     int // samples whose T2 is outside the sync that programmed them
 	AgentT2T0Mean   time.Duration
-	ProxyNetProg    time.Duration // mean of kubeproxy_network_programming_duration_seconds in the window
+	AgentT2T0       []time.Duration // every sample's T2 - T0 (samples with a trigger time)
+	T2Sources       map[string]int  // samples by t2_source ("": the agent's read dated T2)
+	ProxyNetProg    time.Duration   // mean of kubeproxy_network_programming_duration_seconds in the window
 	ProxyNetProgN   int
 	LagPollErrors   []string // failed /v1/lag polls (samples may be missing from the listing)
 	MissingChanges  []Change // changes of services with fewer samples + supersessions than changes (first 10)
@@ -254,12 +264,13 @@ const node = "node-1"
 
 func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	logf := cfg.Logf
+	pname := Modes[cfg.Mode].Proxy
 	proxyPID, err := l.KubeProxyPID(node)
 	if err != nil {
 		return err
 	}
-	if c := Comm(proxyPID); c != "kube-proxy" {
-		return fmt.Errorf("kube-proxy PID %d runs %q", proxyPID, c)
+	if c := Comm(proxyPID); c != pname {
+		return fmt.Errorf("%s PID %d runs %q", pname, proxyPID, c)
 	}
 	rc := l.RESTConfig()
 	rc.QPS, rc.Burst = 5000, 10000
@@ -272,7 +283,10 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		return err
 	}
 	hc.Timeout = 30 * time.Second
-	proxy := &proxyMetrics{http: hc}
+	var proxy *proxyMetrics // nil: cilium-lb serves no metrics here
+	if !isCilium(cfg.Mode) {
+		proxy = &proxyMetrics{http: hc}
+	}
 	var cl *Cluster
 
 	// Objects, created while kube-proxy is stopped (it would re-sync its
@@ -280,21 +294,20 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	// then kube-proxy's start-up to its first full sync of them, the
 	// reference for the agent's start-up.
 	res.Services = cfg.Endpoints / cfg.EndpointsPerService
-	last := res.Services - 1
 	if cfg.ProxyStart == "running" {
 		cpu0, _, _ := ReadTreeCPU(proxyPID)
 		if cl, err = createTimed(ctx, cs, cfg, res, logf, "running"); err != nil {
 			return err
 		}
-		logf("created in %s; waiting for kube-proxy's sync", res.CreateTook.Round(time.Millisecond))
+		logf("created in %s; waiting for %s's sync", res.CreateTook.Round(time.Millisecond), pname)
 		t1 := time.Now()
-		if err := waitProxySynced(ctx, l, proxy, cl.ClusterIPs[last], cfg.EndpointsPerService, t1, cfg.SyncTimeout); err != nil {
-			return fmt.Errorf("kube-proxy's sync of %d endpoints: %w", cfg.Endpoints, err)
+		if err := waitSynced(ctx, l, cfg, proxy, cl, t1, cfg.SyncTimeout); err != nil {
+			return fmt.Errorf("%s's sync of %d endpoints: %w", pname, cfg.Endpoints, err)
 		}
 		res.ProxyCaughtUp = time.Since(t1)
 		cpu1, _, _ := ReadTreeCPU(proxyPID)
 		res.ProxyCreateCPU = cpu1.Sub(cpu0)
-		logf("kube-proxy holds every service %s after the last create (CPU over creation %s)", res.ProxyCaughtUp.Round(time.Millisecond), res.ProxyCreateCPU.Total())
+		logf("%s holds every service %s after the last create (CPU over creation %s)", pname, res.ProxyCaughtUp.Round(time.Millisecond), res.ProxyCreateCPU.Total())
 	} else {
 		if err := l.StopKubeProxy(node); err != nil {
 			return err
@@ -302,23 +315,23 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		if cl, err = createTimed(ctx, cs, cfg, res, logf, "stopped"); err != nil {
 			return err
 		}
-		logf("created in %s; starting kube-proxy", res.CreateTook.Round(time.Millisecond))
+		logf("created in %s; starting %s", res.CreateTook.Round(time.Millisecond), pname)
 		t0 := time.Now()
 		sctx, cancel := context.WithTimeout(ctx, cfg.SyncTimeout)
 		err = l.StartKubeProxy(sctx, node)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("kube-proxy's start-up at %d endpoints: %w", cfg.Endpoints, err)
+			return fmt.Errorf("%s's start-up at %d endpoints: %w", pname, cfg.Endpoints, err)
 		}
 		if proxyPID, err = l.KubeProxyPID(node); err != nil {
 			return err
 		}
-		if err := waitProxySynced(ctx, l, proxy, cl.ClusterIPs[last], cfg.EndpointsPerService, t0, time.Until(t0.Add(cfg.SyncTimeout))); err != nil {
-			return fmt.Errorf("kube-proxy's first sync of %d endpoints: %w", cfg.Endpoints, err)
+		if err := waitSynced(ctx, l, cfg, proxy, cl, t0, time.Until(t0.Add(cfg.SyncTimeout))); err != nil {
+			return fmt.Errorf("%s's first sync of %d endpoints: %w", pname, cfg.Endpoints, err)
 		}
 		res.ProxySyncedAfter = time.Since(t0)
 		res.ProxySyncCPU, _, _ = ReadTreeCPU(proxyPID)
-		logf("kube-proxy started and holds every service after %s (CPU %s)", res.ProxySyncedAfter.Round(time.Millisecond), res.ProxySyncCPU.Total())
+		logf("%s started and holds every service after %s (CPU %s)", pname, res.ProxySyncedAfter.Round(time.Millisecond), res.ProxySyncCPU.Total())
 	}
 
 	// The reference read, twice, before the agent runs.
@@ -333,7 +346,7 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	if cfg.OfflineRuns > 0 {
 		od, err := offlineDiff(ctx, cs, cfg, cheapest(res.Refs))
 		if err != nil {
-			return fmt.Errorf("offline diff of kube-proxy's table: %w", err)
+			return fmt.Errorf("offline diff of %s's datapath: %w", pname, err)
 		}
 		res.Offline = &od
 		logf("offline diff: CPU %s (runs %v) against %s's %s; cluster file %d bytes", od.Best(), od.CPU, od.Ref.Cmd, od.Ref.CPU, od.ClusterBytes)
@@ -377,7 +390,7 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		return err
 	}
 	res.Idle = &idle
-	logf("idle %s: agent %s, kube-proxy %s", cfg.Idle, idle.Agent.Total(), idle.Proxy.Total())
+	logf("idle %s: agent %s, %s %s", cfg.Idle, idle.Agent.Total(), pname, idle.Proxy.Total())
 
 	// The kernel-side reference over the churn windows (not the idle one).
 	var mon *Monitor
@@ -412,8 +425,8 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 		if err != nil {
 			return err
 		}
-		logf("churn %g/s: %d changes, agent %s, kube-proxy %s, %d samples, %d superseded, %d pending, %d missing",
-			rate, w.Changes, w.Agent.Total(), w.Proxy.Total(), w.Samples, w.Superseded, w.PendingAtEnd, w.Missing())
+		logf("churn %g/s: %d changes, agent %s, %s %s, %d samples, %d superseded, %d pending, %d missing; T2-T0 p50/p99 %s",
+			rate, w.Changes, w.Agent.Total(), pname, w.Proxy.Total(), w.Samples, w.Superseded, w.PendingAtEnd, w.Missing(), t2t0Quantiles(w))
 	}
 	res.AgentMem, _ = ReadMem(agentPID)
 	res.ProxyMem, _ = ReadMem(proxyPID)
@@ -451,7 +464,7 @@ func measure(ctx context.Context, p pids, name string, d time.Duration, fn func(
 	}
 	k0, _, err := ReadTreeCPU(p.proxy)
 	if err != nil {
-		return w, fmt.Errorf("kube-proxy: %w", err)
+		return w, fmt.Errorf("service proxy: %w", err)
 	}
 	var wo0 CPU
 	if p.watch != 0 {
@@ -470,7 +483,7 @@ func measure(ctx context.Context, p pids, name string, d time.Duration, fn func(
 	}
 	k1, kk, err := ReadTreeCPU(p.proxy)
 	if err != nil {
-		return w, fmt.Errorf("kube-proxy (died in the window?): %w", err)
+		return w, fmt.Errorf("service proxy (died in the window?): %w", err)
 	}
 	w.Took = time.Since(start)
 	w.AgentLiveKids, w.ProxyLiveKids = ak, kk
@@ -485,9 +498,11 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	if err != nil {
 		return Window{}, err
 	}
-	pm0, err := proxy.get(ctx)
-	if err != nil {
-		return Window{}, err
+	var pm0 scenarios.Samples
+	if proxy != nil {
+		if pm0, err = proxy.get(ctx); err != nil {
+			return Window{}, err
+		}
 	}
 	collected := map[string]scenarios.LagSample{}
 	var changes []Change
@@ -579,10 +594,13 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 	w.Samples = len(samples)
 	var t2t0 time.Duration
 	n0 := 0
+	w.T2Sources = map[string]int{}
 	for _, s := range samples {
+		w.T2Sources[s.T2Source]++
 		w.Superseded += s.Superseded
 		if !s.T0.IsZero() {
 			t2t0 += s.T2.Sub(s.T0)
+			w.AgentT2T0 = append(w.AgentT2T0, s.T2.Sub(s.T0))
 			n0++
 		}
 	}
@@ -594,7 +612,9 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		c1, _ := am1.Sum("netdrift_node_programming_lag_seconds_count", nil)
 		w.SamplesMetric = int(c1 - c0)
 	}
-	if pm1, err := proxy.get(ctx); err == nil {
+	if proxy == nil {
+		// cilium-lb: no kube-proxy metrics (syncs, network programming).
+	} else if pm1, err := proxy.get(ctx); err == nil {
 		s0, _ := pm0.Sum("kubeproxy_sync_proxy_rules_duration_seconds_count", v4)
 		s1, _ := pm1.Sum("kubeproxy_sync_proxy_rules_duration_seconds_count", v4)
 		w.ProxySyncs = int(s1 - s0)
@@ -620,6 +640,9 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		} else if len(w.MissingChanges) < 10 && w.Samples >= w.SamplesMetric {
 			w.MissingChanges = append(w.MissingChanges, c)
 		}
+	}
+	if isCilium(cfg.Mode) {
+		return w, nil // no sync log to match, no nf_tables commit (report_cilium.go)
 	}
 	// Lag precision against kube-proxy's logged syncs.
 	syncs, err := readSyncs(l, start)
@@ -861,7 +884,8 @@ func waitAgentClean(ctx context.Context, a *scenarios.Agent, timeout, every time
 // refDump reads the table kube-proxy wrote the way any reader must
 // (`nft -j list table ip kube-proxy`, or iptables-save of nat and filter
 // with the mode's backend), in the node's namespace, and reports the
-// child's CPU from its rusage.
+// child's CPU from its rusage. In cilium mode: cilium-dbg's listing of the
+// node's maps (ciliumRefDump).
 func refDump(ctx context.Context, l *labenv.Lab, mode string) (RefDump, error) {
 	ns, err := l.NodeNetNS(node)
 	if err != nil {
@@ -869,6 +893,8 @@ func refDump(ctx context.Context, l *labenv.Lab, mode string) (RefDump, error) {
 	}
 	var cmds [][]string
 	switch mode {
+	case "cilium":
+		return ciliumRefDump(l)
 	case "nftables":
 		cmds = [][]string{{"nft", "-j", "list", "table", "ip", "kube-proxy"}}
 	default:
@@ -911,11 +937,11 @@ func cheapest(refs []RefDump) RefDump {
 	return best
 }
 
-// createTimed creates the run's objects (kube-proxy "running" or "stopped"
-// meanwhile) and records how long that took.
+// createTimed creates the run's objects (the service proxy "running" or
+// "stopped" meanwhile) and records how long that took.
 func createTimed(ctx context.Context, cs kubernetes.Interface, cfg Config, res *Result, logf func(string, ...any), proxy string) (*Cluster, error) {
 	t0 := time.Now()
-	logf("creating %d services x %d endpoints (kube-proxy %s)", res.Services, cfg.EndpointsPerService, proxy)
+	logf("creating %d services x %d endpoints (%s %s)", res.Services, cfg.EndpointsPerService, proxyName(cfg.Mode), proxy)
 	cl, err := CreateCluster(ctx, cs, res.Services, cfg.EndpointsPerService, 32)
 	if err != nil {
 		return nil, fmt.Errorf("creating objects: %w", err)

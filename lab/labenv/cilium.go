@@ -128,7 +128,17 @@ func (l *Lab) CiliumLBList(node string, args ...string) ([]byte, error) {
 	return l.ciliumLBList(i, args...)
 }
 
-func (l *Lab) ciliumLBList(i int, args ...string) ([]byte, error) {
+// CiliumLBListCmd is the command CiliumLBList runs, for a caller that
+// wants its rusage (unshare, the shell, its umounts and cilium-dbg).
+func (l *Lab) CiliumLBListCmd(node string, args ...string) (*exec.Cmd, error) {
+	i, err := l.index(node)
+	if err != nil {
+		return nil, err
+	}
+	return l.ciliumLBListCmd(i, args...)
+}
+
+func (l *Lab) ciliumLBListCmd(i int, args ...string) (*exec.Cmd, error) {
 	others, err := bpfMountsExcept(l.nodeBPFFS(i))
 	if err != nil {
 		return nil, err
@@ -141,7 +151,15 @@ func (l *Lab) ciliumLBList(i int, args ...string) ([]byte, error) {
 	for _, a := range args {
 		script += " " + strconv.Quote(a)
 	}
-	out, err := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script).Output()
+	return exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script), nil
+}
+
+func (l *Lab) ciliumLBList(i int, args ...string) ([]byte, error) {
+	cmd, err := l.ciliumLBListCmd(i, args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("cilium-dbg bpf lb list on %s: %w", nodeName(i), err)
 	}
