@@ -2,15 +2,13 @@ package scenarios
 
 import (
 	"context"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/netdrift/netdrift/lab/labenv"
 )
@@ -18,19 +16,7 @@ import (
 // chartClusterReader is the netdrift-cluster-reader ClusterRole of
 // deploy/daemonset.yaml (rendered from the chart's responder-rbac.yaml).
 func chartClusterReader(t *testing.T) *rbacv1.ClusterRole {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(labenv.ModuleDir(), "..", "deploy", "daemonset.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(b), "\n---\n") {
-		var r rbacv1.ClusterRole
-		if err := yaml.Unmarshal([]byte(doc), &r); err == nil && r.Kind == "ClusterRole" && r.Name == "netdrift-cluster-reader" {
-			return &r
-		}
-	}
-	t.Fatal("deploy/daemonset.yaml has no netdrift-cluster-reader ClusterRole")
-	return nil
+	return chartObject[rbacv1.ClusterRole](t, "ClusterRole", "netdrift-cluster-reader")
 }
 
 // clusterReaderKubeconfig is a kubeconfig of a ServiceAccount whose only
@@ -75,4 +61,26 @@ func checkClusterReader(t *testing.T, l *labenv.Lab, bin, ip, want string) {
 		t.Errorf("cluster drift as the namespace responder: exit %d, stdout %q, stderr %q; want exit 2 naming the RBAC needed", code, out, stderr)
 	}
 	t.Logf("netdrift-cluster-reader alone: the admin's answer; the namespace responder: %s", strings.TrimSpace(stderr))
+}
+
+// TestChartRBACObjects: the chart's responder Role and cluster-reader
+// ClusterRole are found in deploy/daemonset.yaml with the verbs the plugin's
+// commands need.
+func TestChartRBACObjects(t *testing.T) {
+	r := chartResponderRole(t)
+	c := chartClusterReader(t)
+	has := func(rules []rbacv1.PolicyRule, resource, verb string) bool {
+		for _, p := range rules {
+			if slices.Contains(p.Resources, resource) && slices.Contains(p.Verbs, verb) {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(r.Rules, "pods/portforward", "create") || !has(r.Rules, "pods", "list") {
+		t.Errorf("netdrift-responder rules %+v lack pods list or pods/portforward create", r.Rules)
+	}
+	if !has(c.Rules, "nodes", "list") || !has(c.Rules, "nodereports", "list") {
+		t.Errorf("netdrift-cluster-reader rules %+v lack nodes list or nodereports list", c.Rules)
+	}
 }

@@ -227,18 +227,34 @@ func runPlugin(t *testing.T, l *labenv.Lab, bin, kubeconfig string, args ...stri
 // chartResponderRole is the netdrift-responder Role of deploy/daemonset.yaml
 // (rendered from the chart's responder-rbac.yaml).
 func chartResponderRole(t *testing.T) *rbacv1.Role {
+	return chartObject[rbacv1.Role](t, "Role", "netdrift-responder")
+}
+
+// chartObject is the object of kind and name in deploy/daemonset.yaml (the
+// chart rendered with its plain values), decoded into T.
+func chartObject[T any](t *testing.T, kind, name string) *T {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(labenv.ModuleDir(), "..", "deploy", "daemonset.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, doc := range strings.Split(string(b), "\n---\n") {
-		var r rbacv1.Role
-		if err := yaml.Unmarshal([]byte(doc), &r); err == nil && r.Kind == "Role" && r.Name == "netdrift-responder" {
-			return &r
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
 		}
+		if yaml.Unmarshal([]byte(doc), &meta) != nil || meta.Kind != kind || meta.Metadata.Name != name {
+			continue
+		}
+		var obj T
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		return &obj
 	}
-	t.Fatal("deploy/daemonset.yaml has no netdrift-responder Role")
+	t.Fatalf("deploy/daemonset.yaml has no %s %s", kind, name)
 	return nil
 }
 
