@@ -37,7 +37,8 @@ type Reader struct {
 	read     sync.Mutex  // one Snapshot at a time: it sets the stamp's watched maps
 	stamp    *writeStamp // nil: not attached (yet, or it failed: stampErr)
 	stampErr error
-	stampAt  time.Time // when it failed
+	stampAt  time.Time // when it failed, or attached on the tracepoints
+	tpReason error     // why fexit was refused, while the tracepoint mode is attached
 
 	// The last full read, handed out again (same Version) while the stamp
 	// counted no write to the same maps since and neither new hints nor a
@@ -155,6 +156,11 @@ func (r *Reader) writeStamp() *writeStamp {
 		return nil
 	}
 	r.stamp = s
+	if s.fexit != nil {
+		r.mu.Lock()
+		r.tpReason, r.stampAt = s.fexit, time.Now()
+		r.mu.Unlock()
+	}
 	return s
 }
 
@@ -171,15 +177,22 @@ func (r *Reader) stampFailed(err error) {
 
 // Fallback reports that changes are dated by the reads, not by the kernel's
 // stamp of the maps' writes, when Config.WriteStamp asked for the stamp and
-// it could not attach ("" when it did, or was not asked for).
+// it could not attach; or that the stamp runs on the system-call
+// tracepoints, a cost to every system call of the node, because the kernel
+// refused fexit ("" when neither).
 func (r *Reader) Fallback() (from, to, reason string, since time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stampErr == nil {
-		return "", "", "", time.Time{}
+	switch {
+	case r.stampErr != nil:
+		return "kernel time", "read time", "map writes are not stamped (" + r.stampErr.Error() +
+			"): lag samples are dated by the read that saw the change, up to a fast-poll interval late", r.stampAt
+	case r.tpReason != nil:
+		return "fexit", "system-call tracepoints", "the kernel refused fexit on the hash map's functions (" + r.tpReason.Error() +
+			"): map writes are stamped by programs on the system-call tracepoints, which every system call of the node " +
+			"pays for (--cilium-write-stamp=auto; fexit or off avoid that cost)", r.stampAt
 	}
-	return "kernel time", "read time", "map writes are not stamped (" + r.stampErr.Error() +
-		"): lag samples are dated by the read that saw the change, up to a fast-poll interval late", r.stampAt
+	return "", "", "", time.Time{}
 }
 
 // Close detaches the write stamp, if attached.

@@ -50,7 +50,7 @@ func snapshot(t *testing.T, r *Reader) model.Observed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if from, _, why, _ := r.Fallback(); from != "" {
+	if _, to, why, _ := r.Fallback(); to == "read time" {
 		t.Fatalf("the write stamp did not attach (the kernel has BTF and this test runs as root): %s", why)
 	}
 	return obs
@@ -160,6 +160,33 @@ func TestReaderFexitOnly(t *testing.T) {
 		t.Errorf("fexit is refused here (%v), but the reader reports fallback %q", ferr, why)
 	}
 	t.Logf("fexit here: %v; fallback: %q", ferr, why)
+}
+
+// TestReaderReportsTheTracepointMode: with --cilium-write-stamp=auto on a
+// kernel that refuses fexit, the stamp runs on the system-call tracepoints
+// and the reader reports that as a fallback from fexit, with fexit's error;
+// where fexit loads, nothing is reported.
+func TestReaderReportsTheTracepointMode(t *testing.T) {
+	r, _ := stampedReaderMode(t, StampAuto)
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r.stamp == nil {
+		t.Skip("the write stamp did not attach on this kernel at all")
+	}
+	from, to, why, since := r.Fallback()
+	switch r.stamp.mode {
+	case stampFexit:
+		if from != "" {
+			t.Errorf("fexit attached, but the reader reports a fallback %q -> %q (%s)", from, to, why)
+		}
+	case stampTPBTF:
+		if from != "fexit" || to != "system-call tracepoints" || !strings.Contains(why, r.stamp.fexit.Error()) ||
+			!strings.Contains(why, "every system call") || since.IsZero() {
+			t.Errorf("tracepoint mode attached, but the fallback is %q -> %q (%q) since %v", from, to, why, since)
+		}
+	}
+	t.Logf("stamp mode %s; fallback %q -> %q", r.stamp.mode, from, to)
 }
 
 // TestReaderSkipsUnwrittenMaps: while the stamp counts no write to the

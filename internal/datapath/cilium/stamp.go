@@ -23,6 +23,7 @@ import (
 // read has held.
 type writeStamp struct {
 	mode    string // stampFexit or stampTPBTF
+	fexit   error  // why fexit was refused, when mode is stampTPBTF
 	watched *ebpf.Map
 	closers []io.Closer  // the programs, links and maps loaded
 	ids     []ebpf.MapID // watched, sorted
@@ -80,6 +81,7 @@ func attachWriteStamp(mode StampMode) (*writeStamp, error) {
 	if terr != nil {
 		return nil, fmt.Errorf("%w; %w", ferr, terr)
 	}
+	s.fexit = ferr
 	return s, nil
 }
 
