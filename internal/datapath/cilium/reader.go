@@ -130,7 +130,7 @@ func (sr *stampedRead) opened(ms []*ebpf.Map) (bool, error) {
 }
 
 // reusable reports whether the last full read may stand for this one:
-// the stamp has counted writes writes, as many as before that read's dump.
+// the stamp has counted the same number of writes (writes) as it had before that read's dump.
 func (r *Reader) reusable(writes uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
