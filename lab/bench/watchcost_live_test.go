@@ -70,6 +70,9 @@ func TestBenchWatchCost(t *testing.T) {
 	res.Write(&buf)
 	fmt.Fprintf(&buf, "\ncommand: make bench-watchcost WATCHCOST_NODES=%d WATCHCOST_ENDPOINTS=%s WATCHCOST_RATE=%g WATCHCOST_NODE_RATE=%g WATCHCOST_SECONDS=%.0f WATCHCOST_ORDER=%q\n",
 		nodes, ScaleName(eps), rate, nodeRate, cfg.Window.Seconds(), strings.Join(orderFields(order), " "))
+	if len(cfg.AgentArgs) > 0 { // the agents' flags belong to the command that reproduces the run
+		fmt.Fprintf(&buf, "  WATCHCOST_AGENT_ARGS=%q\n", strings.Join(cfg.AgentArgs, " "))
+	}
 	fmt.Print(buf.String())
 	base := filepath.Join(out, fmt.Sprintf("watchcost-%d", nodes))
 	if nodeRate > 0 {
