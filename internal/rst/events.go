@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
-	"golang.org/x/sys/unix"
+
+	"github.com/netdrift/netdrift/bpf"
 )
 
 // eventSize is sizeof(struct rst_event) in bpf/rst.c.
@@ -45,13 +46,7 @@ func decodeEvent(b []byte, reasons reasonTable, mono time.Duration, wall time.Ti
 	}, nil
 }
 
-func monotonicNow() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
+func monotonicNow() time.Duration { return time.Duration(bpf.KtimeNow()) }
 
 // Events streams the kernel's (rate-limited) reset events until ctx ends or
 // the probe is closed, then closes the channel. Only one reader may run at a

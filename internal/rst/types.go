@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/netdrift/netdrift/bpf"
 )
 
 // Mode is how the probe is attached.
@@ -164,10 +164,4 @@ type CounterKey struct {
 
 // MonoNow is the kernel clock the probe timestamps resets with
 // (CLOCK_MONOTONIC, bpf_ktime_get_ns), in ns.
-func MonoNow() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
-}
+func MonoNow() uint64 { return bpf.KtimeNow() }

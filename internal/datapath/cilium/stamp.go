@@ -163,9 +163,9 @@ func (s *writeStamp) selfTest() error {
 		return fmt.Errorf("map-write stamp self-test: %w", err)
 	}
 	defer s.watched.Delete(uint32(id))
-	before := monoNs()
+	before := bpf.KtimeNow()
 	err = errors.Join(m.Put(uint32(1), uint32(1)), m.Delete(uint32(1)))
-	after := monoNs()
+	after := bpf.KtimeNow()
 	if err != nil {
 		return fmt.Errorf("map-write stamp self-test: %w", err)
 	}
@@ -178,13 +178,6 @@ func (s *writeStamp) selfTest() error {
 			"(an architecture whose system-call registers bpf/mapstamp.c does not know?)", s.mode, v.Writes, v.Ns, before, after)
 	}
 	return nil
-}
-
-// monoNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
-func monoNs() uint64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return uint64(ts.Nano())
 }
 
 // watch makes ms the watched maps. It reports whether the set changed: the
@@ -252,7 +245,7 @@ func (s *writeStamp) heldSince() (time.Time, bool) {
 	if ns == 0 {
 		return s.since, true
 	}
-	return monoToWall(ns)
+	return bpf.KtimeToWall(ns, 0)
 }
 
 func (s *writeStamp) close() {
@@ -263,19 +256,4 @@ func (s *writeStamp) close() {
 		}
 	}
 	s.closers = nil
-}
-
-// monoToWall converts a CLOCK_MONOTONIC reading in ns to the wall clock;
-// false when it is in the future.
-func monoToWall(mono uint64) (time.Time, bool) {
-	var ts unix.Timespec
-	now := time.Now()
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-		return time.Time{}, false
-	}
-	age := time.Duration(ts.Nano() - int64(mono))
-	if age < 0 {
-		return time.Time{}, false
-	}
-	return now.Add(-age), true
 }

@@ -73,22 +73,7 @@ func (s *stamper) stamp(gen uint32) (time.Time, bool) {
 	if err := s.objs.Stamps.Lookup(gen%stampSlots, &v); err != nil || v.Gen != gen || v.Ns == 0 {
 		return time.Time{}, false
 	}
-	return monoToWall(v.Ns, maxStampAge)
-}
-
-// monoToWall converts a CLOCK_MONOTONIC reading in ns to the wall clock;
-// ok is false when it is in the future or more than maxAge ago.
-func monoToWall(mono uint64, maxAge time.Duration) (time.Time, bool) {
-	var ts unix.Timespec
-	now := time.Now()
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-		return time.Time{}, false
-	}
-	age := time.Duration(ts.Nano() - int64(mono))
-	if age < 0 || age > maxAge {
-		return time.Time{}, false
-	}
-	return now.Add(-age), true
+	return bpf.KtimeToWall(v.Ns, maxStampAge)
 }
 
 func (s *stamper) close() {

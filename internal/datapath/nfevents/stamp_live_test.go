@@ -7,6 +7,8 @@ import (
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/netdrift/netdrift/bpf"
 )
 
 // TestStamperDatesByTheKernel: with the socket filter attached, commits
@@ -120,14 +122,14 @@ func TestMonoToWall(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := time.Now().Add(-50 * time.Millisecond)
-	got, ok := monoToWall(uint64(ts.Nano()-int64(50*time.Millisecond)), time.Second)
+	got, ok := bpf.KtimeToWall(uint64(ts.Nano()-int64(50*time.Millisecond)), time.Second)
 	if !ok || got.Sub(want).Abs() > time.Millisecond {
 		t.Errorf("50 ms ago: got %v ok=%v, want within 1 ms of %v", got, ok, want)
 	}
-	if _, ok := monoToWall(uint64(ts.Nano()+int64(time.Hour)), time.Second); ok {
+	if _, ok := bpf.KtimeToWall(uint64(ts.Nano()+int64(time.Hour)), time.Second); ok {
 		t.Error("a reading an hour ahead was accepted")
 	}
-	if _, ok := monoToWall(uint64(ts.Nano()-int64(2*time.Second)), time.Second); ok {
+	if _, ok := bpf.KtimeToWall(uint64(ts.Nano()-int64(2*time.Second)), time.Second); ok {
 		t.Error("a reading older than maxAge was accepted")
 	}
 }
