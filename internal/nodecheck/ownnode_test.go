@@ -16,7 +16,7 @@ func ownOnly(in Inputs) Inputs {
 			own = append(own, n)
 		}
 	}
-	in.Nodes, in.OnlyOwnNode = own, true
+	in.Nodes, in.OwnNodeOnly = own, true
 	return in
 }
 
@@ -40,7 +40,7 @@ func TestOnlyOwnNodeSkipsOtherNodeRules(t *testing.T) {
 		t.Error("link rules did not run")
 	}
 
-	own.OnlyOwnNode = false // the same Nodes taken as the whole cluster
+	own.OwnNodeOnly = false // the same Nodes taken as the whole cluster
 	fs, _ = Check(own, cfg, now)
 	var kinds []string
 	for _, f := range fs {

@@ -99,10 +99,10 @@ type Inputs struct {
 	NodeName string
 	// Nodes are all Node objects. Empty: node rules are skipped (RBAC, not synced).
 	Nodes []model.NodeInfo
-	// OnlyOwnNode: Nodes holds only NodeName's own Node (the agent's
+	// OwnNodeOnly: Nodes holds only NodeName's own Node (the agent's
 	// --watch-nodes=own), so the rules that judge other nodes (stale_route,
 	// missing_route, endpoint_on_missing_node) are skipped.
-	OnlyOwnNode bool
+	OwnNodeOnly bool
 	// Pods are the pods of NodeName (pods of other nodes are ignored), from
 	// a synced cache: a missing pod makes its interface an orphan.
 	Pods []model.PodInfo

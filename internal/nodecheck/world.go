@@ -31,7 +31,7 @@ type world struct {
 	goneByAddr map[netip.Addr]model.PodInfo // deleted pods of this node, to name previous owners
 	localAddrs map[netip.Addr]bool
 	extraGW    map[netip.Addr]bool
-	// onlyOwnNode: nodes holds this node alone (Inputs.OnlyOwnNode).
+	// onlyOwnNode: nodes holds this node alone (Inputs.OwnNodeOnly).
 	onlyOwnNode bool
 	podNet      []netip.Prefix
 	podNetSrc   string
@@ -45,7 +45,7 @@ type world struct {
 
 func newWorld(in Inputs, cfg Config, now time.Time) *world {
 	w := &world{
-		cfg: cfg, now: now, self: in.NodeName, onlyOwnNode: in.OnlyOwnNode,
+		cfg: cfg, now: now, self: in.NodeName, onlyOwnNode: in.OwnNodeOnly,
 		nodes:      map[string]model.NodeInfo{},
 		nodeAddrs:  map[netip.Addr]string{},
 		localPods:  map[netip.Addr]model.PodInfo{},

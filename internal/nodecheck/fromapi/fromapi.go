@@ -208,7 +208,7 @@ func NodeCheckInputs(nodeName string, cs *watch.ClusterState) nodecheck.Inputs {
 // NodeCheckInputsCached is NodeCheckInputs converting only the
 // EndpointSlices c has not seen (c nil: all of them).
 func NodeCheckInputsCached(nodeName string, cs *watch.ClusterState, c *EndpointInfoCache) nodecheck.Inputs {
-	in := nodecheck.Inputs{NodeName: nodeName, ServicesKnown: true, OnlyOwnNode: cs.OwnNodeOnly}
+	in := nodecheck.Inputs{NodeName: nodeName, ServicesKnown: true, OwnNodeOnly: cs.OwnNodeOnly}
 	for _, n := range cs.Nodes {
 		in.Nodes = append(in.Nodes, NodeInfoOf(n))
 	}
