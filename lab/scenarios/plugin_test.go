@@ -90,8 +90,11 @@ func testPlugin(t *testing.T, e *env) {
 	}
 	_, stderr, code = runPlugin(t, l, bin, l.Kubeconfig(), "status", "--node", "node-3")
 	t.Logf("agent on node-3 stopped: exit %d, stderr:\n%s", code, stderr)
-	if code != 2 || !strings.Contains(stderr, `the agent on node "node-3" does not answer on port 9760`) || !strings.Contains(stderr, "connection refused") {
-		t.Errorf("agent not listening: exit %d, want 2 and the refused dial", code)
+	// The cause is the refused dial, or EOF when the port-forward stream
+	// closes before its error frame reaches the client (seen once under load).
+	if code != 2 || !strings.Contains(stderr, `the agent on node "node-3" does not answer on port 9760`) ||
+		!(strings.Contains(stderr, "connection refused") || strings.Contains(stderr, "(Running): EOF")) {
+		t.Errorf("agent not listening: exit %d, want 2 and the refused dial (or the stream's EOF)", code)
 	}
 	if _, err := l.StartAgent("node-3"); err != nil {
 		t.Fatal(err)
