@@ -63,6 +63,7 @@ type NFTStats struct {
 	LastDecoded    int // rules the last ApplyEvent decoded from messages
 	PatchFallbacks int // chains (or tables) read again: the messages did not tell
 	Audits         int // audit reads (full reads after patching, AuditEvery)
+	AuditsDeferred int // audit reads given up to commits (every attempt interrupted): the patched tables kept, the audit tried again later
 	AuditDiffs     int // audit reads that found the patched tables differed from the kernel's
 	Dials          int // nfnetlink sockets opened (one per reader unless an operation failed)
 }
@@ -94,6 +95,7 @@ type NFTReader struct {
 	AuditEvery time.Duration
 	patched    bool      // chains were patched since the last full read
 	lastFull   time.Time // when the last full read ended
+	auditAfter time.Time // a deferred audit is not tried before this
 	// opsIdx backs the per-chain op index lists of one event
 	// (opsByChain), used again by the next event.
 	opsIdx []int32
@@ -181,6 +183,10 @@ func (n *NFTReader) Snapshot(ctx context.Context, hints model.Hints) (model.Obse
 			n.pub.Drop()
 		}
 		if err := n.fullRead(ctx, c); err != nil {
+			if prev != nil && Transient(err) {
+				n.deferAudit(prev)
+				return nil
+			}
 			return err
 		}
 		if prev != nil {

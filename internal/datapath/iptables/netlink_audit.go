@@ -9,13 +9,29 @@ import "time"
 
 const defaultAuditEvery = 10 * time.Minute
 
+// auditRetryAfter is how long an audit that commits kept interrupting
+// waits before it is tried again.
+const auditRetryAfter = 30 * time.Second
+
 // auditDue reports whether patched tables are due for an audit read.
 func (n *NFTReader) auditDue() bool {
 	every := n.AuditEvery
 	if every == 0 {
 		every = defaultAuditEvery
 	}
-	return n.patched && every > 0 && time.Since(n.lastFull) >= every
+	return n.patched && every > 0 && time.Since(n.lastFull) >= every && !time.Now().Before(n.auditAfter)
+}
+
+// deferAudit gives up an audit whose every attempt a commit interrupted:
+// the patched tables (prev, at the reader's generation) stay, the change
+// events keep them current as before, and the audit is tried again after
+// auditRetryAfter. Dropping them instead would turn an optional check into
+// a full read the node's commits may keep interrupting, each failure
+// costing an iptables-save of the whole table (Mode's fallback).
+func (n *NFTReader) deferAudit(prev []*nlFamily) {
+	n.fams = prev
+	n.stats.AuditsDeferred++
+	n.auditAfter = time.Now().Add(auditRetryAfter)
 }
 
 // audited compares the tables before a full read (generation gen) with the

@@ -34,6 +34,9 @@ type CommitsOptions struct {
 	// Pause is a wait after each commit (a netlink loop without one keeps
 	// a CPU busy).
 	Pause time.Duration
+	// Delay is a wait before the first commit (a read can begin on a
+	// generation that then moves under it).
+	Delay time.Duration
 }
 
 // CommitSpan is one commit: it landed (the generation moved) at some time
@@ -60,7 +63,7 @@ func StartCommitsWith(tb testing.TB, ns string, o CommitsOptions) *Commits {
 		}
 	}
 	c.wg.Add(1)
-	go c.run(commit, done, o.Pause)
+	go c.run(commit, done, o.Pause, o.Delay)
 	tb.Cleanup(func() { c.Stop() })
 	return c
 }
@@ -107,9 +110,16 @@ func netlinkCommit(ns string) (commit func(add bool) error, done func(), err err
 	return commit, func() { _ = conn.CloseLasting() }, nil
 }
 
-func (c *Commits) run(commit func(add bool) error, done func(), pause time.Duration) {
+func (c *Commits) run(commit func(add bool) error, done func(), pause, delay time.Duration) {
 	defer c.wg.Done()
 	defer done()
+	if delay > 0 {
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(delay):
+		}
+	}
 	begin := c.begin
 	var until time.Time
 	for i := 0; until.IsZero() || time.Now().Before(until); i++ {
