@@ -290,6 +290,13 @@ func writeChurnNotes(w io.Writer, churn []Window) {
 			fmt.Fprintf(w, "%s: /v1/lag listed %d samples, the metric counted %d (the listing keeps the newest 1,000): lag figures are over the listed ones\n",
 				x.Name, x.Samples, x.SamplesMetric)
 		}
+		if x.Dropped > 0 {
+			fmt.Fprintf(w, "%s: %d changes dropped without a sample for a counted reason (netdrift_lag_samples_dropped_total: a full audit corrected the desired state they waited for)\n", x.Name, x.Dropped)
+		}
+		if x.ProxyNetProgN > 0 {
+			fmt.Fprintf(w, "%s: kube-proxy's own histogram: %d of %d changes programmed more than %s after their trigger time (the agent rightly reports those stale while it lasts)\n",
+				x.Name, x.ProxyLate, x.ProxyNetProgN, StaleAfter)
+		}
 		for _, e := range x.LagPollErrors {
 			fmt.Fprintf(w, "%s: /v1/lag poll failed: %s\n", x.Name, e)
 		}

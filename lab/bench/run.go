@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -134,6 +135,7 @@ type Window struct {
 	Samples         int // lag samples listed by /v1/lag for changes delivered in the window
 	SamplesMetric   int // increase of netdrift_node_programming_lag_seconds_count
 	Superseded      int // changes the samples say they replaced (the agent's counted reason)
+	Dropped         int // increase of netdrift_lag_samples_dropped_total (changes dropped for a counted reason)
 	PendingAtEnd    int // the agent's pending changes after the drain
 	DrainTook       time.Duration
 	ProxySyncs      int // increase of kubeproxy_sync_proxy_rules_duration_seconds_count
@@ -145,8 +147,13 @@ type Window struct {
 	T2Sources       map[string]int  // samples by t2_source ("": the agent's read dated T2)
 	ProxyNetProg    time.Duration   // mean of kubeproxy_network_programming_duration_seconds in the window
 	ProxyNetProgN   int
-	LagPollErrors   []string // failed /v1/lag polls (samples may be missing from the listing)
-	MissingChanges  []Change // changes of services with fewer samples + supersessions than changes (first 10)
+	// ProxyLate: the changes kube-proxy's own histogram says it programmed
+	// more than StaleAfter after their trigger time (its
+	// kubeproxy_network_programming_duration_seconds, bucket le=StaleAfter):
+	// what the agent rightly reports as stale while it lasts.
+	ProxyLate      int
+	LagPollErrors  []string // failed /v1/lag polls (samples may be missing from the listing)
+	MissingChanges []Change // changes of services with fewer samples + supersessions than changes (first 10)
 	// The kernel-side reference (the nf_tables listener in the node's namespace).
 	MonTables    []string       // the IPv4 tables kube-proxy writes (ProxyTables); nil: no nf_tables events in this mode
 	MonRunning   bool           // a monitor ran over the window
@@ -164,8 +171,11 @@ type Window struct {
 // /v1/lag keeps the newest 1,000 samples: when one read converges more
 // than that, the listing falls short and the metric is the count.
 func (w Window) Missing() int {
-	return w.Changes - w.ChangeErrors - max(w.Samples, w.SamplesMetric) - w.Superseded - w.PendingAtEnd
+	return w.Changes - w.ChangeErrors - max(w.Samples, w.SamplesMetric) - w.Superseded - w.Dropped - w.PendingAtEnd
 }
+
+// StaleAfter is the agent's --stale-after in these runs (its default).
+const StaleAfter = 5 * time.Second
 
 // RefDump is one reference read of the table in the node's namespace.
 type RefDump struct {
@@ -412,7 +422,11 @@ func run(ctx context.Context, l *labenv.Lab, cfg Config, res *Result) error {
 	}
 
 	if cfg.SoakEvery > 0 {
-		soak := startSoak(ctx, cfg.SoakEvery, a, procs)
+		var v *staleVerifier
+		if ProxyTables(cfg.Mode) != nil { // kube-proxy's rules: the findings can be checked
+			v = &staleVerifier{lab: l, mode: cfg.Mode, agent: a, mon: mon}
+		}
+		soak := startSoak(ctx, cfg.SoakEvery, a, procs, v)
 		defer func() { res.Soak = soak.Stop() }()
 	}
 	cursor := 0
@@ -611,6 +625,9 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		c0, _ := am0.Sum("netdrift_node_programming_lag_seconds_count", nil)
 		c1, _ := am1.Sum("netdrift_node_programming_lag_seconds_count", nil)
 		w.SamplesMetric = int(c1 - c0)
+		d0, _ := am0.Sum("netdrift_lag_samples_dropped_total", nil)
+		d1, _ := am1.Sum("netdrift_lag_samples_dropped_total", nil)
+		w.Dropped = int(d1 - d0)
 	}
 	if proxy == nil {
 		// cilium-lb: no kube-proxy metrics (syncs, network programming).
@@ -622,6 +639,11 @@ func churnWindow(ctx context.Context, cfg Config, p pids, a *scenarios.Agent, pr
 		c1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_count", v4)
 		v0, _ := pm0.Sum("kubeproxy_network_programming_duration_seconds_sum", v4)
 		v1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_sum", v4)
+		le := map[string]string{"ip_family": "IPv4", "le": strconv.FormatFloat(StaleAfter.Seconds(), 'f', -1, 64)}
+		if b0, ok := pm0.Sum("kubeproxy_network_programming_duration_seconds_bucket", le); ok {
+			b1, _ := pm1.Sum("kubeproxy_network_programming_duration_seconds_bucket", le)
+			w.ProxyLate = int(c1-c0) - int(b1-b0)
+		}
 		if w.ProxyNetProgN = int(c1 - c0); w.ProxyNetProgN > 0 {
 			w.ProxyNetProg = time.Duration((v1 - v0) / (c1 - c0) * float64(time.Second))
 		}

@@ -26,6 +26,9 @@ type SoakPoint struct {
 	EventsLost, FullAudits, ReaderAudits, ReaderDiffs, Fallbacks float64
 	// FirstStale names up to three stale findings of this sample.
 	FirstStale []string
+	// Check is the findings checked against the kernel (soak_verify.go);
+	// nil when there were none, or no verifier.
+	Check *StaleCheck
 }
 
 // soakCounters are the metrics each sample reads into its counters.
@@ -48,7 +51,7 @@ type soakSampler struct {
 	points []SoakPoint
 }
 
-func startSoak(ctx context.Context, every time.Duration, a *scenarios.Agent, p pids) *soakSampler {
+func startSoak(ctx context.Context, every time.Duration, a *scenarios.Agent, p pids, v *staleVerifier) *soakSampler {
 	s := &soakSampler{stop: make(chan struct{}), done: make(chan struct{})}
 	start := time.Now()
 	go func() {
@@ -56,7 +59,7 @@ func startSoak(ctx context.Context, every time.Duration, a *scenarios.Agent, p p
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			pt := sampleOnce(ctx, a, p)
+			pt := sampleOnce(ctx, a, p, v)
 			pt.At = time.Since(start)
 			s.mu.Lock()
 			s.points = append(s.points, pt)
@@ -82,7 +85,7 @@ func (s *soakSampler) Stop() []SoakPoint {
 	return s.points
 }
 
-func sampleOnce(ctx context.Context, a *scenarios.Agent, p pids) SoakPoint {
+func sampleOnce(ctx context.Context, a *scenarios.Agent, p pids, v *staleVerifier) SoakPoint {
 	var pt SoakPoint
 	if m, err := ReadMem(p.agent); err == nil {
 		pt.AgentRSS = m.RSS
@@ -103,21 +106,20 @@ func sampleOnce(ctx context.Context, a *scenarios.Agent, p pids) SoakPoint {
 		pt.Err = true
 	}
 	var d struct {
-		Findings []struct {
-			Kind     string `json:"kind"`
-			Service  string `json:"service"`
-			Frontend string `json:"frontend"`
-			Backend  string `json:"backend"`
-		} `json:"findings"`
-		Pending []struct{} `json:"pending"`
+		Findings []soakFinding `json:"findings"`
+		Pending  []struct{}    `json:"pending"`
 	}
-	if err := a.Get(ctx, "/v1/drift", &d); err == nil {
-		pt.Stale, pt.Pending = len(d.Findings), len(d.Pending)
-		for _, f := range d.Findings[:min(3, len(d.Findings))] {
-			pt.FirstStale = append(pt.FirstStale, fmt.Sprintf("%s %s %s %s", f.Kind, f.Service, f.Frontend, f.Backend))
-		}
-	} else {
+	asked := time.Now()
+	if err := a.Get(ctx, "/v1/drift", &d); err != nil {
 		pt.Err = true
+		return pt
+	}
+	pt.Stale, pt.Pending = len(d.Findings), len(d.Pending)
+	for _, f := range d.Findings[:min(3, len(d.Findings))] {
+		pt.FirstStale = append(pt.FirstStale, f.String())
+	}
+	if len(d.Findings) > 0 && v != nil {
+		pt.Check = v.check(ctx, d.Findings, asked)
 	}
 	return pt
 }
@@ -161,6 +163,8 @@ type SoakSummary struct {
 	GoroutinesFirst, GoroutinesLast, GoroutinesPeak float64
 	GoroutineSlope                                  float64 // per hour
 	MaxStale, StaleSamples                          int     // worst stale findings seen; samples that had any
+	Checked                                         StaleCheck
+	CheckErrors                                     []string
 }
 
 // Summarize reduces the points.
@@ -190,6 +194,18 @@ func Summarize(points []SoakPoint) SoakSummary {
 		if p.Stale > 0 {
 			s.StaleSamples++
 		}
+		if c := p.Check; c != nil {
+			if c.Err != "" {
+				s.CheckErrors = append(s.CheckErrors, c.Err)
+			}
+			s.Checked.Confirmed += c.Confirmed
+			s.Checked.False += c.False
+			s.Checked.Fixed += c.Fixed
+			s.Checked.Unchecked += c.Unchecked
+			if len(s.Checked.Examples) < 3 {
+				s.Checked.Examples = append(s.Checked.Examples, c.Examples...)
+			}
+		}
 	}
 	s.AgentSlope = Slope(ok, agentMiB)
 	s.ProxySlope = Slope(ok, proxyMiB)
@@ -204,6 +220,17 @@ func writeSoak(w io.Writer, points []SoakPoint) {
 	fmt.Fprintf(w, "  kube-proxy RSS  first %.0f MiB, last %.0f MiB, slope %+.1f MiB/h\n", s.ProxyFirst, s.ProxyLast, s.ProxySlope)
 	fmt.Fprintf(w, "  goroutines      first %.0f, last %.0f, peak %.0f, slope %+.1f/h\n", s.GoroutinesFirst, s.GoroutinesLast, s.GoroutinesPeak, s.GoroutineSlope)
 	fmt.Fprintf(w, "  stale findings  max %d, in %d of %d samples\n", s.MaxStale, s.StaleSamples, s.Points)
+	if s.StaleSamples > 0 {
+		c := s.Checked
+		fmt.Fprintf(w, "  checked against the kernel (dump right after the sample): %d confirmed, %d false, %d fixed by a commit in between, %d of kinds not checked\n",
+			c.Confirmed, c.False, c.Fixed, c.Unchecked)
+		for _, e := range c.Examples {
+			fmt.Fprintf(w, "    false: %s\n", e)
+		}
+		for _, e := range s.CheckErrors {
+			fmt.Fprintf(w, "    check failed: %s\n", e)
+		}
+	}
 	writeSoakCounters(w, points)
 }
 

@@ -1,0 +1,257 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/netdrift/netdrift/lab/labenv"
+	"github.com/netdrift/netdrift/lab/scenarios"
+)
+
+// A soak's stale findings are checked against the kernel: a finding the
+// agent reports is true when kube-proxy is late (its own histogram says
+// how often it is, Window.ProxyLate), false when the rules say otherwise.
+// Right after a sample with findings the harness dumps kube-proxy's table
+// in the node's namespace with the reference tool and asks the agent
+// again 1 s after the dump. Per finding of a kind it can check
+// (stale_backend: the service's frontend still forwards to the backend;
+// missing_backend: it does not):
+//   - confirmed: the dump agrees with the finding;
+//   - false: the dump contradicts it and either no commit touched
+//     kube-proxy's table between the agent's answer and the dump's end
+//     (the harness's own nf_tables listener), or the agent still reports
+//     it after the dump;
+//   - fixed meanwhile: the dump contradicts it, kube-proxy committed in
+//     between, and the agent no longer reports it.
+// Endpoint addresses are never reused in the churn (Cluster.ChangeOne), so
+// a backend still programmed after the answer was programmed at it.
+
+// soakFinding is one finding of /v1/drift, as the soak reads it.
+type soakFinding struct {
+	Kind     string `json:"kind"`
+	Service  string `json:"service"`
+	Protocol string `json:"protocol"`
+	Frontend string `json:"frontend"`
+	Backend  string `json:"backend"`
+}
+
+func (f soakFinding) String() string {
+	return fmt.Sprintf("%s %s %s %s", f.Kind, f.Service, f.Frontend, f.Backend)
+}
+
+// StaleCheck is one sample's findings checked against the kernel.
+type StaleCheck struct {
+	Confirmed, False, Fixed int
+	Unchecked               int      // findings of kinds the rules alone cannot check
+	Commits                 int      // commits to kube-proxy's table between the answer and the dump's end; -1: no listener
+	Examples                []string // up to three false findings
+	Err                     string   // the check could not run
+}
+
+// staleVerifier checks a sample's findings (soakSampler).
+type staleVerifier struct {
+	lab   *labenv.Lab
+	mode  string
+	agent *scenarios.Agent
+	mon   *Monitor // nil: no commit record
+}
+
+// check checks findings the agent gave in an answer requested at asked.
+func (v *staleVerifier) check(ctx context.Context, findings []soakFinding, asked time.Time) *StaleCheck {
+	c := &StaleCheck{Commits: -1}
+	dump, err := v.dump(ctx)
+	dumped := time.Now()
+	if err != nil {
+		c.Err = err.Error()
+		return c
+	}
+	idx := indexDump(v.mode, dump)
+	time.Sleep(time.Second)
+	var again struct {
+		Findings []soakFinding `json:"findings"`
+	}
+	if err := v.agent.Get(ctx, "/v1/drift", &again); err != nil {
+		c.Err = "asking again: " + err.Error()
+		return c
+	}
+	still := map[soakFinding]bool{}
+	for _, f := range again.Findings {
+		still[f] = true
+	}
+	if v.mon != nil {
+		c.Commits = 0
+		for _, cm := range v.mon.Commits() {
+			if cm.At.After(asked) && !cm.At.After(dumped) && cm.Touches(ProxyTables(v.mode)) {
+				c.Commits++
+			}
+		}
+	}
+	for _, f := range findings {
+		var ok bool
+		switch f.Kind {
+		case "stale_backend":
+			ok = idx.holds(f.Frontend, f.Protocol, f.Backend)
+		case "missing_backend":
+			ok = !idx.holds(f.Frontend, f.Protocol, f.Backend)
+		default:
+			c.Unchecked++
+			continue
+		}
+		switch {
+		case ok:
+			c.Confirmed++
+		case still[f] || c.Commits == 0:
+			c.False++
+			if len(c.Examples) < 3 {
+				c.Examples = append(c.Examples, f.String())
+			}
+		default:
+			c.Fixed++
+		}
+	}
+	return c
+}
+
+// dump is kube-proxy's IPv4 NAT rules in the node's namespace, as the
+// reference tool prints them.
+func (v *staleVerifier) dump(ctx context.Context) ([]byte, error) {
+	ns, err := v.lab.NodeNetNS(node)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"nft", "list", "table", "ip", "kube-proxy"}
+	if v.mode != "nftables" {
+		args = []string{"iptables-" + Modes[v.mode].Backend + "-save", "-t", "nat"}
+	}
+	out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, args...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+// ruleIndex answers which backends a frontend forwards to in a dump.
+type ruleIndex interface {
+	holds(frontend, protocol, backend string) bool
+}
+
+func indexDump(mode string, dump []byte) ruleIndex {
+	if mode == "nftables" {
+		return indexNFT(dump)
+	}
+	return indexIPT(dump)
+}
+
+// iptIndex is iptables-save's nat table: KUBE-SERVICES' jumps by
+// destination, every chain's jumps, and the DNAT destinations.
+type iptIndex struct {
+	services map[string][]string // "ip:port/proto" -> targets
+	jumps    map[string][]string
+	dnat     map[string][]string
+}
+
+func indexIPT(dump []byte) *iptIndex {
+	x := &iptIndex{services: map[string][]string{}, jumps: map[string][]string{}, dnat: map[string][]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(dump))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || f[0] != "-A" {
+			continue
+		}
+		chain, target := f[1], flagValue(f, "-j")
+		switch {
+		case target == "DNAT":
+			x.dnat[chain] = append(x.dnat[chain], flagValue(f, "--to-destination"))
+		case chain == "KUBE-SERVICES" && flagValue(f, "-d") != "":
+			fe := strings.TrimSuffix(flagValue(f, "-d"), "/32") + ":" + flagValue(f, "--dport") + "/" + strings.ToLower(flagValue(f, "-p"))
+			x.services[fe] = append(x.services[fe], target)
+		case target != "":
+			x.jumps[chain] = append(x.jumps[chain], target)
+		}
+	}
+	return x
+}
+
+func flagValue(f []string, flag string) string {
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == flag {
+			return f[i+1]
+		}
+	}
+	return ""
+}
+
+func (x *iptIndex) holds(frontend, protocol, backend string) bool {
+	seen := map[string]bool{}
+	next := x.services[frontend+"/"+strings.ToLower(protocol)]
+	for depth := 0; depth < 4 && len(next) > 0; depth++ {
+		var more []string
+		for _, ch := range next {
+			if seen[ch] {
+				continue
+			}
+			seen[ch] = true
+			for _, d := range x.dnat[ch] {
+				if d == backend {
+					return true
+				}
+			}
+			more = append(more, x.jumps[ch]...)
+		}
+		next = more
+	}
+	return false
+}
+
+// nftIndex is `nft list table ip kube-proxy`: the service-ips map's
+// frontends and the endpoint chains each service chain names.
+type nftIndex struct {
+	services  map[string]string          // "ip:port/proto" -> service chain
+	endpoints map[string]map[string]bool // service chain -> backends "ip:port"
+}
+
+var (
+	nftElem     = regexp.MustCompile(`([0-9.]+) \. (tcp|udp|sctp) \. ([0-9]+) : goto (service-[^\s,}]+)`)
+	nftEndpoint = regexp.MustCompile(`endpoint-[^\s,}]+__([0-9.]+)/([0-9]+)`)
+)
+
+func indexNFT(dump []byte) *nftIndex {
+	x := &nftIndex{services: map[string]string{}, endpoints: map[string]map[string]bool{}}
+	sc := bufio.NewScanner(bytes.NewReader(dump))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	chain := ""
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if name, ok := strings.CutPrefix(line, "chain "); ok {
+			chain = strings.TrimSuffix(name, " {")
+			continue
+		}
+		if line == "}" {
+			chain = ""
+			continue
+		}
+		for _, m := range nftElem.FindAllStringSubmatch(line, -1) {
+			x.services[m[1]+":"+m[3]+"/"+m[2]] = m[4]
+		}
+		if strings.HasPrefix(chain, "service-") {
+			for _, m := range nftEndpoint.FindAllStringSubmatch(line, -1) {
+				if x.endpoints[chain] == nil {
+					x.endpoints[chain] = map[string]bool{}
+				}
+				x.endpoints[chain][m[1]+":"+m[2]] = true
+			}
+		}
+	}
+	return x
+}
+
+func (x *nftIndex) holds(frontend, protocol, backend string) bool {
+	return x.endpoints[x.services[frontend+"/"+strings.ToLower(protocol)]][backend]
+}

@@ -1,0 +1,50 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/netdrift/netdrift/lab/labenv"
+)
+
+// TestRuleIndexes: the soak's check of findings reads kube-proxy's rules
+// as the reference tools print them (the project's captures of kube-proxy's
+// formats: an iptables large-cluster dump without comments, and the
+// nftables table with affinity sets and a vmap).
+func TestRuleIndexes(t *testing.T) {
+	read := func(rel string) []byte {
+		b, err := os.ReadFile(filepath.Join(labenv.ModuleDir(), "..", "internal", "datapath", rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		mode, file, frontend string
+		in, out              []string
+	}{
+		{"iptables-nft", "iptables/testdata/large-cluster.iptables-save", "10.96.20.1:80",
+			[]string{"10.244.1.1:8080", "10.244.1.2:8080", "10.244.2.3:8080"}, []string{"10.244.1.3:8080", "10.244.1.1:80"}},
+		{"nftables", "nftables/testdata/handwritten.v4.nft", "10.96.0.10:80",
+			[]string{"10.1.0.5:8080", "10.1.1.6:8080"}, []string{"10.1.0.6:8080", "10.1.0.5:80"}},
+	} {
+		idx := indexDump(tc.mode, read(tc.file))
+		for _, b := range tc.in {
+			if !idx.holds(tc.frontend, "TCP", b) {
+				t.Errorf("%s: %s should forward to %s", tc.file, tc.frontend, b)
+			}
+			if idx.holds(tc.frontend, "UDP", b) {
+				t.Errorf("%s: %s/UDP forwards to %s", tc.file, tc.frontend, b)
+			}
+		}
+		for _, b := range tc.out {
+			if idx.holds(tc.frontend, "TCP", b) {
+				t.Errorf("%s: %s does not forward to %s", tc.file, tc.frontend, b)
+			}
+		}
+		if idx.holds("10.96.255.255:80", "TCP", tc.in[0]) {
+			t.Errorf("%s: an unknown frontend forwards", tc.file)
+		}
+	}
+}
