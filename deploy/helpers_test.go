@@ -55,6 +55,7 @@ var knownMetrics = map[string]bool{
 	"netdrift_stale_backend_connections_total":     false,
 	"netdrift_full_audit_corrections_total":        false,
 	"netdrift_reader_audit_differences_total":      false,
+	"netdrift_reader_audits_deferred_total":        false,
 	"netdrift_change_events_lost_total":            false,
 	"netdrift_trigger_time_skew_total":             false,
 	"netdrift_lag_samples_dropped_total":           false,

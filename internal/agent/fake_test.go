@@ -86,13 +86,13 @@ type fakeSource struct {
 	err     error
 	n       int
 	resyncs int
-	audits  [2]uint64 // what SelfAudits reports
+	audits  [3]uint64 // what SelfAudits reports
 }
 
-func (f *fakeSource) SelfAudits() (uint64, uint64) {
+func (f *fakeSource) SelfAudits() (uint64, uint64, uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.audits[0], f.audits[1]
+	return f.audits[0], f.audits[1], f.audits[2]
 }
 
 func (f *fakeSource) Name() string { return model.ModeIPTables }

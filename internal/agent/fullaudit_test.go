@@ -94,14 +94,14 @@ func TestReaderSelfAuditsPublished(t *testing.T) {
 	h := newHarness(t)
 	h.start()
 	h.src.mu.Lock()
-	h.src.audits = [2]uint64{3, 1}
+	h.src.audits = [3]uint64{3, 1, 2}
 	h.src.mu.Unlock()
 	if s := h.a.State(); s.ReaderAudits != 0 {
 		t.Fatalf("published %d reader audits before the next read", s.ReaderAudits)
 	}
 	h.advance(h.a.cfg.AuditInterval)
-	if s := h.a.State(); s.ReaderAudits != 3 || s.ReaderAuditDiffs != 1 {
-		t.Fatalf("reader audits %d, differences %d: want 3 and 1", s.ReaderAudits, s.ReaderAuditDiffs)
+	if s := h.a.State(); s.ReaderAudits != 3 || s.ReaderAuditDiffs != 1 || s.ReaderAuditsDeferred != 2 {
+		t.Fatalf("reader audits %d, differences %d, deferred %d: want 3, 1 and 2", s.ReaderAudits, s.ReaderAuditDiffs, s.ReaderAuditsDeferred)
 	}
 }
 

@@ -45,7 +45,7 @@ func (a *Agent) publishLocked(now time.Time, obs model.Observed, readOK bool) {
 	// frontends in place only there (ApplyChange), never during a query.
 	s.ObservedFrontends = len(s.Observed.Frontends)
 	if sa, ok := a.src.(datapath.SelfAuditor); ok {
-		s.ReaderAudits, s.ReaderAuditDiffs = sa.SelfAudits()
+		s.ReaderAudits, s.ReaderAuditDiffs, s.ReaderAuditsDeferred = sa.SelfAudits()
 	}
 	s.Notes = append(s.Notes, a.notes...)
 	if a.src == nil || a.mode == model.ModeNone {

@@ -72,8 +72,10 @@ type State struct {
 	FullAudits, FullAuditCorrections uint64
 	// ReaderAudits counts the datapath reader's own audits of the state it
 	// patches from change messages (iptables-nft); ReaderAuditDiffs those
-	// that found it differed from the kernel's (corrected by the audit).
-	ReaderAudits, ReaderAuditDiffs uint64
+	// that found it differed from the kernel's (corrected by the audit);
+	// ReaderAuditsDeferred those put off because commits kept interrupting
+	// their read (the patched state kept, the audit tried again later).
+	ReaderAudits, ReaderAuditDiffs, ReaderAuditsDeferred uint64
 	// ChangeEventsLost counts the lost-events notices of the nf_tables
 	// change events (the kernel overran the socket, or the loop fell
 	// behind): each made the next read a full one.

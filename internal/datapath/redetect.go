@@ -133,11 +133,11 @@ func (r *Redetect) Frozen() (model.Observed, bool) {
 }
 
 // SelfAudits forwards once a mode is known and its reader audits itself.
-func (r *Redetect) SelfAudits() (audits, differed uint64) {
+func (r *Redetect) SelfAudits() (audits, differed, deferred uint64) {
 	if in, ok := r.current().(SelfAuditor); ok {
 		return in.SelfAudits()
 	}
-	return 0, 0
+	return 0, 0, 0
 }
 
 // LastReadCPU forwards the read cost once a mode is known.

@@ -73,11 +73,13 @@ type Resyncer interface {
 
 // SelfAuditor is a reader that keeps its state from change messages and
 // checks it against a full read now and then (iptables-nft patched from rule
-// messages): how many such audits ran, and how many found the kept state
+// messages): how many such audits ran, how many found the kept state
 // differed from the kernel's (a misapplied or missed change; the audit's full
-// read corrected it). Optional: the agent reports it when its reader has it.
+// read corrected it), and how many were put off because commits kept
+// interrupting their read. Optional: the agent reports it when its reader
+// has it.
 type SelfAuditor interface {
-	SelfAudits() (audits, differed uint64)
+	SelfAudits() (audits, differed, deferred uint64)
 }
 
 // Freezer is a reader whose Snapshot may share its frontends with the

@@ -33,6 +33,7 @@ type Collector struct {
 	fullFixes  *prometheus.Desc
 	rdAudits   *prometheus.Desc
 	rdDiffs    *prometheus.Desc
+	rdDefer    *prometheus.Desc
 	evLost     *prometheus.Desc
 	skew       *prometheus.Desc
 	lagDropped *prometheus.Desc
@@ -65,6 +66,7 @@ func NewCollector(state func() agent.State, version string, maxServiceSeries int
 		fullFixes:  d("netdrift_full_audit_corrections_total", "Services whose incrementally kept desired state a full audit corrected (a missed delivery or a bug)."),
 		rdAudits:   d("netdrift_reader_audits_total", "The datapath reader's audits of the state it patches from change messages (iptables-nft)."),
 		rdDiffs:    d("netdrift_reader_audit_differences_total", "Reader audits that found the patched state differed from the kernel's (a misapplied or missed change; corrected)."),
+		rdDefer:    d("netdrift_reader_audits_deferred_total", "Reader audits put off because commits kept interrupting their full read (the patched state kept, the audit tried again 30 s later); rising without netdrift_reader_audits_total means the audit never completes."),
 		evLost:     d("netdrift_change_events_lost_total", "Times nf_tables change notifications were lost (the kernel overran the socket buffer, or the agent fell behind); each made the next datapath read a full one."),
 		skew:       d("netdrift_trigger_time_skew_total", "Changes whose EndpointSlice trigger time was ignored as skewed against this node's clock (in the future, or more than an hour before the delivery): their lag samples have no network latency.", "direction"),
 		lagDropped: d("netdrift_lag_samples_dropped_total", "Changes dropped without a lag sample, by reason (desired_corrected: a full audit found the desired state they waited for was wrong).", "reason"),
@@ -76,7 +78,7 @@ func NewCollector(state func() agent.State, version string, maxServiceSeries int
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.buildInfo, c.nodeInfo, c.sourceUp, c.sourceDur, c.findings, c.oldestF,
 		c.pending, c.oldestP, c.mismatch, c.healthy, c.leaseAge, c.staleBE, c.ready, c.frontends, c.lastAuditT,
-		c.fullAudits, c.fullFixes, c.rdAudits, c.rdDiffs, c.evLost, c.skew, c.lagDropped} {
+		c.fullAudits, c.fullFixes, c.rdAudits, c.rdDiffs, c.rdDefer, c.evLost, c.skew, c.lagDropped} {
 		ch <- d
 	}
 	c.view.describe(ch)
@@ -115,6 +117,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.fullFixes, prometheus.CounterValue, float64(s.FullAuditCorrections))
 	ch <- prometheus.MustNewConstMetric(c.rdAudits, prometheus.CounterValue, float64(s.ReaderAudits))
 	ch <- prometheus.MustNewConstMetric(c.rdDiffs, prometheus.CounterValue, float64(s.ReaderAuditDiffs))
+	ch <- prometheus.MustNewConstMetric(c.rdDefer, prometheus.CounterValue, float64(s.ReaderAuditsDeferred))
 	ch <- prometheus.MustNewConstMetric(c.evLost, prometheus.CounterValue, float64(s.ChangeEventsLost))
 	ch <- prometheus.MustNewConstMetric(c.skew, prometheus.CounterValue, float64(s.TriggerSkew.Future), "future")
 	ch <- prometheus.MustNewConstMetric(c.skew, prometheus.CounterValue, float64(s.TriggerSkew.Past), "past")

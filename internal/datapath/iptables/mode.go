@@ -140,13 +140,14 @@ func (k *Mode) Evented() bool {
 }
 
 // SelfAudits counts the netlink reader's audits of the chains it patched
-// from rule messages, and those that found a difference.
-func (k *Mode) SelfAudits() (audits, differed uint64) {
+// from rule messages, those that found a difference, and those put off
+// because commits kept interrupting their read.
+func (k *Mode) SelfAudits() (audits, differed, deferred uint64) {
 	if k.nl == nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	st := k.nl.Stats()
-	return uint64(st.Audits), uint64(st.AuditDiffs)
+	return uint64(st.Audits), uint64(st.AuditDiffs), uint64(st.AuditsDeferred)
 }
 
 // Frozen is the netlink reader's (datapath.Freezer) while the last
