@@ -21,9 +21,9 @@ type SoakPoint struct {
 	Err                bool // a sample that failed (the others still count)
 	// Counters of the agent's own bookkeeping (its /metrics), to tell what
 	// a run did besides the changes: overruns of its change-event socket,
-	// full audits, the reader's self-audits and how many differed, reader
-	// fallbacks in force.
-	EventsLost, FullAudits, ReaderAudits, ReaderDiffs, Fallbacks float64
+	// full audits, the reader's self-audits, how many differed and how many
+	// were put off by commits, reader fallbacks in force.
+	EventsLost, FullAudits, ReaderAudits, ReaderDiffs, ReaderDeferred, Fallbacks float64
 	// FirstStale names up to three stale findings of this sample.
 	FirstStale []string
 	// Check is the findings checked against the kernel (soak_verify.go);
@@ -40,6 +40,7 @@ var soakCounters = []struct {
 	{"netdrift_full_audits_total", func(p *SoakPoint) *float64 { return &p.FullAudits }},
 	{"netdrift_reader_audits_total", func(p *SoakPoint) *float64 { return &p.ReaderAudits }},
 	{"netdrift_reader_audit_differences_total", func(p *SoakPoint) *float64 { return &p.ReaderDiffs }},
+	{"netdrift_reader_audits_deferred_total", func(p *SoakPoint) *float64 { return &p.ReaderDeferred }},
 	{"netdrift_reader_fallback_active", func(p *SoakPoint) *float64 { return &p.Fallbacks }},
 }
 
@@ -249,8 +250,8 @@ func writeSoakCounters(w io.Writer, points []SoakPoint) {
 	}
 	for i := len(points) - 1; i >= 0; i-- {
 		if p := points[i]; !p.Err {
-			fmt.Fprintf(w, "  agent counters at the end: change events lost %.0f, full audits %.0f, reader self-audits %.0f (differed %.0f), reader fallbacks in force %.0f\n",
-				p.EventsLost, p.FullAudits, p.ReaderAudits, p.ReaderDiffs, p.Fallbacks)
+			fmt.Fprintf(w, "  agent counters at the end: change events lost %.0f, full audits %.0f, reader self-audits %.0f (differed %.0f, put off by commits %.0f), reader fallbacks in force %.0f\n",
+				p.EventsLost, p.FullAudits, p.ReaderAudits, p.ReaderDiffs, p.ReaderDeferred, p.Fallbacks)
 			return
 		}
 	}

@@ -123,14 +123,40 @@ func TestWriteSoakCounters(t *testing.T) {
 	pts := []SoakPoint{
 		{At: time.Minute},
 		{At: 2 * time.Minute, Stale: 4, FirstStale: []string{"stale_backend default/a 10.96.0.1:80/TCP 10.244.1.2:8080"}},
-		{At: 3 * time.Minute, EventsLost: 2, FullAudits: 7, ReaderAudits: 30, ReaderDiffs: 1, Fallbacks: 1},
+		{At: 3 * time.Minute, EventsLost: 2, FullAudits: 7, ReaderAudits: 30, ReaderDiffs: 1, ReaderDeferred: 3, Fallbacks: 1},
 		{At: 4 * time.Minute, Err: true, EventsLost: 99},
 	}
 	var b strings.Builder
 	writeSoakCounters(&b, pts)
 	for _, want := range []string{
 		"at 2m0s: 4 stale, e.g. stale_backend default/a 10.96.0.1:80/TCP 10.244.1.2:8080",
-		"change events lost 2, full audits 7, reader self-audits 30 (differed 1), reader fallbacks in force 1",
+		"change events lost 2, full audits 7, reader self-audits 30 (differed 1, put off by commits 3), reader fallbacks in force 1",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report %q lacks %q", b.String(), want)
+		}
+	}
+}
+
+// TestSoakChecksSummed: the checks of every sample with findings add up in
+// the summary, which prints them with the false ones and failed checks.
+func TestSoakChecksSummed(t *testing.T) {
+	pts := []SoakPoint{
+		{At: time.Minute, Stale: 3, Check: &StaleCheck{Confirmed: 2, Fixed: 1, Commits: 2}},
+		{At: 2 * time.Minute},
+		{At: 3 * time.Minute, Stale: 2, Check: &StaleCheck{Confirmed: 1, False: 1, Commits: 0, Examples: []string{"stale_backend bench/s00001 10.96.0.1:80 10.128.0.9:8080"}}},
+		{At: 4 * time.Minute, Stale: 1, Check: &StaleCheck{Err: "nft: exit status 1", Commits: -1}},
+	}
+	s := Summarize(pts)
+	if c := s.Checked; c.Confirmed != 3 || c.False != 1 || c.Fixed != 1 || len(c.Examples) != 1 || len(s.CheckErrors) != 1 || s.StaleSamples != 3 {
+		t.Fatalf("summary %+v", s)
+	}
+	var b strings.Builder
+	writeSoak(&b, pts)
+	for _, want := range []string{
+		"checked against the kernel (dump right after the sample): 3 confirmed, 1 false, 1 fixed by a commit in between, 0 of kinds not checked",
+		"false: stale_backend bench/s00001 10.96.0.1:80 10.128.0.9:8080",
+		"check failed: nft: exit status 1",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report %q lacks %q", b.String(), want)
