@@ -83,7 +83,7 @@ bench-live: bench-deps build lab-bins $(if $(filter cilium,$(BENCH_LIVE_MODES)),
 # was measured, never a time.
 test-bench-live-quick: build lab-bins $(BENCH_CILIUM_BINS)
 	cd $(LAB_DIR) && CGO_ENABLED=0 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift $(GO) test $(LAB_GOFLAGS) -count=1 -timeout 10m -v \
-	  -run '^TestBenchLiveQuick$$|^TestParse|^TestMatch|^TestWorst|^TestReadSelf|^TestSlope$$|^TestUnexpectedWarning$$|^TestCiliumLagTable$$' ./bench
+	  -run '^TestBenchLiveQuick$$|^TestParse|^TestMatch|^TestWorst|^TestReadSelf|^TestSlope$$|^TestWriteSoakCounters$$|^TestSoakChecksSummed$$|^TestRuleIndexes$$|^TestUnexpectedWarning$$|^TestCiliumLagTable$$' ./bench
 
 # make soak (root, ~70 min; not in make test): per mode a one-node lab at
 # SOAK_SCALE endpoints, one SOAK_SECONDS churn window at SOAK_RATE changes/s,
