@@ -87,6 +87,20 @@ type fakeSource struct {
 	n       int
 	resyncs int
 	audits  [3]uint64 // what SelfAudits reports
+	// auditable: RequestAudit is counted in auditReqs; else it resyncs (a
+	// reader without audits, as datapath.Redetect forwards it)
+	auditable bool
+	auditReqs int
+}
+
+func (f *fakeSource) RequestAudit() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.auditable {
+		f.auditReqs++
+	} else {
+		f.resyncs++
+	}
 }
 
 func (f *fakeSource) SelfAudits() (uint64, uint64, uint64) {

@@ -44,6 +44,30 @@ func TestFullAuditCorrectsWhatTheIncrementalPathMissed(t *testing.T) {
 	}
 }
 
+// TestFullAuditAsksForAnAudit: a reader that can audit the state it keeps
+// (iptables-nft over netlink) is asked for an audit read by the full audit,
+// not resynced: its state stays in use if commits interrupt the read.
+func TestFullAuditAsksForAnAudit(t *testing.T) {
+	h := newHarness(t)
+	h.src.auditable = true
+	h.start()
+	for d := time.Duration(0); d <= h.a.cfg.FullAuditInterval; d += h.a.cfg.AuditInterval {
+		h.advance(h.a.cfg.AuditInterval)
+	}
+	h.src.mu.Lock()
+	reqs, resyncs := h.src.auditReqs, h.src.resyncs
+	h.src.mu.Unlock()
+	if reqs != 1 || resyncs != 0 || h.a.State().FullAudits != 1 {
+		t.Fatalf("after %v: %d audit requests, %d resyncs, %d full audits; want 1, 0, 1", h.a.cfg.FullAuditInterval, reqs, resyncs, h.a.State().FullAudits)
+	}
+	h.a.onChange(h.ctx, datapath.ChangeEvent{Lost: true, Received: h.clk.Now()}, true)
+	h.src.mu.Lock()
+	defer h.src.mu.Unlock()
+	if h.src.resyncs != 1 || h.src.auditReqs != 1 {
+		t.Fatalf("lost events: %d resyncs, %d audit requests; want the state dropped (1 resync)", h.src.resyncs, h.src.auditReqs)
+	}
+}
+
 // TestLostChangeEventsResyncTheReader: a lost-events notice makes the next
 // read a full one (no event will bring the reader's cache up to date), and
 // dates that read; an ordinary event does not drop the cache.

@@ -84,7 +84,11 @@ func (a *Agent) audit(ctx context.Context, api APIState) {
 		a.src.SetHints(hints)
 	}
 	if full && a.src != nil {
-		a.src.Resync()
+		if ar, ok := a.src.(datapath.AuditRequester); ok {
+			ar.RequestAudit()
+		} else {
+			a.src.Resync()
+		}
 	}
 	obs, readErr := a.readDatapath(ctx)
 	ok := readErr == "" && a.src != nil

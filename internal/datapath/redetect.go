@@ -117,6 +117,18 @@ func (r *Redetect) Evented() bool {
 	return false
 }
 
+// RequestAudit forwards once a mode is known: to the reader's RequestAudit,
+// or its Resync when it has none.
+func (r *Redetect) RequestAudit() {
+	switch in := r.current().(type) {
+	case nil:
+	case AuditRequester:
+		in.RequestAudit()
+	default:
+		in.Resync()
+	}
+}
+
 // Resync forwards once a mode is known.
 func (r *Redetect) Resync() {
 	if in := r.current(); in != nil {

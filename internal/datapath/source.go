@@ -82,6 +82,17 @@ type SelfAuditor interface {
 	SelfAudits() (audits, differed, deferred uint64)
 }
 
+// AuditRequester is a reader that can check the state it keeps from change
+// messages against a full read without dropping it first (iptables-nft
+// over netlink). The agent's full audit asks for that instead of Resync: a
+// full read that kube-proxy's commits keep interrupting is then put off
+// with the event-kept state still in use, where a dropped state would have
+// to be read whole, and a reader that cannot complete that read falls back
+// to a whole-table dump per read. Optional; Resync otherwise.
+type AuditRequester interface {
+	RequestAudit()
+}
+
 // Freezer is a reader whose Snapshot may share its frontends with the
 // reader's cache, changed in place by the caller's next ApplyChange (the
 // nftables reader: an endpoint change then costs the change, not a copy of

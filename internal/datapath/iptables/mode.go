@@ -131,6 +131,20 @@ func (k *Mode) Resync() {
 	k.lg.hintsGen++
 }
 
+// RequestAudit (datapath.AuditRequester): while the netlink reader is in
+// use, its next Snapshot reads everything and compares it with the
+// patched tables it keeps (an audit, deferred while commits interrupt it);
+// on the other paths the next read is a fresh one, as after Resync.
+func (k *Mode) RequestAudit() {
+	k.mu.Lock()
+	inNL := k.netlinkActive() && k.inProc
+	k.mu.Unlock()
+	if inNL && k.nl.RequestAudit() {
+		return
+	}
+	k.Resync()
+}
+
 // Evented: the netlink reader is in use (iptables-nft), whose state the
 // nf_tables events describe.
 func (k *Mode) Evented() bool {

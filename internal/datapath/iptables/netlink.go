@@ -96,6 +96,7 @@ type NFTReader struct {
 	patched    bool      // chains were patched since the last full read
 	lastFull   time.Time // when the last full read ended
 	auditAfter time.Time // a deferred audit is not tried before this
+	auditNow   bool      // RequestAudit: the next Snapshot audits
 	// opsIdx backs the per-chain op index lists of one event
 	// (opsByChain), used again by the next event.
 	opsIdx []int32
@@ -470,7 +471,7 @@ func (n *NFTReader) fullRead(ctx context.Context, c *nlConn) error {
 		}
 		n.fams, n.gen = fams, before
 		n.pub.Drop()
-		n.patched, n.lastFull = false, time.Now()
+		n.patched, n.lastFull, n.auditNow = false, time.Now(), false
 		n.stats.Rules = rules
 		n.stats.LastReadDur = time.Since(start)
 		return nil

@@ -19,7 +19,22 @@ func (n *NFTReader) auditDue() bool {
 	if every == 0 {
 		every = defaultAuditEvery
 	}
-	return n.patched && every > 0 && time.Since(n.lastFull) >= every && !time.Now().Before(n.auditAfter)
+	due := n.auditNow || n.patched && every > 0 && time.Since(n.lastFull) >= every
+	return due && !time.Now().Before(n.auditAfter)
+}
+
+// RequestAudit makes the next Snapshot an audit read (the agent's full
+// audit): everything read again and compared with the tables kept, which
+// stay in use if commits keep interrupting the read (deferAudit). False
+// when nothing is cached: the next Snapshot reads everything anyway.
+func (n *NFTReader) RequestAudit() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fams == nil {
+		return false
+	}
+	n.auditNow = true
+	return true
 }
 
 // deferAudit gives up an audit whose every attempt a commit interrupted:

@@ -22,8 +22,17 @@ import (
 // made the next read a full one, which the same commits interrupt and
 // which then falls back to iptables-save: at 100k endpoints, seconds of CPU
 // per read for as long as kube-proxy keeps committing.)
+// The audit is due either way: AuditEvery after the last full read, or
+// asked for by RequestAudit (the agent's full audit).
 func TestNFTAuditDeferredDuringCommits(t *testing.T) {
 	netnstest.RequireRoot(t, "loads iptables-nft tables into a fresh network namespace")
+	for _, requested := range []bool{false, true} {
+		name := map[bool]string{false: "interval", true: "requested"}[requested]
+		t.Run(name, func(t *testing.T) { testAuditDeferred(t, requested) })
+	}
+}
+
+func testAuditDeferred(t *testing.T, requested bool) {
 	// bench.Scale10k: dumps span many datagrams, so a commit interrupts them.
 	r := newOpsRigWith(t, bench.Scale10k)
 	ctx := context.Background()
@@ -40,7 +49,13 @@ func TestNFTAuditDeferredDuringCommits(t *testing.T) {
 		}
 		want := maps.Clone(before.Frontends)
 		st0 := r.nr.Stats()
-		r.nr.AuditEvery = time.Nanosecond
+		if requested {
+			if !r.nr.RequestAudit() {
+				t.Fatal("RequestAudit: nothing cached")
+			}
+		} else {
+			r.nr.AuditEvery = time.Nanosecond
+		}
 
 		// Commits from 3 ms on: the audit begins on the cache's generation,
 		// and every attempt runs while the generation moves.
