@@ -56,6 +56,14 @@ type nftablesReader struct{ *nftables.Reader }
 func (nftablesReader) LastReadCPU() time.Duration { return 0 }
 func (nftablesReader) Evented() bool              { return true }
 
+// RequestAudit (AuditRequester): an audit read beside the cache, or a
+// Resync when nothing is cached.
+func (r nftablesReader) RequestAudit() {
+	if !r.Reader.RequestAudit() {
+		r.Reader.Resync()
+	}
+}
+
 // unevented is the part of Reader a source without nf_tables change events
 // (IPVS, Cilium's maps) has no use for: it polls.
 type unevented struct{}
@@ -76,17 +84,20 @@ func (ipvsReader) LastReadCPU() time.Duration { return 0 }
 func (ipvsReader) Resync() {}
 
 // Each mode's reader is a Reader; the event-fed ones keep an observation
-// they change in place (Freezer), and the iptables mode audits what it
-// patched from rule messages (SelfAuditor).
+// they change in place (Freezer) and take the full audit as an audit read
+// beside it (AuditRequester), and the iptables mode audits what it patched
+// from rule messages (SelfAuditor).
 var (
 	_ interface {
 		Reader
 		Freezer
 		SelfAuditor
+		AuditRequester
 	} = (*iptables.Mode)(nil)
 	_ interface {
 		Reader
 		Freezer
+		AuditRequester
 	} = nftablesReader{}
 	_ Reader = ipvsReader{}
 )

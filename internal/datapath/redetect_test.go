@@ -34,3 +34,37 @@ func TestRedetectRetriesOnInterval(t *testing.T) {
 		t.Fatalf("the failed detection's reason must be reported: %+v", obs)
 	}
 }
+
+// countingReader counts Resync calls; auditingReader also RequestAudit.
+type countingReader struct{ resyncs, audits int }
+
+func (c *countingReader) Name() string { return model.ModeIPTables }
+func (c *countingReader) Snapshot(context.Context) (model.Observed, error) {
+	return model.Observed{}, nil
+}
+func (c *countingReader) SetHints(model.Hints)                           {}
+func (c *countingReader) ApplyChange(context.Context, ChangeEvent) error { return nil }
+func (c *countingReader) Evented() bool                                  { return false }
+func (c *countingReader) LastReadCPU() time.Duration                     { return 0 }
+func (c *countingReader) Resync()                                        { c.resyncs++ }
+
+type auditingReader struct{ countingReader }
+
+func (a *auditingReader) RequestAudit() { a.audits++ }
+
+// TestRedetectRequestAudit: the full audit's request reaches a reader that
+// audits its kept state as RequestAudit, any other as Resync, and nothing
+// before a mode is known.
+func TestRedetectRequestAudit(t *testing.T) {
+	r := NewRedetect("", time.Hour, time.Now, "none yet")
+	r.RequestAudit() // no reader: nothing to call
+	plain, auditing := &countingReader{}, &auditingReader{}
+	r.inner = plain
+	r.RequestAudit()
+	r.inner = auditing
+	r.RequestAudit()
+	if plain.resyncs != 1 || auditing.audits != 1 || auditing.resyncs != 0 {
+		t.Fatalf("plain reader resynced %d times; auditing reader audited %d, resynced %d: want 1, 1, 0",
+			plain.resyncs, auditing.audits, auditing.resyncs)
+	}
+}

@@ -48,7 +48,7 @@ var ErrUndecodable = errors.New("iptables-nft rule not decodable")
 // NFTStats counts the reader's work.
 type NFTStats struct {
 	FullReads   int           // whole-table reads
-	ReadRetries int           // full-read attempts dropped: a commit landed during them
+	ReadRetries int           // read attempts dropped (full reads, re-reads for events): a commit landed during them
 	ChainReads  int           // single chains re-read for change events
 	LastChains  int           // chains re-read by the last ApplyChanges
 	Rules       int           // rules kept by the last full read (KUBE-MARK-MASQ jumps are not)

@@ -6,6 +6,8 @@ package iptables
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 )
@@ -97,7 +99,7 @@ func (n *NFTReader) reread(ctx context.Context, chains chainSet, whole map[table
 	}
 	return n.withConn(func(c *nlConn) error {
 		for k := range whole {
-			if err := n.readTable(ctx, c, k.fam, k.table); err != nil {
+			if err := n.retryInterrupted(func() error { return n.readTable(ctx, c, k.fam, k.table) }); err != nil {
 				return err
 			}
 			k.fam.view = nil
@@ -108,7 +110,7 @@ func (n *NFTReader) reread(ctx context.Context, chains chainSet, whole map[table
 				if !read {
 					continue
 				}
-				if err := n.readChain(ctx, c, k.fam, k.table, name); err != nil {
+				if err := n.retryInterrupted(func() error { return n.readChain(ctx, c, k.fam, k.table, name) }); err != nil {
 					return err
 				}
 				n.stats.LastChains++
@@ -117,4 +119,27 @@ func (n *NFTReader) reread(ctx context.Context, chains chainSet, whole map[table
 		}
 		return nil
 	})
+}
+
+// rereadAttempts bounds the attempts of one table's or chain's re-read for
+// a change event; between two the reader waits fullReadBackoff, doubled
+// each time (10+20+40 ms). A failed re-read drops every cached table, and
+// the full read that follows is far likelier to be interrupted again by
+// the same commits (at 100k endpoints it spans seconds, kube-proxy's syncs
+// come every few), so a commit that lands during a chain's dump costs a
+// second dump of that chain, not the cache.
+const rereadAttempts = 4
+
+// retryInterrupted runs read again while a commit interrupted its dump.
+// The chain then reflects a later commit than the event's; that commit's
+// own event re-reads or patches it again.
+func (n *NFTReader) retryInterrupted(read func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := read()
+		if err == nil || !errors.Is(err, errDumpInterrupted) || attempt == rereadAttempts {
+			return err
+		}
+		n.stats.ReadRetries++
+		time.Sleep(fullReadBackoff << (attempt - 1))
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/netdrift/netdrift/bench"
+	"github.com/netdrift/netdrift/internal/datapath/nfevents"
 	"github.com/netdrift/netdrift/internal/testutil/netnstest"
 )
 
@@ -97,6 +98,62 @@ func testAuditDeferred(t *testing.T, requested bool) {
 		}
 		r.nr.AuditEvery = -1
 		r.sameAsFresh("after the deferred audit")
+		return
+	}
+}
+
+// TestNFTChainRereadRetriedDuringCommits: a change event whose chain must
+// be read again (no rule messages: a reader fallen behind) arrives while
+// commits land all through the chain's dump; the reader reads it again
+// once they stop instead of failing the event and dropping every cached
+// table (at 100k endpoints the full read that followed never completed
+// between kube-proxy's commits, and every read fell back to
+// iptables-nft-save).
+func TestNFTChainRereadRetriedDuringCommits(t *testing.T) {
+	netnstest.RequireRoot(t, "loads iptables-nft tables into a fresh network namespace")
+	// bench.Scale10k: KUBE-SERVICES' dump spans several datagrams.
+	r := newOpsRigWith(t, bench.Scale10k)
+	r.noOps = true
+	ctx := context.Background()
+	for try := 1; ; try++ {
+		netnstest.Run(t, r.ns, "iptables-nft", "-t", "nat", "-I", "KUBE-SERVICES", "1", "-d", fmt.Sprintf("10.255.255.%d/32", try),
+			"-p", "tcp", "-m", "tcp", "--dport", "9", "-j", "RETURN")
+		gen, err := nfevents.Generation(r.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev nfevents.Event
+		for ev = <-r.w.Events(); int32(ev.Generation-gen) < 0; ev = <-r.w.Events() {
+		}
+		ev.Ops, ev.OpsComplete = nil, false
+		st0 := r.nr.Stats()
+		// Commits from before the event is applied until 60 ms after: the
+		// first attempts are interrupted, the last (10+20+40 ms later) not.
+		commits := netnstest.StartCommitsWith(t, r.ns, netnstest.CommitsOptions{Netlink: true, Pause: 500 * time.Microsecond})
+		for deadline := time.Now().Add(10 * time.Second); commits.Count() < 3; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("commit loop: %d commits in 10 s", commits.Count())
+			}
+		}
+		commits.Begin()
+		err = r.nr.ApplyEvent(ctx, ev)
+		n := commits.Wait()
+		st := r.nr.Stats()
+		t.Logf("re-read during %d commits: %d attempts dropped, %d chains read, err %v", n, st.ReadRetries-st0.ReadRetries, st.ChainReads-st0.ChainReads, err)
+		if err != nil {
+			t.Fatalf("a chain re-read during commits failed the event: %v", err)
+		}
+		if st.FullReads != st0.FullReads || st.ChainReads == st0.ChainReads {
+			t.Fatalf("want the chain re-read, no full read: %+v", st)
+		}
+		r.apply() // the commit loop's own table
+		if st.ReadRetries == st0.ReadRetries {
+			if try == 5 {
+				t.Skipf("no commit landed during the chain's dump in %d tries: the retry was not reached", try)
+			}
+			continue
+		}
+		r.sameAsFresh("after the re-read during commits")
 		return
 	}
 }

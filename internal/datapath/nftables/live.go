@@ -71,6 +71,7 @@ type Reader struct {
 	evented                             bool             // change events were applied: a generation ahead of the cache has events coming
 	behind                              nfevents.Behind  // the wait for the events of a generation ahead of the cache
 	gen                                 nfevents.GenConn // kept open for generation queries (one per poll)
+	audit                               auditState       // RequestAudit's read beside the cache (live_audit.go)
 }
 
 // generationLocked asks the kernel for the nf_tables generation over a
@@ -172,6 +173,9 @@ func (n *Reader) snapshotLocked(ctx context.Context) (model.Observed, error) {
 		}
 		if g == n.cache.gen {
 			n.behind.Clear()
+			if n.audit.due(time.Now()) {
+				return n.auditLocked(ctx)
+			}
 			return n.cachedLocked(), nil
 		}
 		if n.evented && n.behind.Await(n.Config.BehindLimit) {
