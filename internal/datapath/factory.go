@@ -64,6 +64,14 @@ func (r nftablesReader) RequestAudit() {
 	}
 }
 
+// SelfAudits (SelfAuditor): the audit reads that replaced the cache and
+// those put off by commits. The nftables audit does not compare what it
+// read with the cache (differed is 0); the cache is replaced either way.
+func (r nftablesReader) SelfAudits() (audits, differed, deferred uint64) {
+	a, d := r.Reader.Audits()
+	return uint64(a), 0, uint64(d)
+}
+
 // unevented is the part of Reader a source without nf_tables change events
 // (IPVS, Cilium's maps) has no use for: it polls.
 type unevented struct{}
@@ -98,6 +106,7 @@ var (
 		Reader
 		Freezer
 		AuditRequester
+		SelfAuditor
 	} = nftablesReader{}
 	_ Reader = ipvsReader{}
 )

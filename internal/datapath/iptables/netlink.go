@@ -95,8 +95,9 @@ type NFTReader struct {
 	AuditEvery time.Duration
 	patched    bool      // chains were patched since the last full read
 	lastFull   time.Time // when the last full read ended
-	auditAfter time.Time // a deferred audit is not tried before this
-	auditNow   bool      // RequestAudit: the next Snapshot audits
+	// auditBackoff: when an audit put off by commits is tried again
+	auditBackoff nfevents.AuditBackoff
+	auditNow     bool // RequestAudit: the next Snapshot audits
 	// opsIdx backs the per-chain op index lists of one event
 	// (opsByChain), used again by the next event.
 	opsIdx []int32

@@ -9,10 +9,6 @@ import "time"
 
 const defaultAuditEvery = 10 * time.Minute
 
-// auditRetryAfter is how long an audit that commits kept interrupting
-// waits before it is tried again.
-const auditRetryAfter = 30 * time.Second
-
 // auditDue reports whether patched tables are due for an audit read.
 func (n *NFTReader) auditDue() bool {
 	every := n.AuditEvery
@@ -20,7 +16,7 @@ func (n *NFTReader) auditDue() bool {
 		every = defaultAuditEvery
 	}
 	due := n.auditNow || n.patched && every > 0 && time.Since(n.lastFull) >= every
-	return due && !time.Now().Before(n.auditAfter)
+	return due && n.auditBackoff.Ready(time.Now())
 }
 
 // RequestAudit makes the next Snapshot an audit read (the agent's full
@@ -39,20 +35,22 @@ func (n *NFTReader) RequestAudit() bool {
 
 // deferAudit gives up an audit whose every attempt a commit interrupted:
 // the patched tables (prev, at the reader's generation) stay, the change
-// events keep them current as before, and the audit is tried again after
-// auditRetryAfter. Dropping them instead would turn an optional check into
+// events keep them current as before, and the audit is tried again later
+// (nfevents.AuditBackoff: 30 s, doubling up to 5 minutes while commits keep
+// interrupting it). Dropping them instead would turn an optional check into
 // a full read the node's commits may keep interrupting, each failure
 // costing an iptables-save of the whole table (Mode's fallback).
 func (n *NFTReader) deferAudit(prev []*nlFamily) {
 	n.fams = prev
 	n.stats.AuditsDeferred++
-	n.auditAfter = time.Now().Add(auditRetryAfter)
+	n.auditBackoff.PutOff(time.Now())
 }
 
 // audited compares the tables before a full read (generation gen) with the
 // ones it read.
 func (n *NFTReader) audited(prev []*nlFamily, gen uint32) {
 	n.stats.Audits++
+	n.auditBackoff.Done()
 	if n.gen == gen && !sameFamilies(prev, n.fams) {
 		n.stats.AuditDiffs++
 	}

@@ -311,7 +311,7 @@ func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
 	n.dropCache()
 	n.behind.Clear()
 	n.fullReads++
-	tables, gen, stable, err := n.fetch(ctx)
+	tables, gen, stable, err := n.fetch(ctx, n.retries())
 	if err != nil {
 		return model.Observed{}, err
 	}
@@ -320,6 +320,7 @@ func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
 	n.rehint = false
 	if stable {
 		n.cache = &nftCache{gen: gen, tables: tables, view: view}
+		n.audit.asked = false // a stable full read is what an audit asks for
 		return n.pub.Publish(obs, nil), nil
 	}
 	obs.Warnings = append(obs.Warnings, "the ruleset kept changing during the read; it may mix generations")
@@ -330,13 +331,17 @@ func (n *Reader) fullLocked(ctx context.Context) (model.Observed, error) {
 // further one up to 8x (10+20+40 ms with the default 3 retries).
 const fetchBackoff = 10 * time.Millisecond
 
-// fetch reads the tables (nil for absent ones), retrying on concurrent
-// change; it returns the generation of a stable read.
-func (n *Reader) fetch(ctx context.Context) ([]*nftTable, uint32, bool, error) {
-	retries := n.Config.Retries
-	if retries <= 0 {
-		retries = 3
+// retries is Config.Retries or its default.
+func (n *Reader) retries() int {
+	if n.Config.Retries <= 0 {
+		return 3
 	}
+	return n.Config.Retries
+}
+
+// fetch reads the tables (nil for absent ones), retrying on concurrent
+// change up to retries times; it returns the generation of a stable read.
+func (n *Reader) fetch(ctx context.Context, retries int) ([]*nftTable, uint32, bool, error) {
 	var tables []*nftTable
 	for attempt := 0; attempt <= retries; attempt++ {
 		if attempt > 0 {

@@ -17,6 +17,8 @@ import (
 // full audit) that commits keep unstable leaves the cache in use: the
 // Snapshot returns the cached frontends without the "kept changing"
 // warning, the deferral is counted, and a Resync-style drop never happens.
+// The audit makes one read attempt, and asked again at once it waits for
+// its backoff (nfevents.AuditBackoff) instead of reading.
 // (Dropping it made every change event a full read for as long as commits
 // kept that read unstable: at 100k endpoints under churn, a core.)
 func TestAuditDeferredDuringCommits(t *testing.T) {
@@ -34,7 +36,7 @@ func TestAuditDeferredDuringCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Quiet, an audit reads and replaces the cache.
-	reads := r.fullReads
+	reads, perRead := r.fullReads, r.kernelReads
 	if !r.RequestAudit() {
 		t.Fatal("RequestAudit: nothing cached after a quiet read")
 	}
@@ -51,6 +53,7 @@ func TestAuditDeferredDuringCommits(t *testing.T) {
 		}
 		want := maps.Clone(before.Frontends)
 		a0, d0 := r.Audits()
+		k0 := r.kernelReads
 		if !r.RequestAudit() {
 			t.Fatal("RequestAudit: nothing cached after a quiet read")
 		}
@@ -80,6 +83,26 @@ func TestAuditDeferredDuringCommits(t *testing.T) {
 		}
 		if r.cache == nil {
 			t.Error("a deferred audit dropped the cache")
+		}
+		// One attempt, not the retries of a plain read (Retries 1 here):
+		// under sustained commits each retry is another spoiled full read.
+		// A read cut short by the commit makes fewer requests, never more.
+		if k := r.kernelReads - k0; k > perRead+2 {
+			t.Errorf("deferred audit made %d kernel requests: more than one attempt (a read is %d, plus the generation checks)", k, perRead)
+		}
+		// Put off: once the cache caught up with the commits (a plain read,
+		// the generation moved), asking again reads nothing until the
+		// backoff ends.
+		if _, err := r.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		k1, f1 := r.kernelReads, r.fullReads
+		r.RequestAudit()
+		if _, err := r.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r.fullReads != f1 || r.kernelReads-k1 > 2 {
+			t.Errorf("an audit asked for within its backoff ran: %d full reads, %d kernel requests", r.fullReads-f1, r.kernelReads-k1)
 		}
 		return
 	}
