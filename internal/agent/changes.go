@@ -173,17 +173,20 @@ func (t *changeTracker) fullAuditCounts() (audits, corrections uint64) {
 	return t.fullAudits, t.fullCorrections
 }
 
-// replaceIfDiffers is the full audit's correction of one service: a change
-// of it still pending waits for a desired state that was wrong, so it is
-// dropped and counted (lagDropped) rather than left pending for ever.
+// replaceIfDiffers is the full audit's correction of one service. The
+// change that made the difference gets no lag sample, and is counted
+// (lagDropped): it was missed, or it is still on its way from the watch
+// cache to the loop (its delivery then finds the desired state already
+// set, and records nothing). A change of the service still pending waits
+// for a desired state that was wrong: it is dropped, not left pending for
+// ever, and is the one counted.
 func (t *changeTracker) replaceIfDiffers(svc model.ServiceName, next map[model.Frontend]model.Verdict) bool {
 	if sameDesired(t.desired[svc], next) {
 		return false
 	}
 	t.set(svc, next)
-	if t.lag.Drop(svc) {
-		t.lagDropped++
-	}
+	t.lag.Drop(svc)
+	t.lagDropped++
 	return true
 }
 

@@ -52,7 +52,9 @@ type Config struct {
 	AuditCostFactor int
 	// FullAuditInterval is the cadence of the full audit, the safety net of
 	// the incremental path: the desired state is derived again from the
-	// watch cache, the reader drops what it keeps and reads everything, and
+	// watch cache, the reader reads everything (a reader that keeps its
+	// state from change events, datapath.AuditRequester, reads it beside
+	// that state and keeps the state while commits spoil the read), and
 	// every frontend is compared. It runs at most every FullAuditCostFactor
 	// times its last read's cost (200: 0.5 % of a core).
 	FullAuditInterval   time.Duration

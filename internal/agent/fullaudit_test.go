@@ -211,3 +211,31 @@ func TestFullAuditDropsThePendingChangeItCorrects(t *testing.T) {
 		t.Fatalf("findings %v %v: kube-proxy programs the corrected state", s.Stale, s.Pending)
 	}
 }
+
+// TestFullAuditCountsTheChangeItOvertakes: a slice is in the watch cache
+// but its event has not reached the loop when the full audit runs (the
+// informer updates its store before it calls the handlers). The audit sets
+// the desired state; the event, delivered after, changes nothing and so
+// records no change. The change gets no sample: it is counted, never lost.
+func TestFullAuditCountsTheChangeItOvertakes(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	next := slice("web", "10.1.0.1", "10.1.0.4")
+	h.c.mu.Lock()
+	h.c.slices["shop/web"] = []*discoveryv1.EndpointSlice{next} // event still on its way
+	h.c.mu.Unlock()
+	for d := time.Duration(0); d <= h.a.cfg.FullAuditInterval; d += h.a.cfg.AuditInterval {
+		h.advance(h.a.cfg.AuditInterval)
+	}
+	s := h.a.State()
+	if s.FullAuditCorrections != 1 || s.LagSamplesDropped != 1 {
+		t.Fatalf("after the full audit: corrections %d, dropped %d; want 1 and 1", s.FullAuditCorrections, s.LagSamplesDropped)
+	}
+	h.setSlice(next, time.Time{}) // the overtaken event arrives
+	h.kubeProxySyncs()
+	h.advance(h.a.cfg.AuditInterval)
+	s = h.a.State()
+	if len(s.PendingChanges) != 0 || len(h.lags) != 0 || s.LagSamplesDropped != 1 {
+		t.Fatalf("after the late delivery: pending %d, samples %d, dropped %d; want 0, 0, 1", len(s.PendingChanges), len(h.lags), s.LagSamplesDropped)
+	}
+}

@@ -154,7 +154,9 @@ func (a *Agent) observeLagLocked(obs model.Observed, at, since, now time.Time) {
 
 // resyncDesiredLocked derives every service's desired state again from the
 // watch cache (the full audit) and corrects what the incremental updates
-// missed, saying so: a correction is a bug in the incremental path.
+// missed, saying so: a correction is a missed delivery, one still on its
+// way from the informer's cache to the loop, or a bug in the incremental
+// path.
 func (a *Agent) resyncDesiredLocked() {
 	n := a.tracker.resync(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName)
 	if n > 0 {

@@ -64,12 +64,12 @@ func NewCollector(state func() agent.State, version string, maxServiceSeries int
 		lastAuditT: d("netdrift_last_audit_timestamp_seconds", "Unix time of the last datapath audit."),
 		fullAudits: d("netdrift_full_audits_total", "Full audits run (desired state derived again, datapath read whole, every frontend compared)."),
 		fullFixes:  d("netdrift_full_audit_corrections_total", "Services whose incrementally kept desired state a full audit corrected (a missed delivery or a bug)."),
-		rdAudits:   d("netdrift_reader_audits_total", "The datapath reader's audits of the state it patches from change messages (iptables-nft)."),
+		rdAudits:   d("netdrift_reader_audits_total", "The datapath reader's audits of the state it patches from change messages (iptables-nft, nftables)."),
 		rdDiffs:    d("netdrift_reader_audit_differences_total", "Reader audits that found the patched state differed from the kernel's (a misapplied or missed change; corrected)."),
 		rdDefer:    d("netdrift_reader_audits_deferred_total", "Reader audits put off because commits kept interrupting their full read (the patched state kept, the audit tried again after 30 s, doubling up to 5 minutes); rising without netdrift_reader_audits_total means the audit never completes."),
 		evLost:     d("netdrift_change_events_lost_total", "Times nf_tables change notifications were lost (the kernel overran the socket buffer, or the agent fell behind); each made the next datapath read a full one."),
 		skew:       d("netdrift_trigger_time_skew_total", "Changes whose EndpointSlice trigger time was ignored as skewed against this node's clock (in the future, or more than an hour before the delivery): their lag samples have no network latency.", "direction"),
-		lagDropped: d("netdrift_lag_samples_dropped_total", "Changes dropped without a lag sample, by reason (desired_corrected: a full audit found the desired state they waited for was wrong).", "reason"),
+		lagDropped: d("netdrift_lag_samples_dropped_total", "Changes dropped without a lag sample, by reason (desired_corrected: a full audit corrected the service's desired state; the change behind it was missed or still on its way).", "reason"),
 		view:       newViewMetrics(),
 	}
 }
