@@ -21,9 +21,13 @@ type SoakPoint struct {
 	Err                bool // a sample that failed (the others still count)
 	// Counters of the agent's own bookkeeping (its /metrics), to tell what
 	// a run did besides the changes: overruns of its change-event socket,
-	// full audits, the reader's self-audits, how many differed and how many
+	// full audits and the services they corrected, changes dropped without
+	// a sample, the reader's self-audits, how many differed and how many
 	// were put off by commits, reader fallbacks in force.
-	EventsLost, FullAudits, ReaderAudits, ReaderDiffs, ReaderDeferred, Fallbacks float64
+	EventsLost, FullAudits, Corrections, Dropped, ReaderAudits, ReaderDiffs, ReaderDeferred, Fallbacks float64
+	// HeapAlloc is the agent's live heap (bytes), to tell a growing heap
+	// from RSS the runtime keeps.
+	HeapAlloc float64
 	// FirstStale names up to three stale findings of this sample.
 	FirstStale []string
 	// Check is the findings checked against the kernel (soak_verify.go);
@@ -38,6 +42,9 @@ var soakCounters = []struct {
 }{
 	{"netdrift_change_events_lost_total", func(p *SoakPoint) *float64 { return &p.EventsLost }},
 	{"netdrift_full_audits_total", func(p *SoakPoint) *float64 { return &p.FullAudits }},
+	{"netdrift_full_audit_corrections_total", func(p *SoakPoint) *float64 { return &p.Corrections }},
+	{"netdrift_lag_samples_dropped_total", func(p *SoakPoint) *float64 { return &p.Dropped }},
+	{"go_memstats_heap_alloc_bytes", func(p *SoakPoint) *float64 { return &p.HeapAlloc }},
 	{"netdrift_reader_audits_total", func(p *SoakPoint) *float64 { return &p.ReaderAudits }},
 	{"netdrift_reader_audit_differences_total", func(p *SoakPoint) *float64 { return &p.ReaderDiffs }},
 	{"netdrift_reader_audits_deferred_total", func(p *SoakPoint) *float64 { return &p.ReaderDeferred }},
@@ -168,6 +175,17 @@ type SoakSummary struct {
 	CheckErrors                                     []string
 }
 
+// goodPoints are the samples that did not fail.
+func goodPoints(points []SoakPoint) []SoakPoint {
+	var ok []SoakPoint
+	for _, p := range points {
+		if !p.Err {
+			ok = append(ok, p)
+		}
+	}
+	return ok
+}
+
 // Summarize reduces the points.
 func Summarize(points []SoakPoint) SoakSummary {
 	var s SoakSummary
@@ -248,10 +266,19 @@ func writeSoakCounters(w io.Writer, points []SoakPoint) {
 			fmt.Fprintf(w, "  at %s: %d stale, e.g. %s\n", p.At.Round(time.Second), p.Stale, strings.Join(p.FirstStale, "; "))
 		}
 	}
+	var first *SoakPoint
+	for i := range points {
+		if !points[i].Err {
+			first = &points[i]
+			break
+		}
+	}
 	for i := len(points) - 1; i >= 0; i-- {
 		if p := points[i]; !p.Err {
-			fmt.Fprintf(w, "  agent counters at the end: change events lost %.0f, full audits %.0f, reader self-audits %.0f (differed %.0f, put off by commits %.0f), reader fallbacks in force %.0f\n",
-				p.EventsLost, p.FullAudits, p.ReaderAudits, p.ReaderDiffs, p.ReaderDeferred, p.Fallbacks)
+			fmt.Fprintf(w, "  agent counters at the end: change events lost %.0f, full audits %.0f (services corrected %.0f, changes dropped without a sample %.0f), reader self-audits %.0f (differed %.0f, put off by commits %.0f), reader fallbacks in force %.0f\n",
+				p.EventsLost, p.FullAudits, p.Corrections, p.Dropped, p.ReaderAudits, p.ReaderDiffs, p.ReaderDeferred, p.Fallbacks)
+			fmt.Fprintf(w, "  agent live heap first %.0f MiB, last %.0f MiB, slope %+.1f MiB/h\n",
+				first.HeapAlloc/(1<<20), p.HeapAlloc/(1<<20), Slope(goodPoints(points), func(p SoakPoint) float64 { return p.HeapAlloc / (1 << 20) }))
 			return
 		}
 	}

@@ -121,16 +121,17 @@ func TestSlope(t *testing.T) {
 // sample, skipping a failed one.
 func TestWriteSoakCounters(t *testing.T) {
 	pts := []SoakPoint{
-		{At: time.Minute},
-		{At: 2 * time.Minute, Stale: 4, FirstStale: []string{"stale_backend default/a 10.96.0.1:80/TCP 10.244.1.2:8080"}},
-		{At: 3 * time.Minute, EventsLost: 2, FullAudits: 7, ReaderAudits: 30, ReaderDiffs: 1, ReaderDeferred: 3, Fallbacks: 1},
+		{At: time.Minute, HeapAlloc: 100 << 20},
+		{At: 2 * time.Minute, Stale: 4, FirstStale: []string{"stale_backend default/a 10.96.0.1:80/TCP 10.244.1.2:8080"}, HeapAlloc: 110 << 20},
+		{At: 3 * time.Minute, EventsLost: 2, FullAudits: 7, Corrections: 5, Dropped: 6, ReaderAudits: 30, ReaderDiffs: 1, ReaderDeferred: 3, Fallbacks: 1, HeapAlloc: 120 << 20},
 		{At: 4 * time.Minute, Err: true, EventsLost: 99},
 	}
 	var b strings.Builder
 	writeSoakCounters(&b, pts)
 	for _, want := range []string{
 		"at 2m0s: 4 stale, e.g. stale_backend default/a 10.96.0.1:80/TCP 10.244.1.2:8080",
-		"change events lost 2, full audits 7, reader self-audits 30 (differed 1, put off by commits 3), reader fallbacks in force 1",
+		"change events lost 2, full audits 7 (services corrected 5, changes dropped without a sample 6), reader self-audits 30 (differed 1, put off by commits 3), reader fallbacks in force 1",
+		"agent live heap first 100 MiB, last 120 MiB, slope +600.0 MiB/h", // 10 MiB a minute
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report %q lacks %q", b.String(), want)
