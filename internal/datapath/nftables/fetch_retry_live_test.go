@@ -2,8 +2,6 @@ package nftables
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -36,13 +34,7 @@ func nftRequireKernel(t *testing.T, ns string) {
 // "kept changing" warning, caches nothing, and once the commits stop the
 // next Snapshot reads again: no warning, cached from then on.
 func TestSnapshotCommitsThroughout(t *testing.T) {
-	ns := nftTestNetns(t)
-	nftRequireKernel(t, ns)
-	path := filepath.Join(t.TempDir(), "gen.nft")
-	if err := os.WriteFile(path, []byte(nftGen10k.text()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nftIn(t, ns, "nft", "-f", path)
+	ns := nftGen10kNetns(t)
 	quiet := &Reader{Config: Config{NetNS: ns}}
 	defer quiet.Close()
 	want, err := quiet.Snapshot(context.Background())

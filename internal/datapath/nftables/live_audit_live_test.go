@@ -22,13 +22,7 @@ import (
 // (Dropping it made every change event a full read for as long as commits
 // kept that read unstable: at 100k endpoints under churn, a core.)
 func TestAuditDeferredDuringCommits(t *testing.T) {
-	ns := nftTestNetns(t)
-	nftRequireKernel(t, ns)
-	path := filepath.Join(t.TempDir(), "gen.nft")
-	if err := os.WriteFile(path, []byte(nftGen10k.text()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nftIn(t, ns, "nft", "-f", path)
+	ns := nftGen10kNetns(t)
 	ctx := context.Background()
 	r := &Reader{Config: Config{NetNS: ns, Retries: 1}}
 	defer r.Close()
@@ -106,4 +100,18 @@ func TestAuditDeferredDuringCommits(t *testing.T) {
 		}
 		return
 	}
+}
+
+// nftGen10kNetns is a new network namespace holding the generated 10k
+// ruleset (nftGen10k), skipping when the kernel cannot.
+func nftGen10kNetns(t *testing.T) string {
+	t.Helper()
+	ns := nftTestNetns(t)
+	nftRequireKernel(t, ns)
+	path := filepath.Join(t.TempDir(), "gen.nft")
+	if err := os.WriteFile(path, []byte(nftGen10k.text()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nftIn(t, ns, "nft", "-f", path)
+	return ns
 }
