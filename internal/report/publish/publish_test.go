@@ -141,11 +141,21 @@ func TestPublisherBacksOffOnErrorsUpToTheHeartbeat(t *testing.T) {
 		}
 	}
 	r.w.err = nil
-	for range 150 {
+	// The next retry falls anywhere within one capped, jittered gap; it
+	// succeeds, and the following write waits for the heartbeat.
+	waited := time.Duration(0)
+	for r.writes() == 0 && waited <= 2*time.Minute+25*time.Second {
 		r.step(time.Second)
+		waited += time.Second
 	}
 	if r.writes() != 1 || r.p.Status().LastError != "" {
-		t.Fatalf("after recovery: %d writes, status %+v", r.writes(), r.p.Status())
+		t.Fatalf("after recovery (%s): %d writes, status %+v", waited, r.writes(), r.p.Status())
+	}
+	for range 119 {
+		r.step(time.Second)
+	}
+	if r.writes() != 1 {
+		t.Fatalf("after recovery a second write came before the heartbeat: %d writes", r.writes())
 	}
 	t.Logf("%d failed attempts in 10 min, gaps %v", attempts, gaps)
 }
