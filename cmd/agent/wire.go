@@ -99,7 +99,7 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 		Datapath: src, Recorder: rec, Semantics: datapath.Semantics(mode, f.ciliumTopology),
 	}
 	if w.changes != nil {
-		opts.Changes = w.changes.Events()
+		opts.Changes, opts.Commits = w.changes.Events(), w.changes
 	}
 	opts.Notes, opts.Fallbacks = slices.Clone(w.notes), w.fallbacks
 	nf := agent.NewNodeSource(agent.NodeSourceConfig{Node: f.nodeName, NetNS: f.netns, ProcPath: f.procPath, Check: st.nodeCheck}, clk)

@@ -79,6 +79,9 @@ type Agent struct {
 	// eventsLost counts the lost-events notices of the change events
 	// (kernel socket overrun, or the loop fell behind): each one a full read
 	eventsLost uint64
+	// gen follows the nf_tables generation of the published view, to tell
+	// how far it trails the kernel (behind.go)
+	gen viewGen
 }
 
 // Options wires the agent's collaborators explicitly.
@@ -93,6 +96,11 @@ type Options struct {
 	// Changes are the nf_tables change events of the node (nil: none); the
 	// loop applies each to the reader and dates the next read by it.
 	Changes <-chan datapath.ChangeEvent
+	// Commits is the change feed's log of the kernel's commits (nil: no
+	// change events): with it every answer says how far the datapath view
+	// trails the kernel, and a view that trails it longer than stale-after
+	// is not current.
+	Commits CommitLog
 	// NodeSources are the node sources (routes, links, conntrack,
 	// cluster-scope checks), run in the background on their own cadence.
 	NodeSources []FindingSource
@@ -138,6 +146,7 @@ func New(o Options) *Agent {
 		sources:  sourceHealth{},
 		view:     newViewTracker(o.Clock.Now()),
 		degraded: append([]Fallback(nil), o.Fallbacks...),
+		gen:      newViewGen(o.Commits),
 	}
 	if a.mode == "" {
 		a.mode = model.ModeNone
@@ -307,6 +316,7 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 		a.log.Warn("nftables change events ended: polling only")
 		a.changes = nil // the next read's Evented check sees it
 		a.mu.Lock()
+		a.gen.ended()
 		a.degraded = append(a.degraded, Fallback{Reader: FallbackChangeEvents, From: "events", To: "polling",
 			Reason: "the nftables change event subscription ended", Since: a.clock.Now()})
 		a.mu.Unlock()
@@ -339,5 +349,6 @@ func (a *Agent) onChange(ctx context.Context, ev datapath.ChangeEvent, ok bool) 
 	}
 	a.mu.Lock()
 	a.sched.noteEvent(at)
+	a.gen.applied(ev.Generation)
 	a.mu.Unlock()
 }

@@ -78,6 +78,7 @@ func (a *Agent) audit(ctx context.Context, api APIState) {
 		a.resyncDesiredLocked()
 	}
 	hints, newHints := a.tracker.takeHints(a.cfg.NodeName)
+	readGen := a.gen.readStarts()
 	a.mu.Unlock()
 
 	if a.src != nil && newHints {
@@ -103,6 +104,9 @@ func (a *Agent) audit(ctx context.Context, api APIState) {
 	a.sched.readDone(now, full)
 	ok = a.noteModeLocked(obs, ok)
 	a.noteReadLocked(now, readErr)
+	if ok {
+		a.gen.publish(readGen)
+	}
 	var mismatches []model.Finding
 	if ok {
 		if !obs.HeldSince.IsZero() {

@@ -15,10 +15,11 @@ const (
 	ViewWatchUnhealthy = "watch_unhealthy"      // Lease renewals stopped arriving
 	ViewNoDatapath     = "no_datapath"          // no kube-proxy state found to read
 	ViewReadFailed     = "datapath_read_failed" // the last datapath read failed
+	ViewBehind         = "datapath_behind"      // the datapath view trails the kernel's commits longer than stale-after
 )
 
 // ViewCodes are every code a View that is not current may carry.
-var ViewCodes = []string{ViewStarting, ViewAPIFailing, ViewNotSynced, ViewWatchUnhealthy, ViewNoDatapath, ViewReadFailed}
+var ViewCodes = []string{ViewStarting, ViewAPIFailing, ViewNotSynced, ViewWatchUnhealthy, ViewNoDatapath, ViewReadFailed, ViewBehind}
 
 // View says whether the agent has a current view of the cluster (caches
 // synced, watch healthy, API requests succeeding) and of the datapath (the
@@ -30,6 +31,9 @@ type View struct {
 	Reason    string    // a sentence; "" when current
 	Since     time.Time // when the view became (not) current
 	LastError string    // the error behind it, when there is one
+	// Behind is how far the datapath view trails the kernel's nf_tables
+	// commits, current or not (zero without change events).
+	Behind Behind
 }
 
 // APIState is how the agent's list and watch requests to the API server
@@ -67,6 +71,11 @@ type viewInput struct {
 	watch WatchStatus
 	api   APIState
 	read  readState
+	// behind: how far the published datapath view trails the kernel;
+	// longer than behindLimit at now, the view is not current.
+	behind      Behind
+	behindLimit time.Duration
+	now         time.Time
 }
 
 // judgeView is the view the inputs give, with when its cause began (zero
@@ -91,6 +100,10 @@ func judgeView(in viewInput) (View, time.Time) {
 	case !read.ok:
 		return View{Code: ViewReadFailed, Reason: "the last datapath read failed: the observed state is not current",
 			LastError: read.err}, read.failingSince
+	case in.behind.Commits > 0 && in.now.Sub(in.behind.Since) > in.behindLimit:
+		return View{Code: ViewBehind, Reason: fmt.Sprintf(
+			"the datapath view trails the kernel: %d nf_tables commits since %s not read yet, longer than stale-after (%s)",
+			in.behind.Commits, in.behind.Since.UTC().Format(time.RFC3339), in.behindLimit)}, in.behind.Since.Add(in.behindLimit)
 	}
 	return View{Current: true}, time.Time{}
 }
@@ -106,7 +119,9 @@ func newViewTracker(start time.Time) viewTracker {
 // current or stops being so, to when its cause began when known (the first
 // failed request or read), else to now. It reports whether Current changed.
 func (t *viewTracker) update(now time.Time, in viewInput) (View, bool) {
+	in.now = now
 	v, causeAt := judgeView(in)
+	v.Behind = in.behind
 	changed := v.Current != t.v.Current
 	switch {
 	case !changed:

@@ -24,7 +24,8 @@ func (a *Agent) judgeLocked(s *State) APIState {
 // s.View, and s.Ready and s.ReadyReason from it: the agent is ready only
 // while its view is current. A change of Current is logged.
 func (a *Agent) judgeViewLocked(s *State, api APIState) {
-	v, changed := a.view.update(s.Now, viewInput{watch: s.Watch, api: api, read: a.read})
+	v, changed := a.view.update(s.Now, viewInput{watch: s.Watch, api: api, read: a.read, behind: a.gen.behind(),
+		behindLimit: a.cfg.StaleAfter})
 	s.View = v
 	s.Ready, s.ReadyReason = v.Current, v.Reason
 	if !changed {

@@ -10,7 +10,8 @@ import (
 
 // ViewOf converts the agent's view.
 func ViewOf(v agent.View) *View {
-	return &View{Current: v.Current, Code: v.Code, Reason: v.Reason, Since: v.Since, LastError: v.LastError}
+	return &View{Current: v.Current, Code: v.Code, Reason: v.Reason, Since: v.Since, LastError: v.LastError,
+		DatapathBehindCommits: v.Behind.Commits, DatapathBehindSince: v.Behind.Since}
 }
 
 // FallbacksOf converts fallbacks; never nil.

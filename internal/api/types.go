@@ -41,11 +41,17 @@ type DiffReport struct {
 type View struct {
 	Current bool `json:"current"`
 	// Code is why not current: starting, api_failing, caches_not_synced,
-	// watch_unhealthy, no_datapath or datapath_read_failed.
+	// watch_unhealthy, no_datapath, datapath_read_failed or datapath_behind.
 	Code      string    `json:"code,omitempty"`
 	Reason    string    `json:"reason,omitempty"`
 	Since     time.Time `json:"since,omitzero"` // when it became (not) current
 	LastError string    `json:"last_error,omitempty"`
+	// DatapathBehindCommits counts the nf_tables commits the datapath view
+	// has not read yet, DatapathBehindSince dates the first of them (both
+	// omitted when the view is up to date or there are no change events).
+	// An answer is as of that time; past stale-after the view is not current.
+	DatapathBehindCommits int       `json:"datapath_behind_commits,omitempty"`
+	DatapathBehindSince   time.Time `json:"datapath_behind_since,omitzero"`
 }
 
 // Fallback is a degraded path in force: a reader reading by a worse path

@@ -26,6 +26,7 @@ netdrift_view_current 0
 # TYPE netdrift_view_not_current_reason gauge
 netdrift_view_not_current_reason{reason="api_failing"} 1
 netdrift_view_not_current_reason{reason="caches_not_synced"} 0
+netdrift_view_not_current_reason{reason="datapath_behind"} 0
 netdrift_view_not_current_reason{reason="datapath_read_failed"} 0
 netdrift_view_not_current_reason{reason="no_datapath"} 0
 netdrift_view_not_current_reason{reason="starting"} 0

@@ -31,8 +31,13 @@ type SoakPoint struct {
 	// FirstStale names up to three stale findings of this sample.
 	FirstStale []string
 	// Check is the findings checked against the kernel (soak_verify.go);
-	// nil when there were none, or no verifier.
+	// nil when there were none, no verifier, or no check due.
 	Check *StaleCheck
+	// NoView is the view's code when the answer said it rests on no
+	// current view ("" when current): its findings are no statement.
+	NoView string
+	// BehindCommits is how many commits the answer's view trailed the kernel by.
+	BehindCommits int
 }
 
 // soakCounters are the metrics each sample reads into its counters.
@@ -114,6 +119,7 @@ func sampleOnce(ctx context.Context, a *scenarios.Agent, p pids, v *staleVerifie
 		pt.Err = true
 	}
 	var d struct {
+		View     soakView      `json:"view"`
 		Findings []soakFinding `json:"findings"`
 		Pending  []struct{}    `json:"pending"`
 	}
@@ -122,12 +128,17 @@ func sampleOnce(ctx context.Context, a *scenarios.Agent, p pids, v *staleVerifie
 		pt.Err = true
 		return pt
 	}
+	pt.BehindCommits = d.View.BehindCommits
+	if !d.View.Current {
+		pt.NoView = d.View.Code
+		return pt // no finding is a statement
+	}
 	pt.Stale, pt.Pending = len(d.Findings), len(d.Pending)
 	for _, f := range d.Findings[:min(3, len(d.Findings))] {
 		pt.FirstStale = append(pt.FirstStale, f.String())
 	}
-	if len(d.Findings) > 0 && v != nil {
-		pt.Check = v.check(ctx, d.Findings, asked)
+	if len(d.Findings) > 0 && v != nil && v.due() {
+		pt.Check = v.check(ctx, d.Findings, d.View, asked)
 	}
 	return pt
 }
@@ -172,7 +183,12 @@ type SoakSummary struct {
 	GoroutineSlope                                  float64 // per hour
 	MaxStale, StaleSamples                          int     // worst stale findings seen; samples that had any
 	Checked                                         StaleCheck
+	CheckedSamples                                  int // samples whose findings were checked
 	CheckErrors                                     []string
+	// NoView counts the samples whose answer said it rested on no current
+	// view, by code; MaxBehind is the most commits an answer trailed by.
+	NoView    map[string]int
+	MaxBehind int
 }
 
 // goodPoints are the samples that did not fail.
@@ -210,10 +226,18 @@ func Summarize(points []SoakPoint) SoakSummary {
 		s.AgentPeak = max(s.AgentPeak, agentMiB(p))
 		s.GoroutinesPeak = max(s.GoroutinesPeak, p.Goroutines)
 		s.MaxStale = max(s.MaxStale, p.Stale)
+		s.MaxBehind = max(s.MaxBehind, p.BehindCommits)
+		if p.NoView != "" {
+			if s.NoView == nil {
+				s.NoView = map[string]int{}
+			}
+			s.NoView[p.NoView]++
+		}
 		if p.Stale > 0 {
 			s.StaleSamples++
 		}
 		if c := p.Check; c != nil {
+			s.CheckedSamples++
 			if c.Err != "" {
 				s.CheckErrors = append(s.CheckErrors, c.Err)
 			}
@@ -239,10 +263,12 @@ func writeSoak(w io.Writer, points []SoakPoint) {
 	fmt.Fprintf(w, "  kube-proxy RSS  first %.0f MiB, last %.0f MiB, slope %+.1f MiB/h\n", s.ProxyFirst, s.ProxyLast, s.ProxySlope)
 	fmt.Fprintf(w, "  goroutines      first %.0f, last %.0f, peak %.0f, slope %+.1f/h\n", s.GoroutinesFirst, s.GoroutinesLast, s.GoroutinesPeak, s.GoroutineSlope)
 	fmt.Fprintf(w, "  stale findings  max %d, in %d of %d samples\n", s.MaxStale, s.StaleSamples, s.Points)
+	fmt.Fprintf(w, "  answers on no current view %d (%s); most commits an answer's view trailed the kernel by: %d\n",
+		sumCounts(s.NoView), countsString(s.NoView), s.MaxBehind)
 	if s.StaleSamples > 0 {
 		c := s.Checked
-		fmt.Fprintf(w, "  checked against the kernel (dump right after the sample): %d confirmed, %d false, %d fixed by a commit in between, %d of kinds not checked\n",
-			c.Confirmed, c.False, c.Fixed, c.Unchecked)
+		fmt.Fprintf(w, "  checked against the kernel in %d samples (dump right after the sample, at most every %s): %d confirmed, %d false, %d fixed by a commit in between, %d of kinds not checked\n",
+			s.CheckedSamples, checkEvery, c.Confirmed, c.False, c.Fixed, c.Unchecked)
 		for _, e := range c.Examples {
 			fmt.Fprintf(w, "    false: %s\n", e)
 		}

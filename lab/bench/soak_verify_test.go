@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/netdrift/netdrift/lab/labenv"
 )
@@ -46,5 +47,18 @@ func TestRuleIndexes(t *testing.T) {
 		if idx.holds("10.96.255.255:80", "TCP", tc.in[0]) {
 			t.Errorf("%s: an unknown frontend forwards", tc.file)
 		}
+	}
+}
+
+// TestSoakViewAsOf: an answer is as of its request, or of the first commit
+// its view said it had not read.
+func TestSoakViewAsOf(t *testing.T) {
+	asked := time.Date(2026, 12, 6, 3, 0, 10, 0, time.UTC)
+	if got := (soakView{Current: true}).asOf(asked); !got.Equal(asked) {
+		t.Errorf("up to date: as of %v", got)
+	}
+	behind := asked.Add(-3 * time.Second)
+	if got := (soakView{Current: true, BehindCommits: 2, BehindSince: behind}).asOf(asked); !got.Before(behind) || got.Before(behind.Add(-time.Second)) {
+		t.Errorf("3 s behind: as of %v, want just before %v", got, behind)
 	}
 }

@@ -43,6 +43,7 @@ type Watcher struct {
 	dated      [2]atomic.Uint64  // transactions dated by the kernel's stamp, by their read
 	opsHint    map[TableRef]int  // ops the last transaction begun in a table carried (run goroutine only)
 	holdReads  <-chan struct{}   // Options.holdReads
+	commits    commitLog         // the last commits seen (CommittedAfter)
 }
 
 // Options tunes a Watcher; zero values mean the defaults.
@@ -241,6 +242,7 @@ func (w *Watcher) overrun(batch *changeBatch) {
 		ev.Generation = g
 		w.gen.Store(g)
 	}
+	w.commits.add(ev.Generation, ev.Received)
 	w.lost.Store(false)
 	select {
 	case w.events <- ev:
@@ -279,6 +281,7 @@ func (w *Watcher) handle(m netlink.Message, batch *changeBatch, at time.Time) {
 		Changes: batch.flush(), Lost: w.lost.Swap(false), Received: w.commitTime(gen.ID, w.txFirst),
 	}
 	w.txFirst = time.Time{}
+	w.commits.add(ev.Generation, ev.Received)
 	if n := len(w.opsB.ops); n > 0 {
 		if w.opsHint == nil {
 			w.opsHint = map[TableRef]int{}

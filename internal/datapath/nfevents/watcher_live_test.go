@@ -110,6 +110,14 @@ func TestChangeWatcherLatency(t *testing.T) {
 	if chains := ev.Chains("ip", "kube-proxy"); len(chains) != 1 || chains[0] != "service-7OV2ZJV7-ns2/etp-local/tcp/http" {
 		t.Errorf("touched chains %v", chains)
 	}
+	// The commit log: a view of gen0 trails the three commits since, the
+	// first of them dated as its event was; one of the last generation, none.
+	if n, first := w.CommittedAfter(gen0); n != 3 || first.After(start.Add(100*time.Millisecond)) || first.Before(start.Add(-time.Second)) {
+		t.Errorf("CommittedAfter(%d) = %d since %v; want 3 since the first commit (%v)", gen0, n, first, start)
+	}
+	if n, _ := w.CommittedAfter(ev.Generation); n != 0 {
+		t.Errorf("CommittedAfter(last generation) = %d", n)
+	}
 	cancel()
 	select {
 	case _, ok := <-w.Events():
