@@ -34,6 +34,10 @@ type changeTracker struct {
 	deletions        *deletions.Registry // this node's pods being deleted, to date removals (the agent records it)
 	// full audits run, and the services whose desired state they corrected
 	fullAudits, fullCorrections uint64
+	// suspects: the services the last full audit found differing, to
+	// confirm at confirmAt (fullaudit.go)
+	suspects  map[model.ServiceName]bool
+	confirmAt time.Time
 	// pending changes dropped, their sample never to come: a full audit
 	// corrected the desired state they wait for
 	lagDropped uint64
@@ -136,58 +140,6 @@ func (t *changeTracker) apply(c Cluster, node *corev1.Node, nodeName string) boo
 	}
 	t.dirty = map[model.ServiceName]dirtyService{}
 	return any
-}
-
-// resync is the full audit of the desired state: it derives every service's
-// desired state again and replaces the ones that differ from what the
-// incremental updates kept (not recorded as changes: nothing was
-// delivered). It returns how many differed; before the initial list it
-// does nothing.
-func (t *changeTracker) resync(c Cluster, node *corev1.Node, nodeName string) int {
-	if !t.initialized {
-		return 0
-	}
-	seen, differ := map[model.ServiceName]bool{}, 0
-	for _, k := range c.ServiceKeys() {
-		seen[k] = true
-		if _, dirty := t.dirty[k]; dirty {
-			continue // applied, and measured, at the next step
-		}
-		next := t.expected(c, node, nodeName, k)
-		if t.replaceIfDiffers(k, next) {
-			differ++
-		}
-	}
-	for k := range t.desired {
-		if _, dirty := t.dirty[k]; !seen[k] && !dirty && t.replaceIfDiffers(k, nil) {
-			differ++
-		}
-	}
-	t.fullAudits, t.fullCorrections = t.fullAudits+1, t.fullCorrections+uint64(differ)
-	return differ
-}
-
-// fullAuditCounts is how many full audits ran and how many services'
-// desired state they corrected.
-func (t *changeTracker) fullAuditCounts() (audits, corrections uint64) {
-	return t.fullAudits, t.fullCorrections
-}
-
-// replaceIfDiffers is the full audit's correction of one service. The
-// change that made the difference gets no lag sample, and is counted
-// (lagDropped): it was missed, or it is still on its way from the watch
-// cache to the loop (its delivery then finds the desired state already
-// set, and records nothing). A change of the service still pending waits
-// for a desired state that was wrong: it is dropped, not left pending for
-// ever, and is the one counted.
-func (t *changeTracker) replaceIfDiffers(svc model.ServiceName, next map[model.Frontend]model.Verdict) bool {
-	if sameDesired(t.desired[svc], next) {
-		return false
-	}
-	t.set(svc, next)
-	t.lag.Drop(svc)
-	t.lagDropped++
-	return true
 }
 
 // set replaces a service's desired state (nil: gone), noting its frontends

@@ -31,6 +31,7 @@ func TestFullAuditCorrectsWhatTheIncrementalPathMissed(t *testing.T) {
 	if h.src.resyncs != 1 {
 		t.Fatalf("%d reader resyncs after %v, want 1", h.src.resyncs, h.a.cfg.FullAuditInterval)
 	}
+	h.advance(ConfirmDelay)
 	s := h.a.State()
 	if len(s.Pending)+len(s.Stale) == 0 {
 		t.Fatal("the full audit did not report the undelivered change (kube-proxy has the old backends)")
@@ -200,6 +201,7 @@ func TestFullAuditDropsThePendingChangeItCorrects(t *testing.T) {
 		}
 		h.advance(h.a.cfg.AuditInterval)
 	}
+	h.advance(ConfirmDelay)
 	s := h.a.State()
 	if s.FullAuditCorrections != 1 {
 		t.Fatalf("full audit corrections %d, want 1", s.FullAuditCorrections)
@@ -212,30 +214,44 @@ func TestFullAuditDropsThePendingChangeItCorrects(t *testing.T) {
 	}
 }
 
-// TestFullAuditCountsTheChangeItOvertakes: a slice is in the watch cache
-// but its event has not reached the loop when the full audit runs (the
-// informer updates its store before it calls the handlers). The audit sets
-// the desired state; the event, delivered after, changes nothing and so
-// records no change. The change gets no sample: it is counted, never lost.
-func TestFullAuditCountsTheChangeItOvertakes(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	next := slice("web", "10.1.0.1", "10.1.0.4")
-	h.c.mu.Lock()
-	h.c.slices["shop/web"] = []*discoveryv1.EndpointSlice{next} // event still on its way
-	h.c.mu.Unlock()
-	for d := time.Duration(0); d <= h.a.cfg.FullAuditInterval; d += h.a.cfg.AuditInterval {
+// TestFullAuditWaitsForTheChangeItOvertakes: a slice is in the watch
+// cache but its event has not reached the loop when the full audit runs
+// (the informer updates its store before it calls the handlers). The audit
+// does not correct at once: the delivery, within ConfirmDelay, is applied
+// and measured as a change. A delivery later than that finds the state
+// already corrected and records nothing: the change is counted dropped.
+func TestFullAuditWaitsForTheChangeItOvertakes(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		h := newHarness(t)
+		h.start()
+		next := slice("web", "10.1.0.1", "10.1.0.4")
+		h.c.mu.Lock()
+		h.c.slices["shop/web"] = []*discoveryv1.EndpointSlice{next} // event still on its way
+		h.c.mu.Unlock()
+		for h.a.State().FullAudits == 0 {
+			h.advance(h.a.cfg.AuditInterval)
+		}
+		if s := h.a.State(); s.FullAuditCorrections != 0 || h.a.nextWait() > ConfirmDelay {
+			t.Fatalf("at the full audit: %d corrections, next step in %s; want none yet, and a step within %s",
+				s.FullAuditCorrections, h.a.nextWait(), ConfirmDelay)
+		}
+		if late {
+			h.advance(ConfirmDelay)
+		} else {
+			h.advance(ConfirmDelay / 2)
+		}
+		h.setSlice(next, time.Time{}) // the overtaken event arrives
+		h.kubeProxySyncs()
+		h.advance(ConfirmDelay)
 		h.advance(h.a.cfg.AuditInterval)
-	}
-	s := h.a.State()
-	if s.FullAuditCorrections != 1 || s.LagSamplesDropped != 1 {
-		t.Fatalf("after the full audit: corrections %d, dropped %d; want 1 and 1", s.FullAuditCorrections, s.LagSamplesDropped)
-	}
-	h.setSlice(next, time.Time{}) // the overtaken event arrives
-	h.kubeProxySyncs()
-	h.advance(h.a.cfg.AuditInterval)
-	s = h.a.State()
-	if len(s.PendingChanges) != 0 || len(h.lags) != 0 || s.LagSamplesDropped != 1 {
-		t.Fatalf("after the late delivery: pending %d, samples %d, dropped %d; want 0, 0, 1", len(s.PendingChanges), len(h.lags), s.LagSamplesDropped)
+		s := h.a.State()
+		wantCorr, wantSamples := uint64(0), 1
+		if late {
+			wantCorr, wantSamples = 1, 0
+		}
+		if s.FullAuditCorrections != wantCorr || s.LagSamplesDropped != wantCorr || len(h.lags) != wantSamples || len(s.PendingChanges) != 0 {
+			t.Fatalf("delivery late %v: corrections %d, dropped %d, samples %d, pending %d; want %d, %d, %d, 0",
+				late, s.FullAuditCorrections, s.LagSamplesDropped, len(h.lags), len(s.PendingChanges), wantCorr, wantCorr, wantSamples)
+		}
 	}
 }

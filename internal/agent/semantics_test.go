@@ -43,7 +43,7 @@ func TestTrackerAppliesSemantics(t *testing.T) {
 		t.Fatal("a new endpoint changed nothing")
 	}
 	check("change")
-	if got := tr.resync(c, nil, node); got != 0 {
+	if got := tr.resync(c, nil, node, start); got != 0 {
 		t.Errorf("full audit corrected %d services", got)
 	}
 	check("full audit")

@@ -24,7 +24,7 @@ func (a *Agent) Step(ctx context.Context) {
 	if !vs.Watch.Synced {
 		return
 	}
-	a.applyChanges()
+	a.applyChanges(now)
 	if !a.readDue(now) {
 		return
 	}
@@ -33,7 +33,7 @@ func (a *Agent) Step(ctx context.Context) {
 
 // applyChanges recomputes the desired state of changed services and records
 // the changes for lag measurement.
-func (a *Agent) applyChanges() {
+func (a *Agent) applyChanges(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	first, changed := a.tracker.sync(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName)
@@ -43,6 +43,7 @@ func (a *Agent) applyChanges() {
 	case changed:
 		a.sched.changed()
 	}
+	a.confirmDesiredLocked(now)
 }
 
 func (a *Agent) busyLocked() bool {
@@ -64,7 +65,12 @@ func (a *Agent) nextWait() time.Duration {
 	if !a.tracker.ready() {
 		return a.cfg.FastPoll
 	}
-	return a.sched.wait(a.clock.Now(), a.busyLocked(), a.cfg)
+	now := a.clock.Now()
+	wait := a.sched.wait(now, a.busyLocked(), a.cfg)
+	if at := a.tracker.confirmDue(); !at.IsZero() {
+		wait = max(min(wait, at.Sub(now)), time.Millisecond)
+	}
+	return wait
 }
 
 // audit reads the datapath, measures lag and updates findings; api is the
@@ -75,7 +81,7 @@ func (a *Agent) audit(ctx context.Context, api APIState) {
 	nodeFound, nodeAt := a.nodeRuns.takeFindings()
 	full := a.sched.fullDue(obsAt, a.cfg)
 	if full {
-		a.resyncDesiredLocked()
+		a.resyncDesiredLocked(obsAt)
 	}
 	hints, newHints := a.tracker.takeHints(a.cfg.NodeName)
 	readGen := a.gen.readStarts()
@@ -157,15 +163,25 @@ func (a *Agent) observeLagLocked(obs model.Observed, at, since, now time.Time) {
 }
 
 // resyncDesiredLocked derives every service's desired state again from the
-// watch cache (the full audit) and corrects what the incremental updates
-// missed, saying so: a correction is a missed delivery, one still on its
-// way from the informer's cache to the loop, or a bug in the incremental
-// path.
-func (a *Agent) resyncDesiredLocked() {
-	n := a.tracker.resync(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName)
-	if n > 0 {
+// watch cache (the full audit) and notes the services whose incrementally
+// kept state differs, to correct ConfirmDelay later what still differs
+// (confirmDesiredLocked).
+func (a *Agent) resyncDesiredLocked(now time.Time) {
+	if n := a.tracker.resync(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName, now); n > 0 {
+		a.log.Debug("full audit: services differ from the watch cache; confirming once in-flight deliveries are applied",
+			"services", n, "confirm_after", ConfirmDelay)
+	}
+}
+
+// confirmDesiredLocked corrects what the full audit found differing and
+// the deliveries since did not explain, saying so: a correction is a
+// missed delivery, one later than ConfirmDelay, or a bug in the
+// incremental path.
+func (a *Agent) confirmDesiredLocked(now time.Time) {
+	if n := a.tracker.confirm(a.cluster, a.cluster.Node(a.cfg.NodeName), a.cfg.NodeName, now); n > 0 {
 		a.log.Warn("full audit: the incrementally kept desired state differed from the watch cache; corrected",
 			"services", n)
+		a.sched.changed()
 	}
 }
 
