@@ -95,13 +95,16 @@ SOAK_SCALE ?= 100k
 SOAK_RATE ?= 20
 SOAK_SECONDS ?= 1800
 SOAK_EVERY ?= 30
+# SOAK_AGENT_ARGS: extra agent flags, e.g. --pprof-listen=127.0.0.1:9762 to take
+# heap profiles in the node's namespace during the run.
+SOAK_AGENT_ARGS ?=
 .PHONY: soak
 soak: bench-deps build lab-bins
 	@test "$$(id -u)" = 0 || { echo "make soak needs root (the lab: network namespaces, kube-proxy)"; exit 1; }
 	mkdir -p $(BENCH_LIVE_OUT)
 	cd $(LAB_DIR) && CGO_ENABLED=0 $(GO) test $(LAB_GOFLAGS) -c -o $(abspath $(BENCH_LIVE_OUT))/benchlive.test ./bench
 	set -o pipefail; cd $(LAB_DIR)/bench && NETDRIFT_SOAK=1 NETDRIFT_BIN=$(CURDIR)/$(BIN)/netdrift BENCH_LIVE_OUT=$(abspath $(BENCH_LIVE_OUT)) \
-	  SOAK_MODES='$(SOAK_MODES)' SOAK_SCALE=$(SOAK_SCALE) SOAK_RATE=$(SOAK_RATE) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_EVERY=$(SOAK_EVERY) \
+	  SOAK_MODES='$(SOAK_MODES)' SOAK_SCALE=$(SOAK_SCALE) SOAK_RATE=$(SOAK_RATE) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_EVERY=$(SOAK_EVERY) SOAK_AGENT_ARGS='$(SOAK_AGENT_ARGS)' \
 	  $(abspath $(BENCH_LIVE_OUT))/benchlive.test -test.run '^TestSoak$$' -test.v -test.timeout 12h 2>&1 | tee $(abspath $(BENCH_LIVE_OUT))/soak.log
 
 # make bench-watchcost (root, ~8 min at the defaults; not in make test): what

@@ -50,11 +50,16 @@ func TestSoak(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			res := Run(context.Background(), Config{
 				Mode: mode, Endpoints: eps, Rates: []float64{rate}, Window: window, Idle: 10 * time.Second,
-				Agent: bin, Logf: t.Logf, SoakEvery: every, LabName: "so" + Modes[mode].Short,
+				Agent: bin, AgentArgs: strings.Fields(os.Getenv("SOAK_AGENT_ARGS")), Logf: t.Logf, SoakEvery: every,
+				LabName: "so" + Modes[mode].Short,
 			})
 			var buf bytes.Buffer
 			res.Write(&buf)
-			fmt.Fprintf(&buf, "\ncommand: make soak SOAK_MODES=%s SOAK_SCALE=%s SOAK_RATE=%g SOAK_SECONDS=%.0f\n", mode, ScaleName(eps), rate, window.Seconds())
+			fmt.Fprintf(&buf, "\ncommand: make soak SOAK_MODES=%s SOAK_SCALE=%s SOAK_RATE=%g SOAK_SECONDS=%.0f", mode, ScaleName(eps), rate, window.Seconds())
+			if a := os.Getenv("SOAK_AGENT_ARGS"); a != "" {
+				fmt.Fprintf(&buf, " SOAK_AGENT_ARGS=%q", a)
+			}
+			fmt.Fprintln(&buf)
 			fmt.Print(buf.String())
 			file := filepath.Join(out, fmt.Sprintf("soak-%s-%s.txt", mode, ScaleName(eps)))
 			if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
