@@ -25,7 +25,8 @@ type SoakPoint struct {
 	// a sample, the reader's self-audits, how many differed and how many
 	// were put off by commits, reader fallbacks in force.
 	EventsLost, FullAudits, Corrections, Dropped, ReaderAudits, ReaderDiffs, ReaderDeferred, Fallbacks float64
-	// HeapAlloc is the agent's live heap (bytes), to tell a growing heap
+	// HeapAlloc is the agent's heap in use (bytes, go_memstats_heap_alloc_bytes:
+	// live objects and those not yet collected), to tell a growing heap
 	// from RSS the runtime keeps.
 	HeapAlloc float64
 	// FirstStale names up to three stale findings of this sample.
@@ -303,7 +304,7 @@ func writeSoakCounters(w io.Writer, points []SoakPoint) {
 		if p := points[i]; !p.Err {
 			fmt.Fprintf(w, "  agent counters at the end: change events lost %.0f, full audits %.0f (services corrected %.0f, changes dropped without a sample %.0f), reader self-audits %.0f (differed %.0f, put off by commits %.0f), reader fallbacks in force %.0f\n",
 				p.EventsLost, p.FullAudits, p.Corrections, p.Dropped, p.ReaderAudits, p.ReaderDiffs, p.ReaderDeferred, p.Fallbacks)
-			fmt.Fprintf(w, "  agent live heap first %.0f MiB, last %.0f MiB, slope %+.1f MiB/h\n",
+			fmt.Fprintf(w, "  agent heap_alloc (live + not yet collected) first %.0f MiB, last %.0f MiB, slope %+.1f MiB/h\n",
 				first.HeapAlloc/(1<<20), p.HeapAlloc/(1<<20), Slope(goodPoints(points), func(p SoakPoint) float64 { return p.HeapAlloc / (1 << 20) }))
 			return
 		}

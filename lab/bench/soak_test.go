@@ -136,7 +136,7 @@ func TestWriteSoakCounters(t *testing.T) {
 	for _, want := range []string{
 		"at 2m0s: 4 stale, e.g. stale_backend default/a 10.96.0.1:80/TCP 10.244.1.2:8080",
 		"change events lost 2, full audits 7 (services corrected 5, changes dropped without a sample 6), reader self-audits 30 (differed 1, put off by commits 3), reader fallbacks in force 1",
-		"agent live heap first 100 MiB, last 120 MiB, slope +600.0 MiB/h", // 10 MiB a minute
+		"agent heap_alloc (live + not yet collected) first 100 MiB, last 120 MiB, slope +600.0 MiB/h", // 10 MiB a minute
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report %q lacks %q", b.String(), want)
