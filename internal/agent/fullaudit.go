@@ -63,10 +63,7 @@ func (t *changeTracker) confirm(c Cluster, node *corev1.Node, nodeName string, n
 		return 0
 	}
 	n := 0
-	for k := range t.suspects {
-		if _, dirty := t.dirty[k]; dirty {
-			continue // a delivery came: measured as a change
-		}
+	for k := range t.suspects { // sync has applied (and measured) the deliveries that came
 		if t.replaceIfDiffers(k, t.expected(c, node, nodeName, k)) {
 			n++
 		}
