@@ -13,7 +13,7 @@ type ipTable struct {
 	line   int // the line of its header
 	chains map[string]*ipChain
 	last   *ipChain   // the chain of the previous rule (dumps group rules by chain)
-	order  []*ipChain // chains in declaration order
+	order  []*ipChain // chains in declaration order (text dumps only)
 	next   int        // index in order after last's (iptables-save lists rules in that order)
 	slab   []ipRule   // rules are allocated in blocks
 	ptrs   []*ipRule  // and chains' first rule slots too

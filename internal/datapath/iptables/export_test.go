@@ -70,3 +70,27 @@ func CachedGeneration(r *NFTReader) uint32 {
 
 // KernelGeneration reads ns's current nf_tables generation.
 var KernelGeneration = currentGen
+
+// CacheHeld names what a reader's cached tables hold beyond their chains:
+// order-list entries, and handle-index entries that do not name a cached
+// chain with that handle ("" when nothing: the cache holds no more than the
+// kernel does).
+func CacheHeld(n *NFTReader) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := ""
+	for _, f := range n.fams {
+		for _, name := range nlTables {
+			t := f.tables[name]
+			if len(t.order) > 0 {
+				out += fmt.Sprintf("%s%s: an order list of %d chains\n", f.tag, name, len(t.order))
+			}
+			for h, c := range t.byHandle {
+				if ch := t.chains[c]; ch == nil || ch.handle != h {
+					out += fmt.Sprintf("%s%s: handle %d indexed for %s, which the cache does not hold with it\n", f.tag, name, h, c)
+				}
+			}
+		}
+	}
+	return out
+}

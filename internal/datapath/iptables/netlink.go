@@ -502,7 +502,7 @@ func (n *NFTReader) readFamilies(ctx context.Context, c *nlConn) ([]*nlFamily, i
 			if err := n.readListedTable(ctx, c, f, t, lists[t]); err != nil {
 				return nil, 0, err
 			}
-			for _, ch := range f.tables[t].order {
+			for _, ch := range f.tables[t].chains {
 				rules += len(ch.rules)
 			}
 		}
@@ -533,12 +533,15 @@ func (n *NFTReader) readListedTable(ctx context.Context, c *nlConn, f *nlFamily,
 		f.tables[table] = &ipTable{name: table, chains: map[string]*ipChain{}}
 		return nil
 	}
+	// The table keeps no order list (ipTable.order): it is patched chain
+	// by chain, and the list would keep every chain replaced since, with
+	// its rules, alive.
 	t := &ipTable{name: table, chains: make(map[string]*ipChain, len(list.names))}
-	t.order = make([]*ipChain, 0, len(list.names))
+	order := make([]*ipChain, 0, len(list.names))
 	for i, name := range list.names {
 		ch := &ipChain{name: name, handle: list.handles[i]}
 		t.chains[name] = ch
-		t.order = append(t.order, ch)
+		order = append(order, ch)
 	}
 	// One dump per chain, not one for the table: the kernel resumes a dump
 	// by walking again from the first rule of its scope up to where the
@@ -548,7 +551,7 @@ func (n *NFTReader) readListedTable(ctx context.Context, c *nlConn, f *nlFamily,
 	// (2026-12-02)"); per chain it is quadratic only in the longest chain
 	// (KUBE-SERVICES).
 	var err error
-	for _, ch := range t.order {
+	for _, ch := range order {
 		err = dumpRules(c, f.v6, table, ch.name, func(r nlRule, derr error) error {
 			if derr != nil {
 				return f.undecodable(table, r.chain, derr)
@@ -556,7 +559,11 @@ func (n *NFTReader) readListedTable(ctx context.Context, c *nlConn, f *nlFamily,
 			if r.chain != ch.name {
 				return fmt.Errorf("nf_tables %s %s: rule of chain %q in the dump of %q", f.fam, table, r.chain, ch.name)
 			}
-			return t.addNLRule(ch, r, true)
+			// Each rule on its own, not from a shared block: the
+			// table is patched for as long as the agent runs, and a
+			// block would stay alive as long as any one of its rules
+			// does (a service's chains outlive its endpoints' chains).
+			return t.addNLRule(ch, r, false)
 		})
 		if errors.Is(err, unix.ENOENT) {
 			continue // deleted since it was listed: the generation check reads again
@@ -586,10 +593,7 @@ func (n *NFTReader) readChain(ctx context.Context, c *nlConn, f *nlFamily, table
 		delete(m, name)
 	}
 	if !ok {
-		if old := t.chains[name]; old != nil {
-			old.dead = true
-			delete(t.chains, name)
-		}
+		t.dropChain(name)
 		return nil
 	}
 	ch := &ipChain{name: name, handle: handle}
@@ -604,9 +608,6 @@ func (n *NFTReader) readChain(ctx context.Context, c *nlConn, f *nlFamily, table
 	})
 	if err != nil {
 		return err
-	}
-	if old := t.chains[name]; old != nil {
-		old.dead = true
 	}
 	t.setChain(ch)
 	return nil
@@ -668,7 +669,7 @@ func (t *ipTable) parseNLRule(chain, line string, slab bool) (*ipRule, error) {
 	if slab {
 		ir = t.newRule()
 	} else {
-		ir = new(ipRule) // chain re-reads: no shared block kept alive by one rule
+		ir = new(ipRule) // netlink tables: no shared block kept alive by one rule
 	}
 	if err := parseRule(ir, chain, toks[2:], line); err != nil {
 		return nil, fmt.Errorf("rendered rule %q: %w", line, err)

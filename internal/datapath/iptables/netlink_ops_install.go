@@ -15,8 +15,7 @@ func (p *chainPatch) install(v6 bool, t *ipTable, name string, n *NFTReader) pat
 		if old == nil {
 			return patchSame
 		}
-		old.dead = true
-		delete(t.chains, name)
+		t.dropChain(name)
 		return patchDone
 	}
 	pool := rulePool{old: old}
@@ -40,9 +39,6 @@ func (p *chainPatch) install(v6 bool, t *ipTable, name string, n *NFTReader) pat
 		old.nl, old.handle = slots, p.handle
 		t.noteHandle(name, p.handle)
 		return patchSame
-	}
-	if old != nil {
-		old.dead = true
 	}
 	t.setChain(&ipChain{name: name, handle: p.handle, nl: slots, rules: rules})
 	return patchDone

@@ -146,6 +146,9 @@ func (r *opsRig) sameAsFresh(what string) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	if held := iptables.CacheHeld(r.nr); held != "" {
+		r.t.Errorf("%s: the patched cache keeps what the kernel no longer holds:\n%s", what, held)
+	}
 	if !iptables.SameCachedTables(r.nr, fresh) {
 		r.t.Errorf("%s: the patched tables differ from a fresh read:\n%s", what, iptables.CachedTablesDiff(r.nr, fresh))
 	}
