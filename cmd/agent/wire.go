@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -123,7 +124,11 @@ func wireAgent(ctx context.Context, f agentFlags, st agentSettings, client kuber
 	w.agent = agent.New(opts)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The Go runtime's metrics, and its live heap (go_gc_heap_live_bytes:
+	// what the last GC kept, the figure that tells a leak from garbage).
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(rec.Collectors()...)
 	reg.MustRegister(metrics.NewCollector(w.agent.SummaryState, build().Version, f.maxServiceSeries), metrics.NewNodeCollector(nf.Info))
 	reg.MustRegister(rst.NewMetrics(w.rst, f.maxServiceSeries), metrics.NewPreStop(w.agent.SummaryState))

@@ -29,6 +29,9 @@ type SoakPoint struct {
 	// live objects and those not yet collected), to tell a growing heap
 	// from RSS the runtime keeps.
 	HeapAlloc float64
+	// LiveHeap is what the agent's last GC kept (go_gc_heap_live_bytes):
+	// the figure that tells retained memory from garbage.
+	LiveHeap float64
 	// FirstStale names up to three stale findings of this sample.
 	FirstStale []string
 	// Check is the findings checked against the kernel (soak_verify.go);
@@ -51,6 +54,7 @@ var soakCounters = []struct {
 	{"netdrift_full_audit_corrections_total", func(p *SoakPoint) *float64 { return &p.Corrections }},
 	{"netdrift_lag_samples_dropped_total", func(p *SoakPoint) *float64 { return &p.Dropped }},
 	{"go_memstats_heap_alloc_bytes", func(p *SoakPoint) *float64 { return &p.HeapAlloc }},
+	{"go_gc_heap_live_bytes", func(p *SoakPoint) *float64 { return &p.LiveHeap }},
 	{"netdrift_reader_audits_total", func(p *SoakPoint) *float64 { return &p.ReaderAudits }},
 	{"netdrift_reader_audit_differences_total", func(p *SoakPoint) *float64 { return &p.ReaderDiffs }},
 	{"netdrift_reader_audits_deferred_total", func(p *SoakPoint) *float64 { return &p.ReaderDeferred }},
@@ -306,7 +310,36 @@ func writeSoakCounters(w io.Writer, points []SoakPoint) {
 				p.EventsLost, p.FullAudits, p.Corrections, p.Dropped, p.ReaderAudits, p.ReaderDiffs, p.ReaderDeferred, p.Fallbacks)
 			fmt.Fprintf(w, "  agent heap_alloc (live + not yet collected) first %.0f MiB, last %.0f MiB, slope %+.1f MiB/h\n",
 				first.HeapAlloc/(1<<20), p.HeapAlloc/(1<<20), Slope(goodPoints(points), func(p SoakPoint) float64 { return p.HeapAlloc / (1 << 20) }))
+			writeSoakLive(w, goodPoints(points))
 			return
+		}
+	}
+}
+
+func liveMiB(p SoakPoint) float64 { return p.LiveHeap / (1 << 20) }
+
+// writeSoakLive prints the live heap (what each GC kept), the slopes of RSS
+// and live heap over the second half of the run (a level the first half
+// climbs to shows as a flat second half; a leak does not), and the series
+// every fifth sample.
+func writeSoakLive(w io.Writer, ok []SoakPoint) {
+	if len(ok) == 0 {
+		return
+	}
+	first, last := ok[0], ok[len(ok)-1]
+	if last.LiveHeap == 0 {
+		fmt.Fprintf(w, "  agent live heap: not exported (go_gc_heap_live_bytes)\n")
+	} else {
+		fmt.Fprintf(w, "  agent live heap (kept by the last GC) first %.0f MiB, last %.0f MiB, slope %+.1f MiB/h\n",
+			liveMiB(first), liveMiB(last), Slope(ok, liveMiB))
+	}
+	half := ok[len(ok)/2:]
+	fmt.Fprintf(w, "  second half (from %s): agent RSS slope %+.1f MiB/h, live heap slope %+.1f MiB/h\n",
+		half[0].At.Round(time.Second), Slope(half, agentMiB), Slope(half, liveMiB))
+	fmt.Fprintf(w, "  series: at, agent RSS MiB, live heap MiB, heap_alloc MiB, goroutines\n")
+	for i, p := range ok {
+		if i%5 == 0 || i == len(ok)-1 {
+			fmt.Fprintf(w, "    %6s %5.0f %5.0f %5.0f %4.0f\n", p.At.Round(time.Second), agentMiB(p), liveMiB(p), p.HeapAlloc/(1<<20), p.Goroutines)
 		}
 	}
 }

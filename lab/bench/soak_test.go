@@ -171,3 +171,30 @@ func TestSoakChecksSummed(t *testing.T) {
 		}
 	}
 }
+
+// TestSoakLiveSecondHalf: a live heap that climbs, then levels, has a
+// rising slope over the run and a flat second half; a leak stays rising;
+// an agent that does not export it is said so.
+func TestSoakLiveSecondHalf(t *testing.T) {
+	series := func(f func(i int) float64) []SoakPoint {
+		var ps []SoakPoint
+		for i := range 20 {
+			ps = append(ps, SoakPoint{At: time.Duration(i) * 30 * time.Second, AgentRSS: int64(f(i)) << 20, LiveHeap: f(i) * (1 << 20)})
+		}
+		return ps
+	}
+	var levels, leaks bytes.Buffer
+	writeSoakLive(&levels, series(func(i int) float64 { return 100 + 10*float64(min(i, 8)) }))
+	writeSoakLive(&leaks, series(func(i int) float64 { return 100 + 10*float64(i) }))
+	if !strings.Contains(levels.String(), "live heap slope +0.0 MiB/h") || !strings.Contains(levels.String(), "first 100 MiB, last 180 MiB") {
+		t.Errorf("a heap that levels off:\n%s", levels.String())
+	}
+	if !strings.Contains(leaks.String(), "live heap slope +1200.0 MiB/h") {
+		t.Errorf("a leak:\n%s", leaks.String())
+	}
+	var none bytes.Buffer
+	writeSoakLive(&none, []SoakPoint{{AgentRSS: 1 << 30}})
+	if !strings.Contains(none.String(), "not exported") {
+		t.Errorf("no live heap:\n%s", none.String())
+	}
+}

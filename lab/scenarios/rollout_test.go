@@ -81,6 +81,9 @@ func rollout(t *testing.T, l *labenv.Lab, name string, preStop time.Duration) ro
 		}
 		v, _ := m.Sum("netdrift_terminating_rsts_total", map[string]string{"namespace": "default", "service": name})
 		r.rstMetric += v
+		if live, ok := m.Sum("go_gc_heap_live_bytes", nil); !ok || live <= 0 {
+			t.Errorf("%s: no live heap in /metrics (go_gc_heap_live_bytes %v, found %v): the soak reads it", a.Node, live, ok)
+		}
 		var rep RSTReport
 		if err := a.Get(ctx, "/v1/rsts", &rep); err != nil {
 			t.Fatal(err)
