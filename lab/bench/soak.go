@@ -250,6 +250,7 @@ func Summarize(points []SoakPoint) SoakSummary {
 			s.Checked.False += c.False
 			s.Checked.Fixed += c.Fixed
 			s.Checked.Unchecked += c.Unchecked
+			s.Checked.Skipped += c.Skipped
 			if len(s.Checked.Examples) < 3 {
 				s.Checked.Examples = append(s.Checked.Examples, c.Examples...)
 			}
@@ -272,8 +273,8 @@ func writeSoak(w io.Writer, points []SoakPoint) {
 		sumCounts(s.NoView), countsString(s.NoView), s.MaxBehind)
 	if s.StaleSamples > 0 {
 		c := s.Checked
-		fmt.Fprintf(w, "  checked against the kernel in %d samples (dump right after the sample, at most every %s): %d confirmed, %d false, %d fixed by a commit in between, %d of kinds not checked\n",
-			s.CheckedSamples, checkEvery, c.Confirmed, c.False, c.Fixed, c.Unchecked)
+		fmt.Fprintf(w, "  checked against the kernel in %d samples (read right after the sample, at most every %s): %d confirmed, %d false, %d fixed by a commit in between, %d of kinds not checked, %d past the %d per sample the iptables check reads\n",
+			s.CheckedSamples, checkEvery, c.Confirmed, c.False, c.Fixed, c.Unchecked, c.Skipped, chainCheckMax)
 		for _, e := range c.Examples {
 			fmt.Fprintf(w, "    false: %s\n", e)
 		}

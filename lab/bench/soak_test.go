@@ -148,20 +148,20 @@ func TestWriteSoakCounters(t *testing.T) {
 // the summary, which prints them with the false ones and failed checks.
 func TestSoakChecksSummed(t *testing.T) {
 	pts := []SoakPoint{
-		{At: time.Minute, Stale: 3, Check: &StaleCheck{Confirmed: 2, Fixed: 1, Commits: 2}},
+		{At: time.Minute, Stale: 13, Check: &StaleCheck{Confirmed: 2, Fixed: 1, Commits: 2, Skipped: 10}},
 		{At: 2 * time.Minute, NoView: "datapath_behind", BehindCommits: 7},
 		{At: 3 * time.Minute, Stale: 2, Check: &StaleCheck{Confirmed: 1, False: 1, Commits: 0, Examples: []string{"stale_backend bench/s00001 10.96.0.1:80 10.128.0.9:8080"}}},
 		{At: 4 * time.Minute, Stale: 1, Check: &StaleCheck{Err: "nft: exit status 1", Commits: -1}},
 	}
 	s := Summarize(pts)
-	if c := s.Checked; c.Confirmed != 3 || c.False != 1 || c.Fixed != 1 || len(c.Examples) != 1 || len(s.CheckErrors) != 1 || s.StaleSamples != 3 ||
+	if c := s.Checked; c.Confirmed != 3 || c.False != 1 || c.Fixed != 1 || c.Skipped != 10 || len(c.Examples) != 1 || len(s.CheckErrors) != 1 || s.StaleSamples != 3 ||
 		s.CheckedSamples != 3 || s.NoView["datapath_behind"] != 1 || s.MaxBehind != 7 {
 		t.Fatalf("summary %+v", s)
 	}
 	var b strings.Builder
 	writeSoak(&b, pts)
 	for _, want := range []string{
-		"checked against the kernel in 3 samples (dump right after the sample, at most every 1m30s): 3 confirmed, 1 false, 1 fixed by a commit in between, 0 of kinds not checked",
+		"checked against the kernel in 3 samples (read right after the sample, at most every 1m30s): 3 confirmed, 1 false, 1 fixed by a commit in between, 0 of kinds not checked, 10 past the 8 per sample the iptables check reads",
 		"answers on no current view 1 (datapath_behind 1); most commits an answer's view trailed the kernel by: 7",
 		"false: stale_backend bench/s00001 10.96.0.1:80 10.128.0.9:8080",
 		"check failed: nft: exit status 1",

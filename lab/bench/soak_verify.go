@@ -17,9 +17,10 @@ import (
 // A soak's stale findings are checked against the kernel: a finding the
 // agent reports is true when kube-proxy is late (its own histogram says
 // how often it is, Window.ProxyLate), false when the rules say otherwise.
-// Right after a sample with findings the harness dumps kube-proxy's table
-// in the node's namespace with the reference tool and asks the agent
-// again 1 s after the dump. Per finding of a kind it can check
+// Right after a sample with findings the harness reads kube-proxy's rules
+// in the node's namespace with the reference tool (nftables: the table;
+// iptables: the chains of up to chainCheckMax findings, staleVerifier.read)
+// and asks the agent again 1 s after the read. Per finding of a kind it can check
 // (stale_backend: the service's frontend still forwards to the backend;
 // missing_backend: it does not):
 //   - confirmed: the dump agrees with the finding;
@@ -75,6 +76,7 @@ const checkEvery = 90 * time.Second
 type StaleCheck struct {
 	Confirmed, False, Fixed int
 	Unchecked               int      // findings of kinds the rules alone cannot check
+	Skipped                 int      // findings past chainCheckMax, not checked
 	Commits                 int      // commits to kube-proxy's table between the answer and the dump's end; -1: no listener
 	Examples                []string // up to three false findings
 	Err                     string   // the check could not run
@@ -102,13 +104,16 @@ func (v *staleVerifier) due() bool {
 // whose view was view.
 func (v *staleVerifier) check(ctx context.Context, findings []soakFinding, view soakView, asked time.Time) *StaleCheck {
 	c := &StaleCheck{Commits: -1}
-	dump, err := v.dump(ctx)
+	if v.mode != "nftables" && len(findings) > chainCheckMax {
+		c.Skipped = len(findings) - chainCheckMax
+		findings = findings[:chainCheckMax]
+	}
+	idx, err := v.read(ctx, findings)
 	dumped := time.Now()
 	if err != nil {
 		c.Err = err.Error()
 		return c
 	}
-	idx := indexDump(v.mode, dump)
 	time.Sleep(time.Second)
 	var again struct {
 		View     soakView      `json:"view"`
@@ -159,34 +164,76 @@ func (v *staleVerifier) check(ctx context.Context, findings []soakFinding, view 
 	return c
 }
 
-// dump is kube-proxy's IPv4 NAT rules in the node's namespace, as the
-// reference tool prints them.
-func (v *staleVerifier) dump(ctx context.Context) ([]byte, error) {
+// chainCheckMax is how many findings of one sample the iptables modes
+// check: each costs a listing of its service's chains.
+const chainCheckMax = 8
+
+// read reads what the findings need of kube-proxy's IPv4 NAT rules in the
+// node's namespace, with the reference tool: nftables, the whole table
+// (`nft list table`, about 5 s of CPU at 100k); iptables, the chains
+// from KUBE-SERVICES down to the findings' DNAT rules, one `iptables -S`
+// per chain. A whole `iptables-nft-save -t nat` takes 5-10 s at 100k, over
+// which kube-proxy commits again: no finding could be confirmed or refuted.
+func (v *staleVerifier) read(ctx context.Context, findings []soakFinding) (ruleIndex, error) {
 	ns, err := v.lab.NodeNetNS(node)
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"nft", "list", "table", "ip", "kube-proxy"}
-	if v.mode != "nftables" {
-		args = []string{"iptables-" + Modes[v.mode].Backend + "-save", "-t", "nat"}
+	run := func(args ...string) ([]byte, error) {
+		out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, args...)...).Output()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+		}
+		return out, nil
 	}
-	out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, args...)...).Output()
+	if v.mode == "nftables" {
+		out, err := run("nft", "list", "table", "ip", "kube-proxy")
+		if err != nil {
+			return nil, err
+		}
+		return indexNFT(out), nil
+	}
+	ipt := "iptables-" + Modes[v.mode].Backend
+	return readIPTChains(findings, func(chain string) ([]byte, error) { return run(ipt, "-t", "nat", "-S", chain) })
+}
+
+// readIPTChains indexes the chains the findings' frontends lead to, listed
+// by list: KUBE-SERVICES, then each chain its rules for those frontends
+// jump to, to iptIndex.holds's depth.
+func readIPTChains(findings []soakFinding, list func(chain string) ([]byte, error)) (*iptIndex, error) {
+	x := newIPTIndex()
+	out, err := list("KUBE-SERVICES")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+		return nil, err
 	}
-	return out, nil
+	x.add(out)
+	read := map[string]bool{"KUBE-SERVICES": true}
+	var next []string
+	for _, f := range findings {
+		next = append(next, x.services[f.Frontend+"/"+strings.ToLower(f.Protocol)]...)
+	}
+	for depth := 0; depth < iptDepth && len(next) > 0; depth++ {
+		var more []string
+		for _, ch := range next {
+			if read[ch] || !serviceChain(ch) {
+				continue
+			}
+			read[ch] = true
+			out, err := list(ch)
+			if err != nil {
+				return nil, err
+			}
+			x.add(out)
+			more = append(more, x.jumps[ch]...)
+		}
+		next = more
+	}
+	return x, nil
 }
 
 // ruleIndex answers which backends a frontend forwards to in a dump.
 type ruleIndex interface {
 	holds(frontend, protocol, backend string) bool
-}
-
-func indexDump(mode string, dump []byte) ruleIndex {
-	if mode == "nftables" {
-		return indexNFT(dump)
-	}
-	return indexIPT(dump)
 }
 
 // iptIndex is iptables-save's nat table: KUBE-SERVICES' jumps by
@@ -197,8 +244,18 @@ type iptIndex struct {
 	dnat     map[string][]string
 }
 
+func newIPTIndex() *iptIndex {
+	return &iptIndex{services: map[string][]string{}, jumps: map[string][]string{}, dnat: map[string][]string{}}
+}
+
 func indexIPT(dump []byte) *iptIndex {
-	x := &iptIndex{services: map[string][]string{}, jumps: map[string][]string{}, dnat: map[string][]string{}}
+	x := newIPTIndex()
+	x.add(dump)
+	return x
+}
+
+// add indexes the -A lines of iptables-save or iptables -S output.
+func (x *iptIndex) add(dump []byte) {
 	sc := bufio.NewScanner(bytes.NewReader(dump))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -217,7 +274,6 @@ func indexIPT(dump []byte) *iptIndex {
 			x.jumps[chain] = append(x.jumps[chain], target)
 		}
 	}
-	return x
 }
 
 func flagValue(f []string, flag string) string {
@@ -229,10 +285,26 @@ func flagValue(f []string, flag string) string {
 	return ""
 }
 
+// serviceChain: a chain of kube-proxy's per-service or per-endpoint
+// families, which a frontend's jumps can lead to a DNAT through
+// (KUBE-MARK-MASQ and the like are not followed).
+func serviceChain(ch string) bool {
+	for _, p := range []string{"KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-"} {
+		if strings.HasPrefix(ch, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// iptDepth is how many chains deep holds follows a frontend's jumps
+// (KUBE-EXT, KUBE-SVC, KUBE-SEP: three).
+const iptDepth = 4
+
 func (x *iptIndex) holds(frontend, protocol, backend string) bool {
 	seen := map[string]bool{}
 	next := x.services[frontend+"/"+strings.ToLower(protocol)]
-	for depth := 0; depth < 4 && len(next) > 0; depth++ {
+	for depth := 0; depth < iptDepth && len(next) > 0; depth++ {
 		var more []string
 		for _, ch := range next {
 			if seen[ch] {

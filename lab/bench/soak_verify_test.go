@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,23 @@ func TestRuleIndexes(t *testing.T) {
 		{"nftables", "nftables/testdata/handwritten.v4.nft", "10.96.0.10:80",
 			[]string{"10.1.0.5:8080", "10.1.1.6:8080"}, []string{"10.1.0.6:8080", "10.1.0.5:80"}},
 	} {
-		idx := indexDump(tc.mode, read(tc.file))
+		dump := read(tc.file)
+		var idx ruleIndex = indexNFT(dump)
+		if tc.mode != "nftables" {
+			var listed []string
+			x, err := readIPTChains([]soakFinding{{Frontend: tc.frontend, Protocol: "TCP"}}, func(chain string) ([]byte, error) {
+				listed = append(listed, chain)
+				return chainLines(dump, chain), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// KUBE-SERVICES, the service's chain, its three endpoints' chains.
+			if len(listed) != 5 {
+				t.Errorf("%s: listed %d chains %v, want the 5 the frontend leads to", tc.file, len(listed), listed)
+			}
+			idx = x
+		}
 		for _, b := range tc.in {
 			if !idx.holds(tc.frontend, "TCP", b) {
 				t.Errorf("%s: %s should forward to %s", tc.file, tc.frontend, b)
@@ -61,4 +78,15 @@ func TestSoakViewAsOf(t *testing.T) {
 	if got := (soakView{Current: true, BehindCommits: 2, BehindSince: behind}).asOf(asked); !got.Before(behind) || got.Before(behind.Add(-time.Second)) {
 		t.Errorf("3 s behind: as of %v, want just before %v", got, behind)
 	}
+}
+
+// chainLines is what `iptables -t nat -S chain` prints of a dump's chain.
+func chainLines(dump []byte, chain string) []byte {
+	out := "-N " + chain + "\n"
+	for _, l := range strings.Split(string(dump), "\n") {
+		if strings.HasPrefix(l, "-A "+chain+" ") {
+			out += l + "\n"
+		}
+	}
+	return []byte(out)
 }
