@@ -12,7 +12,6 @@ import (
 	"runtime/pprof"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/netdrift/netdrift/bench"
 	"github.com/netdrift/netdrift/internal/datapath/iptables"
@@ -121,25 +120,11 @@ func (r *churnRig) syncText(v bench.Service, old netip.AddrPort) string {
 // catchUp applies every event up to the kernel's current generation.
 func (r *churnRig) catchUp() {
 	r.tb.Helper()
-	gen, err := nfevents.Generation(r.ns)
-	if err != nil {
-		r.tb.Fatal(err)
-	}
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case ev := <-r.w.Events():
-			g := ev.Generation
-			if err := r.mode.ApplyChange(context.Background(), ev); err != nil {
-				r.tb.Fatal(err)
-			}
-			if int32(g-gen) >= 0 {
-				return
-			}
-		case <-timeout:
-			r.tb.Fatalf("no event for generation %d", gen)
+	untilCurrent(r.tb, r.ns, r.w, func(ev nfevents.Event) {
+		if err := r.mode.ApplyChange(context.Background(), ev); err != nil {
+			r.tb.Fatal(err)
 		}
-	}
+	})
 }
 
 // liveHeap is the heap in use after a GC, in MiB; with

@@ -75,34 +75,45 @@ func (r *opsRig) restore(in string) {
 // the per-event stats.
 func (r *opsRig) apply() iptables.NFTStats {
 	r.t.Helper()
-	gen, err := nfevents.Generation(r.ns)
-	if err != nil {
-		r.t.Fatal(err)
-	}
 	var sum iptables.NFTStats
+	untilCurrent(r.t, r.ns, r.w, func(ev nfevents.Event) {
+		if r.noOps {
+			ev.Ops, ev.OpsComplete = nil, false
+		}
+		if err := r.nr.ApplyEvent(context.Background(), ev); err != nil {
+			r.t.Fatal(err)
+		}
+		st := r.nr.Stats()
+		sum.LastChains += st.LastChains
+		sum.LastPatched += st.LastPatched
+		sum.LastSame += st.LastSame
+		sum.LastDecoded += st.LastDecoded
+		sum.LastGroups += st.LastGroups
+		sum.LastChanged += st.LastChanged
+		sum.FullReads, sum.PatchFallbacks = st.FullReads, st.PatchFallbacks
+	})
+	return sum
+}
+
+// untilCurrent hands fn each event of w up to the generation ns's kernel
+// is at now.
+func untilCurrent(tb testing.TB, ns string, w *nfevents.Watcher, fn func(nfevents.Event)) {
+	tb.Helper()
+	gen, err := nfevents.Generation(ns)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
-		case ev := <-r.w.Events():
-			if r.noOps {
-				ev.Ops, ev.OpsComplete = nil, false
-			}
-			if err := r.nr.ApplyEvent(context.Background(), ev); err != nil {
-				r.t.Fatal(err)
-			}
-			st := r.nr.Stats()
-			sum.LastChains += st.LastChains
-			sum.LastPatched += st.LastPatched
-			sum.LastSame += st.LastSame
-			sum.LastDecoded += st.LastDecoded
-			sum.LastGroups += st.LastGroups
-			sum.LastChanged += st.LastChanged
-			sum.FullReads, sum.PatchFallbacks = st.FullReads, st.PatchFallbacks
-			if int32(ev.Generation-gen) >= 0 {
-				return sum
+		case ev := <-w.Events():
+			g := ev.Generation
+			fn(ev)
+			if int32(g-gen) >= 0 {
+				return
 			}
 		case <-timeout:
-			r.t.Fatalf("no event for generation %d", gen)
+			tb.Fatalf("no event for generation %d", gen)
 		}
 	}
 }
