@@ -53,18 +53,10 @@ func newChurnRig(tb testing.TB, spec bench.Spec) *churnRig {
 			r.entry = append(r.entry, l)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tb.Cleanup(cancel)
-	w, err := nfevents.WatchWith(ctx, r.ns, nfevents.Options{OpTables: []nfevents.TableRef{
-		{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"}}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { w.Close() })
-	r.w = w
+	r.w = watchIPTables(tb, r.ns)
 	r.mode = iptables.OpenMode(r.ns)
 	r.mode.SetHints(model.HintsFor(watch.Expected(bench.NodeName, spec.ClusterState())))
-	if _, err := r.mode.Snapshot(ctx); err != nil {
+	if _, err := r.mode.Snapshot(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	return r

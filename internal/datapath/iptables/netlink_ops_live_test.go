@@ -49,17 +49,9 @@ func newOpsRigWith(t *testing.T, spec bench.Spec) *opsRig {
 	r := &opsRig{t: t, ns: iptables.NewTestNetns(t), spec: spec}
 	r.hints = model.HintsFor(watch.Expected(bench.NodeName, r.spec.ClusterState()))
 	r.restore(r.spec.IPTablesRestore())
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := nfevents.WatchWith(ctx, r.ns, nfevents.Options{OpTables: []nfevents.TableRef{
-		{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	r.w = w
+	r.w = watchIPTables(t, r.ns)
 	r.nr = &iptables.NFTReader{NetNS: r.ns, AuditEvery: -1}
-	if _, err := r.nr.Snapshot(ctx, r.hints); err != nil {
+	if _, err := r.nr.Snapshot(context.Background(), r.hints); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -93,6 +85,21 @@ func (r *opsRig) apply() iptables.NFTStats {
 		sum.FullReads, sum.PatchFallbacks = st.FullReads, st.PatchFallbacks
 	})
 	return sum
+}
+
+// watchIPTables watches ns's nf_tables changes with the rule messages of
+// the IPv4 iptables-nft tables, until the test ends.
+func watchIPTables(tb testing.TB, ns string) *nfevents.Watcher {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	w, err := nfevents.WatchWith(ctx, ns, nfevents.Options{OpTables: []nfevents.TableRef{
+		{Family: "ip", Table: "nat"}, {Family: "ip", Table: "filter"}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { w.Close() })
+	return w
 }
 
 // untilCurrent hands fn each event of w up to the generation ns's kernel
