@@ -348,10 +348,10 @@ func (t *ipTable) noteHandle(name string, h uint64) {
 }
 
 // setChain caches a chain read or patched over netlink, keeping the index:
-// the chain it replaces is retired.
+// the handle of the chain it replaces leaves it.
 func (t *ipTable) setChain(c *ipChain) {
 	if old := t.chains[c.name]; old != nil && old != c {
-		t.retire(old, c.handle)
+		t.unindex(old, c.handle)
 	}
 	t.chains[c.name] = c
 	t.noteHandle(c.name, c.handle)
@@ -360,17 +360,17 @@ func (t *ipTable) setChain(c *ipChain) {
 // dropChain removes a chain the kernel no longer holds.
 func (t *ipTable) dropChain(name string) {
 	if old := t.chains[name]; old != nil {
-		t.retire(old, 0)
+		t.unindex(old, 0)
 		delete(t.chains, name)
 	}
 }
 
-// retire marks a replaced or deleted chain dead and drops its handle from
-// the index unless its successor keeps it: the kernel never hands a handle
-// out again, so nothing would ever ask for it, and under churn (a chain per
-// endpoint created and deleted) the index would grow without end.
-func (t *ipTable) retire(old *ipChain, successor uint64) {
-	old.dead = true
+// unindex drops a replaced or deleted chain's handle from the index unless
+// its successor keeps it: the kernel never hands a handle out again, so
+// nothing would ever ask for it, and under churn (a chain per endpoint
+// created and deleted) the index would grow without end. (Netlink tables
+// keep no order list, so a replaced chain needs no dead mark.)
+func (t *ipTable) unindex(old *ipChain, successor uint64) {
 	if t.byHandle != nil && old.handle != 0 && old.handle != successor && t.byHandle[old.handle] == old.name {
 		delete(t.byHandle, old.handle)
 	}
